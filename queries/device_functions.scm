@@ -1,0 +1,3 @@
+; Functions whose bodies run on the GPU. `__host__ __device__` functions count too.
+(function_definition "__global__" body: (compound_statement) @kernel.body) @kernel
+(function_definition "__device__" body: (compound_statement) @device.body) @device

@@ -1,0 +1,23 @@
+# Source this file: puts nvcc 13.0 on PATH, installing it from PyPI into .venv-nvcc when
+# neither PATH nor CUDA_HOME has one. Pinned to 13.0.x to match the GPU machines' toolkit.
+_wmfix_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if ! command -v nvcc >/dev/null 2>&1; then
+  if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then
+    export PATH="$CUDA_HOME/bin:$PATH"
+  else
+    _venv="$_wmfix_root/.venv-nvcc"
+    _cu="$_venv/lib/python3.11/site-packages/nvidia/cu13"
+    if [ ! -x "$_venv/bin/python" ] || ! ls "$_venv"/lib/python3*/site-packages/nvidia/cu13/bin/nvcc >/dev/null 2>&1; then
+      echo "wmfix: installing nvcc 13.0 from PyPI into $_venv" >&2
+      python3 -m venv "$_venv" &&
+      "$_venv/bin/pip" install -q --disable-pip-version-check \
+        nvidia-cuda-nvcc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 \
+        nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 >&2 || { echo "wmfix: nvcc install failed" >&2; return 1; }
+    fi
+    _cu=$(ls -d "$_venv"/lib/python3*/site-packages/nvidia/cu13 | head -n 1)
+    export PATH="$_cu/bin:$PATH"
+    # The wheel keeps its libraries in lib/, where nvcc.profile does not look when linking.
+    export LIBRARY_PATH="$_cu/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  fi
+fi
+unset _wmfix_root _venv _cu

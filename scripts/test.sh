@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: installs nvcc 13.0 from PyPI if needed (see nvcc-env.sh), then runs every
+# CPU test, including the ones that compile instrumented CUDA with real nvcc.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/nvcc-env.sh
+nvcc --version | tail -n 1
+cargo test --release --locked "$@"

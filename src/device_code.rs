@@ -1,0 +1,221 @@
+//! Device code: the `__global__`/`__device__` functions of a file, and the expressions in them
+//! that may access global memory.
+
+use crate::queries::{self, Captures};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use tree_sitter::{Node, Tree};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessKind {
+    Load,
+    Store,
+    Atomic,
+}
+
+pub struct DeviceFunction<'t> {
+    pub body: Node<'t>,
+    pub name: String,
+    pub kernel: bool,
+}
+
+pub struct Access<'t> {
+    pub node: Node<'t>,
+    pub kind: AccessKind,
+    /// Index into the file's device functions.
+    pub function: usize,
+}
+
+pub fn device_functions<'t>(tree: &'t Tree, text: &str) -> Vec<DeviceFunction<'t>> {
+    let caps = Captures::run(
+        queries::device_functions(),
+        tree.root_node(),
+        text.as_bytes(),
+    );
+    let kernels = caps.ids("kernel.body");
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for (name, body) in caps.matches.iter().flatten() {
+        if !name.ends_with(".body") || !seen.insert(body.id()) {
+            continue;
+        }
+        let function = body.parent().expect("a body has a function");
+        out.push(DeviceFunction {
+            body: *body,
+            name: declared_name(function, text),
+            kernel: kernels.contains(&body.id()),
+        });
+    }
+    out.sort_by_key(|f| f.body.start_byte());
+    out
+}
+
+/// The name a declaration declares: follow `declarator` fields to the innermost one.
+pub fn declared_name(node: Node, text: &str) -> String {
+    let mut n = node;
+    while let Some(d) = n.child_by_field_name("declarator") {
+        n = d;
+    }
+    text[n.byte_range()].to_string()
+}
+
+/// The innermost device function body containing `node`, as an index into `functions`.
+fn enclosing(functions: &[DeviceFunction], node: Node) -> Option<usize> {
+    let r = node.byte_range();
+    functions
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.body.start_byte() <= r.start && r.end <= f.body.end_byte())
+        .max_by_key(|(_, f)| f.body.start_byte())
+        .map(|(i, _)| i)
+}
+
+/// Names that are not global memory, per device function (`None`: the whole file):
+/// `__shared__` variables, arrays local to a function, and pointers initialised from those.
+fn local_names(
+    functions: &[DeviceFunction],
+    tree: &Tree,
+    text: &str,
+) -> HashSet<(Option<usize>, String)> {
+    let caps = Captures::run(queries::locals(), tree.root_node(), text.as_bytes());
+    let mut names = HashSet::new();
+    let mut decls: Vec<(usize, &str, Node)> = Vec::new();
+    for m in &caps.matches {
+        for (cap, node) in m {
+            if matches!(*cap, "shared.decl" | "local.decl") {
+                decls.push((node.start_byte(), cap, *node));
+            }
+        }
+        let alias = m.iter().find(|(c, _)| *c == "alias.decl");
+        let value = m.iter().find(|(c, _)| *c == "alias.value");
+        if let (Some((_, a)), Some((_, v))) = (alias, value) {
+            decls.push((a.start_byte(), "alias", *a));
+            decls.push((v.start_byte(), "alias.value", *v));
+        }
+    }
+    // Source order, so that an alias sees the arrays declared before it.
+    decls.sort_by_key(|d| d.0);
+    let mut pending_alias: Option<(Option<usize>, String)> = None;
+    for (_, cap, node) in decls {
+        let scope = enclosing(functions, node);
+        match cap {
+            "alias" => pending_alias = Some((scope, declared_name(node, text))),
+            "alias.value" => {
+                let value = &text[node.byte_range()];
+                if let Some((s, alias)) = pending_alias.take() {
+                    if names.contains(&(s, value.to_string()))
+                        || names.contains(&(None, value.to_string()))
+                    {
+                        names.insert((s, alias));
+                    }
+                }
+            }
+            _ => {
+                // A __shared__ declaration may declare several variables.
+                let mut c = node.walk();
+                let declarators: Vec<Node> =
+                    node.children_by_field_name("declarator", &mut c).collect();
+                if declarators.is_empty() {
+                    names.insert((scope, declared_name(node, text)));
+                }
+                for d in declarators {
+                    names.insert((scope, declared_name(d, text)));
+                }
+            }
+        }
+    }
+    names
+}
+
+fn within_any(node: Node, ranges: &[std::ops::Range<usize>]) -> bool {
+    let r = node.byte_range();
+    ranges.iter().any(|u| u.start <= r.start && r.end <= u.end)
+}
+
+/// Every expression in device code that may access global memory.
+pub fn accesses<'t>(
+    functions: &[DeviceFunction<'t>],
+    tree: &'t Tree,
+    text: &str,
+) -> Vec<Access<'t>> {
+    let caps = Captures::run(queries::accesses(), tree.root_node(), text.as_bytes());
+    let locals = local_names(functions, tree, text);
+    let is_local = |f: usize, name: &str| {
+        locals.contains(&(Some(f), name.to_string())) || locals.contains(&(None, name.to_string()))
+    };
+    let not_access = caps.ids("not_access");
+    let stores = caps.ids("store");
+    let unevaluated: Vec<_> = caps
+        .get("unevaluated")
+        .iter()
+        .map(Node::byte_range)
+        .collect();
+
+    // Base identifier of each access, where the query found one.
+    let mut base: HashMap<usize, &str> = HashMap::new();
+    for m in &caps.matches {
+        let acc = m.iter().find(|(c, _)| *c == "access");
+        let b = m.iter().find(|(c, _)| *c == "access.base");
+        if let (Some((_, a)), Some((_, b))) = (acc, b) {
+            base.insert(a.id(), &text[b.byte_range()]);
+        }
+    }
+    let globals: HashSet<String> = caps
+        .get("global.var")
+        .iter()
+        .map(|n| declared_name(*n, text))
+        .collect();
+
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut push = |node: Node<'t>, kind: AccessKind, out: &mut Vec<Access<'t>>| {
+        if !seen.insert(node.id())
+            || not_access.contains(&node.id())
+            || within_any(node, &unevaluated)
+        {
+            return;
+        }
+        let Some(function) = enclosing(functions, node) else {
+            return;
+        };
+        if let Some(b) = base.get(&node.id()) {
+            if is_local(function, b) {
+                return;
+            }
+        }
+        let kind = if kind == AccessKind::Load && is_store(node, &stores) {
+            AccessKind::Store
+        } else {
+            kind
+        };
+        out.push(Access {
+            node,
+            kind,
+            function,
+        });
+    };
+    for n in caps.get("access.atomic") {
+        push(*n, AccessKind::Atomic, &mut out);
+    }
+    for n in caps.get("access") {
+        push(*n, AccessKind::Load, &mut out);
+    }
+    for n in caps.get("ident") {
+        let name = &text[n.byte_range()];
+        let declares = n
+            .parent()
+            .and_then(|p| p.child_by_field_name("declarator"))
+            .map(|d| d.id())
+            == Some(n.id());
+        if globals.contains(name) && !declares {
+            push(*n, AccessKind::Load, &mut out);
+        }
+    }
+    out.sort_by_key(|a| a.node.start_byte());
+    out
+}
+
+fn is_store(node: Node, stores: &HashSet<usize>) -> bool {
+    stores.contains(&node.id())
+}

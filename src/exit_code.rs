@@ -1,0 +1,42 @@
+//! Process exit codes, one per kind of outcome, so scripts can tell them apart. Documented in
+//! the README.
+
+/// Success: the command did what was asked, and `test`/`reduce` saw no error.
+pub const OK: i32 = 0;
+/// `test`: at least one run failed its post-condition, timed out or crashed.
+pub const ERRORS_SEEN: i32 = 2;
+/// The command line could not be understood.
+pub const USAGE: i32 = 64;
+/// Bad input: a source file that does not parse (with `--on-parse-error fail`), a bad config.
+pub const BAD_INPUT: i32 = 65;
+/// An input path does not exist.
+pub const NO_INPUT: i32 = 66;
+/// A bug in wmfix.
+pub const INTERNAL: i32 = 70;
+/// The output directory could not be written.
+pub const CANT_WRITE: i32 = 73;
+/// Interrupted by ctrl-c.
+pub const INTERRUPTED: i32 = 130;
+
+/// An error that carries its exit code.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Exit {
+    pub code: i32,
+    pub message: String,
+}
+
+pub fn fail(code: i32, message: impl Into<String>) -> anyhow::Error {
+    Exit {
+        code,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// The code for an error: its own where it has one, else INTERNAL.
+pub fn code_of(e: &anyhow::Error) -> i32 {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<Exit>())
+        .map_or(INTERNAL, |x| x.code)
+}

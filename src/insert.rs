@@ -1,0 +1,246 @@
+//! `wmfix insert`: writes an instrumented mirror of the user's tree, the runtime headers and
+//! `fences.json` into the output directory. The user's files are only ever read.
+
+use crate::exit_code::{self, fail};
+use crate::instrument::{self, FenceRecord, FenceScope, Planned};
+use crate::parse;
+use crate::source::SourceFile;
+use crate::walk;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnParseError {
+    /// Stop with an error naming file:line:col.
+    Fail,
+    /// Report it, instrument what parses, and never edit inside the unparsed part.
+    Warn,
+    /// Report it and copy the file unchanged.
+    Skip,
+}
+
+pub struct Options {
+    pub paths: Vec<PathBuf>,
+    pub out: PathBuf,
+    pub fence: FenceScope,
+    pub on_parse_error: OnParseError,
+}
+
+/// Where things go in the output directory.
+pub struct OutLayout {
+    pub dir: PathBuf,
+}
+
+impl OutLayout {
+    pub fn tree(&self) -> PathBuf {
+        self.dir.join("tree")
+    }
+    pub fn runtime(&self) -> PathBuf {
+        self.dir.join("runtime")
+    }
+    pub fn fences_json(&self) -> PathBuf {
+        self.dir.join("fences.json")
+    }
+}
+
+pub struct Summary {
+    pub files: usize,
+    pub instrumented: usize,
+    pub fences: usize,
+    pub warnings: Vec<String>,
+    /// Bytes of CUDA source parsed and instrumented, and the time that took (no file I/O).
+    pub cuda_bytes: usize,
+    pub cuda_time: Duration,
+    pub out: OutLayout,
+}
+
+#[derive(Serialize)]
+struct FencesJson<'a> {
+    version: u32,
+    fence_scope: FenceScope,
+    root: &'a Path,
+    total: usize,
+    fences: &'a [FenceRecord],
+}
+
+pub fn run(opts: &Options) -> Result<Summary> {
+    let out = OutLayout {
+        dir: absolute(&opts.out)?,
+    };
+    let input = walk::collect(&opts.paths, &out.dir)?;
+    check_out_dir(&input.root, &out.dir)?;
+    let mut warnings = Vec::new();
+    let mut planned = Vec::new();
+    let mut copies = Vec::new();
+    let mut cuda_bytes = 0;
+    let mut cuda_time = Duration::ZERO;
+    for rel in &input.files {
+        let abs = input.root.join(rel);
+        if !walk::is_cuda_candidate(rel) {
+            copies.push(rel.clone());
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&abs).with_context(|| format!("reading {}", abs.display()))?;
+        let shown = opts
+            .paths
+            .iter()
+            .find(|p| p.is_file() && abs.ends_with(p))
+            .cloned()
+            .unwrap_or_else(|| display_path(&opts.paths, &input.root, rel));
+        let file = SourceFile::new(rel.clone(), shown, text);
+        let t0 = Instant::now();
+        let tree = parse::parse(&file.text);
+        if let Some(err) = parse::first_error(&tree) {
+            let what = if err.is_missing() {
+                format!("missing `{}`", err.kind())
+            } else {
+                "syntax error".to_string()
+            };
+            let msg = format!("{}: {what}", file.location(err.start_byte()));
+            match opts.on_parse_error {
+                OnParseError::Fail => {
+                    return Err(fail(
+                        exit_code::BAD_INPUT,
+                        format!("{msg} (--on-parse-error warn instruments the rest)"),
+                    ));
+                }
+                OnParseError::Warn => warnings.push(format!(
+                    "{msg}: nothing inside the unparsed part is instrumented"
+                )),
+                OnParseError::Skip => {
+                    warnings.push(format!("{msg}: file copied unchanged"));
+                    copies.push(rel.clone());
+                    continue;
+                }
+            }
+        }
+        let p = instrument::plan_file(file, &tree);
+        cuda_time += t0.elapsed();
+        cuda_bytes += p.file.text.len();
+        if !walk::is_cuda_source(rel) && !p.plan.has_device_code {
+            copies.push(rel.clone());
+            continue;
+        }
+        warnings.extend(p.plan.warnings.iter().cloned());
+        planned.push(p);
+    }
+    let t0 = Instant::now();
+    let done = instrument::render(&mut planned, opts.fence, |f| include_path(&f.rel))
+        .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
+    cuda_time += t0.elapsed();
+    write_output(&out, &input.root, &copies, &planned, &done, opts.fence)?;
+    Ok(Summary {
+        files: input.files.len(),
+        instrumented: done.texts.iter().filter(|t| t.is_some()).count(),
+        fences: done.fences.len(),
+        warnings,
+        cuda_bytes,
+        cuda_time,
+        out,
+    })
+}
+
+fn display_path(paths: &[PathBuf], root: &Path, rel: &Path) -> PathBuf {
+    // Show paths as the user would type them: relative to the current directory if possible.
+    let abs = root.join(rel);
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| abs.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| {
+            if paths.len() == 1 {
+                abs.clone()
+            } else {
+                rel.to_path_buf()
+            }
+        })
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    })
+}
+
+/// The output must not be the input or contain it: it is rewritten on every run.
+fn check_out_dir(root: &Path, out: &Path) -> Result<()> {
+    let out = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
+    if root.starts_with(&out) {
+        return Err(fail(
+            exit_code::BAD_INPUT,
+            format!(
+                "output directory {} contains the input {}; choose another --out",
+                out.display(),
+                root.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `#include` path from a file mirrored at `tree/<rel>` to `runtime/wmfix.cuh`.
+fn include_path(rel: &Path) -> String {
+    format!(
+        "{}runtime/wmfix.cuh",
+        "../".repeat(rel.components().count())
+    )
+}
+
+fn write_output(
+    out: &OutLayout,
+    root: &Path,
+    copies: &[PathBuf],
+    planned: &[Planned],
+    done: &instrument::Instrumented,
+    scope: FenceScope,
+) -> Result<()> {
+    let cant =
+        |p: &Path, e: std::io::Error| fail(exit_code::CANT_WRITE, format!("{}: {e}", p.display()));
+    for dir in [out.tree(), out.runtime()] {
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| cant(&dir, e))?;
+        }
+    }
+    let write = |rel: &Path, bytes: &[u8]| -> Result<()> {
+        let dest = out.tree().join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| cant(&dest, e))?;
+        std::fs::write(&dest, bytes).map_err(|e| cant(&dest, e))
+    };
+    for rel in copies {
+        write(rel, &std::fs::read(root.join(rel))?)?;
+    }
+    for (p, text) in planned.iter().zip(&done.texts) {
+        write(
+            &p.file.rel,
+            text.as_deref().unwrap_or(&p.file.text).as_bytes(),
+        )?;
+    }
+    crate::runtime::write_to(&out.runtime()).map_err(|e| cant(&out.runtime(), e))?;
+    let json = FencesJson {
+        version: 1,
+        fence_scope: scope,
+        root,
+        total: done.fences.len(),
+        fences: &done.fences,
+    };
+    let path = out.fences_json();
+    std::fs::write(&path, serde_json::to_string_pretty(&json)? + "\n").map_err(|e| cant(&path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_path_climbs_out_of_the_mirror() {
+        assert_eq!(include_path(Path::new("dot.cu")), "../runtime/wmfix.cuh");
+        assert_eq!(
+            include_path(Path::new("a/b/k.cuh")),
+            "../../../runtime/wmfix.cuh"
+        );
+    }
+}

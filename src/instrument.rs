@@ -1,0 +1,170 @@
+//! Instruments a whole program: plans every file, numbers the fences across the program in
+//! source order (files by path, then byte offset), and renders each file's new text.
+
+use crate::device_code::AccessKind;
+use crate::edits::{self, Edit};
+use crate::plan::{self, FilePlan};
+use crate::sites::{Piece, Site};
+use crate::source::SourceFile;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FenceScope {
+    /// `__threadfence_block()`
+    Block,
+    /// `__threadfence()`
+    Device,
+    /// `__threadfence_system()`
+    System,
+}
+
+impl FenceScope {
+    fn code(self) -> u8 {
+        match self {
+            FenceScope::Block => 0,
+            FenceScope::Device => 1,
+            FenceScope::System => 2,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct Placement {
+    pub line: usize,
+    pub column: usize,
+    pub byte: usize,
+    /// `statement`, `comma` or `wrap` (around a value).
+    pub how: &'static str,
+}
+
+/// One fence, as listed in `fences.json`.
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct FenceRecord {
+    pub id: usize,
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub function: String,
+    /// The statement, condition or value whose accesses the fence follows.
+    pub access: String,
+    pub kind: AccessKind,
+    /// Each access it follows: `kind: text`.
+    pub accesses: Vec<String>,
+    pub placements: Vec<Placement>,
+}
+
+/// A planned file.
+pub struct Planned {
+    pub file: SourceFile,
+    pub plan: FilePlan,
+}
+
+pub struct Instrumented {
+    /// New text per planned file, `None` where nothing changes.
+    pub texts: Vec<Option<String>>,
+    pub fences: Vec<FenceRecord>,
+}
+
+pub fn plan_file(file: SourceFile, tree: &tree_sitter::Tree) -> Planned {
+    let plan = plan::plan(&file, tree);
+    Planned { file, plan }
+}
+
+/// Numbers the fences of all files and renders them. `include` gives the `#include` path of the
+/// runtime header for a file.
+pub fn render(
+    files: &mut [Planned],
+    scope: FenceScope,
+    include: impl Fn(&SourceFile) -> String,
+) -> Result<Instrumented, edits::Overlap> {
+    files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
+    let total: usize = files.iter().map(|f| f.plan.sites.len()).sum();
+    let mut next_id = 0;
+    let mut fences = Vec::with_capacity(total);
+    let mut texts = Vec::with_capacity(files.len());
+    for Planned { file, plan } in files.iter() {
+        if plan.is_empty() {
+            texts.push(None);
+            continue;
+        }
+        let mut edits = plan.fixed.clone();
+        for site in &plan.sites {
+            edits.extend(site_edits(site, next_id));
+            fences.push(record(file, plan, site, next_id));
+            next_id += 1;
+        }
+        let prologue = format!(
+            "#define WMFIX_NUM_FENCES {}\n#define WMFIX_FENCE_SCOPE {}\n#include \"{}\"\n#line 1\n",
+            total.max(1),
+            scope.code(),
+            include(file)
+        );
+        edits.push(Edit::insert(0, edits::Slot::open(0, false), prologue));
+        texts.push(Some(edits::apply(&file.text, edits)?));
+    }
+    Ok(Instrumented { texts, fences })
+}
+
+fn site_edits(site: &Site, id: usize) -> impl Iterator<Item = Edit> + '_ {
+    site.spots.iter().map(move |s| {
+        let text = match s.piece {
+            Piece::Fence => format!(" WMFIX_FENCE({id});"),
+            Piece::CommaFence => format!(", WMFIX_FENCE_EXPR({id})"),
+            Piece::WrapOpen => format!("WMFIX_AFTER({id}, "),
+            Piece::WrapClose => ")".to_string(),
+        };
+        Edit::insert(s.at, s.slot, text)
+    })
+}
+
+fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: usize) -> FenceRecord {
+    let first = site.accesses[0].0.start;
+    let (line, column) = file.line_col(first);
+    let placements = site
+        .spots
+        .iter()
+        .filter(|s| s.piece != Piece::WrapClose)
+        .map(|s| {
+            let (line, column) = file.line_col(s.at);
+            let how = match s.piece {
+                Piece::Fence => "statement",
+                Piece::CommaFence => "comma",
+                _ => "wrap",
+            };
+            Placement {
+                line,
+                column,
+                byte: s.at,
+                how,
+            }
+        })
+        .collect();
+    let kind_name = |k: AccessKind| match k {
+        AccessKind::Load => "load",
+        AccessKind::Store => "store",
+        AccessKind::Atomic => "atomic",
+    };
+    FenceRecord {
+        id,
+        file: file.rel.clone(),
+        line,
+        column,
+        function: plan.functions[site.function].clone(),
+        access: plan::one_line(&file.text[site.range.clone()]),
+        kind: site.kind(),
+        accesses: site
+            .accesses
+            .iter()
+            .map(|(r, k)| {
+                format!(
+                    "{}: {}",
+                    kind_name(*k),
+                    plan::one_line(&file.text[r.clone()])
+                )
+            })
+            .collect(),
+        placements,
+    }
+}

@@ -1,0 +1,242 @@
+//! Everything `insert` will change in one file, before fences get their program-wide ids:
+//! fence sites, braces, virtual thread ids, the stress dispatch at kernel entry, launch sites,
+//! and warnings about what the rewriter cannot see.
+
+use crate::device_code::{self, DeviceFunction};
+use crate::edits::{Edit, Slot};
+use crate::parse;
+use crate::queries::{self, Captures};
+use crate::sites::{self, Site};
+use crate::source::SourceFile;
+use std::ops::Range;
+use tree_sitter::{Node, Tree};
+
+pub struct FilePlan {
+    /// Edits that need no fence id.
+    pub fixed: Vec<Edit>,
+    pub sites: Vec<Site>,
+    /// Names of the device functions that `Site::function` indexes.
+    pub functions: Vec<String>,
+    pub has_device_code: bool,
+    pub warnings: Vec<String>,
+}
+
+impl FilePlan {
+    pub fn is_empty(&self) -> bool {
+        self.fixed.is_empty() && self.sites.is_empty()
+    }
+}
+
+pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
+    let text = file.text.as_str();
+    let errors = parse::error_ranges(tree);
+    let functions = device_code::device_functions(tree, text);
+    let accesses: Vec<_> = device_code::accesses(&functions, tree, text)
+        .into_iter()
+        .filter(|a| !inside(a.node.byte_range(), &errors))
+        .collect();
+    let placed = sites::place(&accesses, tree, text);
+    let mut warnings: Vec<String> = placed
+        .unplaced
+        .iter()
+        .map(|n| {
+            format!(
+                "{}: warning: no place for a fence after `{}`; left unfenced",
+                file.location(n.start_byte()),
+                one_line(&text[n.byte_range()])
+            )
+        })
+        .collect();
+    let mut fixed = placed.braces;
+    fixed.extend(kernel_entries(&functions));
+    fixed.extend(thread_ids(&functions, tree, text));
+    fixed.extend(launches(&functions, tree, file, &mut warnings));
+    fixed.retain(|e| !inside(e.start..e.end, &errors));
+    warnings.extend(macro_warnings(&functions, tree, file));
+    FilePlan {
+        fixed,
+        sites: placed.sites,
+        has_device_code: !functions.is_empty(),
+        functions: functions.into_iter().map(|f| f.name).collect(),
+        warnings,
+    }
+}
+
+fn inside(r: Range<usize>, errors: &[Range<usize>]) -> bool {
+    errors
+        .iter()
+        .any(|e| e.start < r.end.max(r.start + 1) && r.start < e.end)
+}
+
+pub fn one_line(s: &str) -> String {
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if s.chars().count() > 100 {
+        format!("{}...", s.chars().take(97).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn depth(mut n: Node) -> usize {
+    let mut d = 0;
+    while let Some(p) = n.parent() {
+        d += 1;
+        n = p;
+    }
+    d
+}
+
+/// Every kernel first asks the runtime whether its block is a stressing block.
+fn kernel_entries(functions: &[DeviceFunction]) -> Vec<Edit> {
+    functions
+        .iter()
+        .filter(|f| f.kernel)
+        .map(|f| {
+            Edit::insert(
+                f.body.start_byte() + 1,
+                Slot::open(depth(f.body) + 1, false),
+                " WMFIX_KERNEL_ENTRY();",
+            )
+        })
+        .collect()
+}
+
+fn runtime_call(builtin: &str) -> String {
+    format!("wmfix_{builtin}()")
+}
+
+/// `threadIdx`, `blockIdx` and `gridDim` in device code and in macro bodies become calls that
+/// return the virtual ids.
+fn thread_ids(functions: &[DeviceFunction], tree: &Tree, text: &str) -> Vec<Edit> {
+    let caps = Captures::run(queries::thread_ids(), tree.root_node(), text.as_bytes());
+    let in_device = |n: &Node| {
+        functions
+            .iter()
+            .any(|f| f.body.byte_range().contains(&n.start_byte()))
+    };
+    let mut out: Vec<Edit> = caps
+        .get("thread_id")
+        .iter()
+        .filter(|n| in_device(n))
+        .map(|n| Edit::replace(n.byte_range(), runtime_call(&text[n.byte_range()])))
+        .collect();
+    let macros = Captures::run(queries::macros(), tree.root_node(), text.as_bytes());
+    for value in macros.get("macro.value") {
+        let r = value.byte_range();
+        for (at, word) in builtin_words(&text[r.clone()]) {
+            out.push(Edit::replace(
+                r.start + at..r.start + at + word.len(),
+                runtime_call(word),
+            ));
+        }
+    }
+    out
+}
+
+/// Occurrences of the three built-ins as whole words in a macro body.
+fn builtin_words(s: &str) -> Vec<(usize, &'static str)> {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    for word in ["threadIdx", "blockIdx", "gridDim"] {
+        for (at, _) in s.match_indices(word) {
+            let before = s[..at].chars().next_back().is_some_and(is_word);
+            let after = s[at + word.len()..].chars().next().is_some_and(is_word);
+            if !before && !after {
+                out.push((at, word));
+            }
+        }
+    }
+    out
+}
+
+/// `k<<<g, b, smem, st>>>(args)` becomes `k<<<wmfix_launch(g, st), b, smem, st>>>(args)`.
+fn launches(
+    functions: &[DeviceFunction],
+    tree: &Tree,
+    file: &SourceFile,
+    warnings: &mut Vec<String>,
+) -> Vec<Edit> {
+    let text = file.text.as_str();
+    let caps = Captures::run(queries::launches(), tree.root_node(), text.as_bytes());
+    let mut out = Vec::new();
+    for config in caps.get("launch.config") {
+        if functions
+            .iter()
+            .any(|f| f.body.byte_range().contains(&config.start_byte()))
+        {
+            warnings.push(format!(
+                "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
+                file.location(config.start_byte())
+            ));
+            continue;
+        }
+        let mut c = config.walk();
+        let args: Vec<Node> = config.named_children(&mut c).collect();
+        let Some(grid) = args.first() else { continue };
+        let stream = args.get(3).map_or("0", |s| &text[s.byte_range()]);
+        let d = depth(*grid);
+        out.push(Edit::insert(
+            grid.start_byte(),
+            Slot::open(d, false),
+            "wmfix_launch(",
+        ));
+        out.push(Edit::insert(
+            grid.end_byte(),
+            Slot::close(d, false),
+            format!(", {stream})"),
+        ));
+    }
+    out
+}
+
+/// Macros that hide memory accesses or CUDA qualifiers from the rewriter are reported, not
+/// guessed at.
+fn macro_warnings(functions: &[DeviceFunction], tree: &Tree, file: &SourceFile) -> Vec<String> {
+    let text = file.text.as_str();
+    let caps = Captures::run(queries::macros(), tree.root_node(), text.as_bytes());
+    let mut out = Vec::new();
+    let mut hiding = Vec::new();
+    for m in &caps.matches {
+        let name = m.iter().find(|(c, _)| *c == "macro.name");
+        let value = m.iter().find(|(c, _)| *c == "macro.value");
+        let (Some((_, name)), Some((_, value))) = (name, value) else {
+            continue;
+        };
+        let (name, body) = (&text[name.byte_range()], &text[value.byte_range()]);
+        if ["__device__", "__global__"]
+            .iter()
+            .any(|q| body.contains(q))
+        {
+            if text.matches(name).count() > 1 {
+                out.push(format!(
+                    "{}: warning: macro `{name}` expands to a CUDA qualifier; functions declared with it are not instrumented",
+                    file.location(value.start_byte())
+                ));
+            }
+        } else if ["atomic", "->", "["].iter().any(|a| body.contains(a)) {
+            hiding.push(name);
+        }
+    }
+    for u in caps.get("macro.use") {
+        let name = &text[u.byte_range()];
+        let in_device = functions
+            .iter()
+            .any(|f| f.body.byte_range().contains(&u.start_byte()));
+        if in_device && hiding.contains(&name) {
+            out.push(format!(
+                "{}: warning: macro `{name}` may access memory; its accesses get no fence (expand it by hand to instrument them)",
+                file.location(u.start_byte())
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn builtin_words_are_whole_words() {
+        let w = super::builtin_words("(threadIdx.x + myblockIdx + blockIdx.y*gridDim_x)");
+        assert_eq!(w, vec![(1, "threadIdx"), (28, "blockIdx")]);
+    }
+}

@@ -1,0 +1,113 @@
+//! Helpers shared by the integration tests: the real binary, run on copies of fixture trees.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn wmfix() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wmfix"))
+}
+
+/// Runs wmfix with `args` in `cwd`.
+pub fn run(cwd: &Path, args: &[&str]) -> Output {
+    wmfix()
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("wmfix runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Copies `src` (a fixture or case-study folder) to `dest/<name>`.
+pub fn copy_tree(src: &Path, dest: &Path) -> PathBuf {
+    let target = dest.join(src.file_name().unwrap());
+    for entry in walkdir::WalkDir::new(src) {
+        let entry = entry.unwrap();
+        let to = target.join(entry.path().strip_prefix(src).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+    target
+}
+
+/// Copies `tests/fixtures/<name>` into a fresh temporary directory.
+pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = copy_tree(&repo().join("tests/fixtures").join(name), tmp.path());
+    (tmp, path)
+}
+
+/// Every file under `root` with its bytes, to show that a tree was left as it was.
+pub fn snapshot_bytes(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = walkdir::WalkDir::new(root)
+        .sort_by_file_name()
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// nvcc: from PATH, CUDA_HOME, or the virtualenv that scripts/nvcc-env.sh installs.
+pub fn nvcc() -> PathBuf {
+    if let Ok(p) = which("nvcc") {
+        return p;
+    }
+    if let Ok(home) = std::env::var("CUDA_HOME") {
+        let p = Path::new(&home).join("bin/nvcc");
+        if p.exists() {
+            return p;
+        }
+    }
+    let venv = repo().join(".venv-nvcc/lib");
+    if let Some(p) = walkdir::WalkDir::new(&venv)
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| {
+            e.file_name() == "nvcc" && e.path().parent().is_some_and(|d| d.ends_with("cu13/bin"))
+        })
+    {
+        return p.path().to_path_buf();
+    }
+    panic!(
+        "nvcc not found: run the tests with scripts/test.sh, which installs nvcc 13.0 from PyPI"
+    );
+}
+
+fn which(name: &str) -> Result<PathBuf, ()> {
+    let path = std::env::var_os("PATH").ok_or(())?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or(())
+}
+
+/// A command running nvcc's toolchain, with the wheel's lib/ on the linker's path.
+pub fn nvcc_command(cwd: &Path) -> Command {
+    let nvcc = nvcc();
+    let bin = nvcc.parent().unwrap().to_path_buf();
+    let lib = bin.parent().unwrap().join("lib");
+    let mut c = Command::new("sh");
+    c.current_dir(cwd);
+    let path = std::env::var("PATH").unwrap_or_default();
+    c.env("PATH", format!("{}:{path}", bin.display()));
+    let lp = std::env::var("LIBRARY_PATH").unwrap_or_default();
+    c.env("LIBRARY_PATH", format!("{}:{lp}", lib.display()));
+    c
+}

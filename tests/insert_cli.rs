@@ -1,0 +1,263 @@
+//! `wmfix insert` run as a user would: the real binary on copied fixture trees, with insta
+//! snapshots of the instrumented text and of fences.json.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn instrumented(out: &Path, rel: &str) -> String {
+    std::fs::read_to_string(out.join("tree").join(rel)).unwrap()
+}
+
+fn fences_json(out: &Path, root: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("fences.json")).unwrap();
+    serde_json::from_str(&text.replace(root.to_str().unwrap(), "[ROOT]")).unwrap()
+}
+
+/// Every `WMFIX_FENCE*(id)`/`WMFIX_AFTER(id` in the text, in order of appearance.
+fn fence_ids(text: &str) -> Vec<usize> {
+    let mut ids = Vec::new();
+    for pat in ["WMFIX_FENCE(", "WMFIX_FENCE_EXPR(", "WMFIX_AFTER("] {
+        for (at, _) in text.match_indices(pat) {
+            let rest = &text[at + pat.len()..];
+            let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap();
+            ids.push(rest[..end].parse().unwrap());
+        }
+    }
+    ids
+}
+
+#[test]
+fn constructs_are_instrumented_and_originals_untouched() {
+    let (tmp, root) = fixture("constructs");
+    let before = snapshot_bytes(&root);
+    let out = tmp.path().join("out");
+    let o = run(tmp.path(), &["insert", "constructs", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(snapshot_bytes(&root), before, "the user's sources changed");
+    for f in ["control.cu", "memory.cu", "templates.cu"] {
+        insta::assert_snapshot!(format!("constructs_{f}"), instrumented(&out, f));
+    }
+    let json = fences_json(&out, &root);
+    insta::assert_json_snapshot!("constructs_fences", json);
+
+    // Ids are 0..N-1 in source order and each one listed appears in the text.
+    let total = json["total"].as_u64().unwrap() as usize;
+    let listed: Vec<usize> = json["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(listed, (0..total).collect::<Vec<_>>());
+    let mut used: Vec<usize> = ["control.cu", "memory.cu", "templates.cu"]
+        .iter()
+        .flat_map(|f| fence_ids(&instrumented(&out, f)))
+        .collect();
+    used.sort();
+    used.dedup();
+    assert_eq!(used, listed);
+    assert!(
+        instrumented(&out, "control.cu").contains(&format!("#define WMFIX_NUM_FENCES {total}\n"))
+    );
+}
+
+#[test]
+fn shared_local_and_address_of_get_no_fence() {
+    let (tmp, _root) = fixture("constructs");
+    let o = run(tmp.path(), &["insert", "constructs", "--out", "out"]);
+    assert!(o.status.success());
+    let text = instrumented(&tmp.path().join("out"), "memory.cu");
+    for unfenced in [
+        "  dyn[wmfix_threadIdx().x] = 0.0f;\n",
+        "  regs[1] = regs[0] + 1.0f;\n",
+        "  row[1] = regs[1];\n",
+        "  *p = 2.0f;\n",
+        "  total = 0;\n",
+        "  int *where = &hist[3];\n",
+    ] {
+        assert!(text.contains(unfenced), "expected no fence on {unfenced:?}");
+    }
+    assert!(
+        text.contains("counter = counter + 1; WMFIX_FENCE("),
+        "a file-scope __device__ variable is global memory"
+    );
+}
+
+#[test]
+fn a_tree_with_headers_is_mirrored() {
+    let (tmp, root) = fixture("multi");
+    let o = run(tmp.path(), &["insert", "multi", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = tmp.path().join("out");
+    let header = instrumented(&out, "kernels/k.cuh");
+    assert!(header.starts_with("#define WMFIX_NUM_FENCES 5\n#define WMFIX_FENCE_SCOPE 1\n#include \"../../runtime/wmfix.cuh\"\n#line 1\n"));
+    insta::assert_snapshot!("multi_k.cuh", header);
+    insta::assert_snapshot!("multi_main.cu", instrumented(&out, "main.cu"));
+    for unchanged in ["kernels/host_only.h", "notes.txt"] {
+        assert_eq!(
+            instrumented(&out, unchanged),
+            std::fs::read_to_string(root.join(unchanged)).unwrap()
+        );
+    }
+    assert!(out.join("runtime/wmfix.cuh").is_file());
+}
+
+#[test]
+fn rerunning_regenerates_the_output() {
+    let (tmp, _root) = fixture("multi");
+    assert!(
+        run(tmp.path(), &["insert", "multi", "--out", "out"])
+            .status
+            .success()
+    );
+    let stale = tmp.path().join("out/tree/stale.cu");
+    std::fs::write(&stale, "stale").unwrap();
+    assert!(
+        run(
+            tmp.path(),
+            &["insert", "multi", "--out", "out", "--fence", "system"]
+        )
+        .status
+        .success()
+    );
+    assert!(!stale.exists());
+    assert!(
+        instrumented(&tmp.path().join("out"), "main.cu").contains("#define WMFIX_FENCE_SCOPE 2\n")
+    );
+}
+
+#[test]
+fn output_inside_the_input_is_skipped_and_around_it_refused() {
+    let (tmp, root) = fixture("multi");
+    let o = run(&root, &["insert", ".", "--out", "wmfix-out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&root, &["insert", ".", "--out", "wmfix-out"]);
+    assert!(o.status.success());
+    assert!(
+        !root.join("wmfix-out/tree/wmfix-out").exists(),
+        "the output was instrumented as input"
+    );
+    let o = run(tmp.path(), &["insert", "multi/kernels", "--out", "multi"]);
+    assert_eq!(o.status.code(), Some(65));
+    assert!(stderr(&o).contains("contains the input"), "{}", stderr(&o));
+}
+
+#[test]
+fn parse_errors_name_file_line_and_column() {
+    let (tmp, root) = fixture("bad");
+    let o = run(
+        tmp.path(),
+        &[
+            "insert",
+            "bad/broken.cu",
+            "--out",
+            "out",
+            "--on-parse-error",
+            "fail",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(65));
+    assert!(
+        stderr(&o).contains("bad/broken.cu:4:8: syntax error"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(tmp.path(), &["insert", "bad/broken.cu", "--out", "out"]);
+    assert!(o.status.success());
+    assert!(
+        stderr(&o).contains("bad/broken.cu:4:8: syntax error"),
+        "{}",
+        stderr(&o)
+    );
+    let text = instrumented(&tmp.path().join("out"), "broken.cu");
+    assert!(
+        text.contains(
+            "__global__ void ok(int *a) { WMFIX_KERNEL_ENTRY(); a[0] = 1; WMFIX_FENCE(0); }"
+        ),
+        "{text}"
+    );
+
+    let o = run(
+        tmp.path(),
+        &[
+            "insert",
+            "bad/broken.cu",
+            "--out",
+            "out",
+            "--on-parse-error",
+            "skip",
+        ],
+    );
+    assert!(o.status.success());
+    assert_eq!(
+        instrumented(&tmp.path().join("out"), "broken.cu"),
+        std::fs::read_to_string(root.join("broken.cu")).unwrap()
+    );
+}
+
+#[test]
+fn macros_that_hide_code_are_reported() {
+    let (tmp, _root) = fixture("bad");
+    let o = run(tmp.path(), &["insert", "bad/macros.cu", "--out", "out"]);
+    assert!(o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad/macros.cu:2:16: warning: macro `DEVICE` expands to a CUDA qualifier"),
+        "{err}"
+    );
+    assert!(
+        err.contains("bad/macros.cu:9:3: warning: macro `LOCK` may access memory"),
+        "{err}"
+    );
+    let text = instrumented(&tmp.path().join("out"), "macros.cu");
+    assert!(text.contains("#define TID (wmfix_threadIdx().x + wmfix_blockIdx().x * blockDim.x)"));
+}
+
+#[test]
+fn missing_input_and_bad_usage_have_their_own_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(tmp.path(), &["insert", "nope", "--out", "out"]);
+    assert_eq!(o.status.code(), Some(66));
+    assert!(stderr(&o).contains("nope"));
+    let o = run(tmp.path(), &["insert", "--fence", "warp", "x"]);
+    assert_eq!(o.status.code(), Some(64));
+    let o = run(tmp.path(), &["insert", "--help"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("--on-parse-error"));
+}
+
+#[test]
+fn dump_tree_prints_the_parse_tree() {
+    let (tmp, _root) = fixture("bad");
+    let o = run(tmp.path(), &["insert", "--dump-tree", "bad/broken.cu"]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    assert!(s.contains("function_definition [1:1]"), "{s}");
+    assert!(s.contains("ERROR"), "{s}");
+}
+
+#[test]
+fn cbe_dot_has_the_papers_four_fences() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = copy_tree(&repo().join("case-studies/cbe-dot"), tmp.path());
+    let o = run(tmp.path(), &["insert", "cbe-dot", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = fences_json(&tmp.path().join("out"), &root);
+    let accesses: Vec<&str> = json["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["access"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        accesses,
+        [
+            "(atomicCAS(mutex, 0, 1) != 0)",
+            "atomicExch(mutex, 0);",
+            "temp += a[tid] * b[tid];",
+            "*c += cache[0];"
+        ]
+    );
+}
