@@ -1,5 +1,5 @@
 ; Macros, reported when they hide memory accesses or CUDA qualifiers from the rewriter.
 (preproc_def name: (identifier) @macro.name value: (preproc_arg) @macro.value)
 (preproc_function_def name: (identifier) @macro.name value: (preproc_arg) @macro.value)
-(identifier) @macro.use
+; Uses are the @ident captures of accesses.scm.
 (function_definition type: (_) @fn.type)

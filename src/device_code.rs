@@ -1,10 +1,10 @@
 //! Device code: the `__global__`/`__device__` functions of a file, and the expressions in them
 //! that may access global memory.
 
-use crate::queries::{self, Captures};
+use crate::queries::Captures;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -27,17 +27,12 @@ pub struct Access<'t> {
     pub function: usize,
 }
 
-pub fn device_functions<'t>(tree: &'t Tree, text: &str) -> Vec<DeviceFunction<'t>> {
-    let caps = Captures::run(
-        queries::device_functions(),
-        tree.root_node(),
-        text.as_bytes(),
-    );
+pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFunction<'t>> {
     let kernels = caps.ids("kernel.body");
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for (name, body) in caps.matches.iter().flatten() {
-        if !name.ends_with(".body") || !seen.insert(body.id()) {
+    for body in caps.get("kernel.body").iter().chain(caps.get("device.body")) {
+        if !seen.insert(body.id()) {
             continue;
         }
         let function = body.parent().expect("a body has a function");
@@ -75,18 +70,15 @@ fn enclosing(functions: &[DeviceFunction], node: Node) -> Option<usize> {
 /// `__shared__` variables, arrays local to a function, and pointers initialised from those.
 fn local_names(
     functions: &[DeviceFunction],
-    tree: &Tree,
+    caps: &Captures,
     text: &str,
 ) -> HashSet<(Option<usize>, String)> {
-    let caps = Captures::run(queries::locals(), tree.root_node(), text.as_bytes());
     let mut names = HashSet::new();
     let mut decls: Vec<(usize, &str, Node)> = Vec::new();
+    for cap in ["shared.decl", "local.decl"] {
+        decls.extend(caps.get(cap).iter().map(|n| (n.start_byte(), cap, *n)));
+    }
     for m in &caps.matches {
-        for (cap, node) in m {
-            if matches!(*cap, "shared.decl" | "local.decl") {
-                decls.push((node.start_byte(), cap, *node));
-            }
-        }
         let alias = m.iter().find(|(c, _)| *c == "alias.decl");
         let value = m.iter().find(|(c, _)| *c == "alias.value");
         if let (Some((_, a)), Some((_, v))) = (alias, value) {
@@ -136,11 +128,10 @@ fn within_any(node: Node, ranges: &[std::ops::Range<usize>]) -> bool {
 /// Every expression in device code that may access global memory.
 pub fn accesses<'t>(
     functions: &[DeviceFunction<'t>],
-    tree: &'t Tree,
+    caps: &Captures<'t>,
     text: &str,
 ) -> Vec<Access<'t>> {
-    let caps = Captures::run(queries::accesses(), tree.root_node(), text.as_bytes());
-    let locals = local_names(functions, tree, text);
+    let locals = local_names(functions, caps, text);
     let is_local = |f: usize, name: &str| {
         locals.contains(&(Some(f), name.to_string())) || locals.contains(&(None, name.to_string()))
     };

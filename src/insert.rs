@@ -211,7 +211,10 @@ fn write_output(
         std::fs::write(&dest, bytes).map_err(|e| cant(&dest, e))
     };
     for rel in copies {
-        write(rel, &std::fs::read(root.join(rel))?)?;
+        // fs::copy keeps the permission bits: build scripts stay executable.
+        let dest = out.tree().join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| cant(&dest, e))?;
+        std::fs::copy(root.join(rel), &dest).map_err(|e| cant(&dest, e))?;
     }
     for (p, text) in planned.iter().zip(&done.texts) {
         write(

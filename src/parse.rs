@@ -6,13 +6,15 @@ use tree_sitter::{Node, Parser, Tree};
 /// parsed, because tree-sitter cannot attach `if (c)\n#pragma unroll\nfor ...` to the `if`;
 /// byte offsets are unchanged, so edits still apply to the original text.
 pub fn parse(text: &str) -> Tree {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&crate::queries::language())
-        .expect("tree-sitter-cuda ABI matches tree-sitter");
-    parser
-        .parse(blank_pragmas(text), None)
-        .expect("parse without timeout or cancellation")
+    thread_local! {
+        // One parser per thread: creating one per file costs more than small files take.
+        static PARSER: std::cell::RefCell<Parser> = std::cell::RefCell::new({
+            let mut p = Parser::new();
+            p.set_language(&crate::queries::language()).expect("tree-sitter-cuda ABI matches tree-sitter");
+            p
+        });
+    }
+    PARSER.with_borrow_mut(|p| p.parse(blank_pragmas(text), None).expect("parse without timeout or cancellation"))
 }
 
 fn blank_pragmas(text: &str) -> String {

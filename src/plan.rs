@@ -30,12 +30,13 @@ impl FilePlan {
 pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
     let text = file.text.as_str();
     let errors = parse::error_ranges(tree);
-    let functions = device_code::device_functions(tree, text);
-    let accesses: Vec<_> = device_code::accesses(&functions, tree, text)
+    let caps = Captures::run(queries::all(), tree.root_node(), text.as_bytes());
+    let functions = device_code::device_functions(&caps, text);
+    let accesses: Vec<_> = device_code::accesses(&functions, &caps, text)
         .into_iter()
         .filter(|a| !inside(a.node.byte_range(), &errors))
         .collect();
-    let placed = sites::place(&accesses, tree, text);
+    let placed = sites::place(&accesses, &caps);
     let mut warnings: Vec<String> = placed
         .unplaced
         .iter()
@@ -49,10 +50,10 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
         .collect();
     let mut fixed = placed.braces;
     fixed.extend(kernel_entries(&functions));
-    fixed.extend(thread_ids(&functions, tree, text));
-    fixed.extend(launches(&functions, tree, file, &mut warnings));
+    fixed.extend(thread_ids(&functions, &caps, text));
+    fixed.extend(launches(&functions, &caps, file, &mut warnings));
     fixed.retain(|e| !inside(e.start..e.end, &errors));
-    warnings.extend(macro_warnings(&functions, tree, file));
+    warnings.extend(macro_warnings(&functions, &caps, file));
     FilePlan {
         fixed,
         sites: placed.sites,
@@ -107,8 +108,7 @@ fn runtime_call(builtin: &str) -> String {
 
 /// `threadIdx`, `blockIdx` and `gridDim` in device code and in macro bodies become calls that
 /// return the virtual ids.
-fn thread_ids(functions: &[DeviceFunction], tree: &Tree, text: &str) -> Vec<Edit> {
-    let caps = Captures::run(queries::thread_ids(), tree.root_node(), text.as_bytes());
+fn thread_ids(functions: &[DeviceFunction], caps: &Captures, text: &str) -> Vec<Edit> {
     let in_device = |n: &Node| {
         functions
             .iter()
@@ -120,8 +120,7 @@ fn thread_ids(functions: &[DeviceFunction], tree: &Tree, text: &str) -> Vec<Edit
         .filter(|n| in_device(n))
         .map(|n| Edit::replace(n.byte_range(), runtime_call(&text[n.byte_range()])))
         .collect();
-    let macros = Captures::run(queries::macros(), tree.root_node(), text.as_bytes());
-    for value in macros.get("macro.value") {
+    for value in caps.get("macro.value") {
         let r = value.byte_range();
         for (at, word) in builtin_words(&text[r.clone()]) {
             out.push(Edit::replace(
@@ -152,12 +151,11 @@ fn builtin_words(s: &str) -> Vec<(usize, &'static str)> {
 /// `k<<<g, b, smem, st>>>(args)` becomes `k<<<wmfix_launch(g, st), b, smem, st>>>(args)`.
 fn launches(
     functions: &[DeviceFunction],
-    tree: &Tree,
+    caps: &Captures,
     file: &SourceFile,
     warnings: &mut Vec<String>,
 ) -> Vec<Edit> {
     let text = file.text.as_str();
-    let caps = Captures::run(queries::launches(), tree.root_node(), text.as_bytes());
     let mut out = Vec::new();
     for config in caps.get("launch.config") {
         if functions
@@ -191,9 +189,8 @@ fn launches(
 
 /// Macros that hide memory accesses or CUDA qualifiers from the rewriter are reported, not
 /// guessed at.
-fn macro_warnings(functions: &[DeviceFunction], tree: &Tree, file: &SourceFile) -> Vec<String> {
+fn macro_warnings(functions: &[DeviceFunction], caps: &Captures, file: &SourceFile) -> Vec<String> {
     let text = file.text.as_str();
-    let caps = Captures::run(queries::macros(), tree.root_node(), text.as_bytes());
     let mut out = Vec::new();
     let mut hiding = Vec::new();
     for m in &caps.matches {
@@ -217,7 +214,7 @@ fn macro_warnings(functions: &[DeviceFunction], tree: &Tree, file: &SourceFile) 
             hiding.push(name);
         }
     }
-    for u in caps.get("macro.use") {
+    for u in caps.get("ident") {
         let name = &text[u.byte_range()];
         let in_device = functions
             .iter()

@@ -9,31 +9,37 @@ pub fn language() -> Language {
     tree_sitter_cuda::LANGUAGE.into()
 }
 
-macro_rules! query {
-    ($fn_name:ident, $file:literal) => {
-        pub fn $fn_name() -> &'static Query {
-            static Q: OnceLock<Query> = OnceLock::new();
-            Q.get_or_init(|| {
-                Query::new(&language(), include_str!(concat!("../queries/", $file)))
-                    .unwrap_or_else(|e| panic!("queries/{}: {e}", $file))
-            })
-        }
-    };
-}
+/// The query files, one per concept. Capture names are unique across them.
+const FILES: &[(&str, &str)] = &[
+    ("device_functions.scm", include_str!("../queries/device_functions.scm")),
+    ("accesses.scm", include_str!("../queries/accesses.scm")),
+    ("locals.scm", include_str!("../queries/locals.scm")),
+    ("sites.scm", include_str!("../queries/sites.scm")),
+    ("bodies.scm", include_str!("../queries/bodies.scm")),
+    ("thread_ids.scm", include_str!("../queries/thread_ids.scm")),
+    ("launches.scm", include_str!("../queries/launches.scm")),
+    ("macros.scm", include_str!("../queries/macros.scm")),
+];
 
-query!(device_functions, "device_functions.scm");
-query!(accesses, "accesses.scm");
-query!(locals, "locals.scm");
-query!(sites, "sites.scm");
-query!(bodies, "bodies.scm");
-query!(thread_ids, "thread_ids.scm");
-query!(launches, "launches.scm");
-query!(macros, "macros.scm");
+/// All query files as one query, so that a file's tree is walked once, not once per concept.
+pub fn all() -> &'static Query {
+    static Q: OnceLock<Query> = OnceLock::new();
+    Q.get_or_init(|| {
+        // Compile each file alone first, so that an error names its file.
+        for (name, text) in FILES {
+            if let Err(e) = Query::new(&language(), text) {
+                panic!("queries/{name}: {e}");
+            }
+        }
+        let joined: String = FILES.iter().map(|(_, t)| *t).collect::<Vec<_>>().join("\n");
+        Query::new(&language(), &joined).expect("the query files compile together")
+    })
+}
 
 /// Every capture of one query over a tree, grouped by capture name.
 pub struct Captures<'t> {
     by_name: HashMap<&'static str, Vec<Node<'t>>>,
-    /// Captures that belong to the same match, in match order, for queries that pair captures.
+    /// Matches of more than one capture, in match order, for patterns that pair captures.
     pub matches: Vec<Vec<(&'static str, Node<'t>)>>,
 }
 
@@ -45,13 +51,14 @@ impl<'t> Captures<'t> {
         let mut matches = Vec::new();
         let mut it = cursor.matches(query, root, text);
         while let Some(m) = it.next() {
-            let mut one = Vec::with_capacity(m.captures().len());
-            for c in m.captures() {
-                let name = names[c.index as usize];
-                by_name.entry(name).or_default().push(c.node);
-                one.push((name, c.node));
+            let caps = m.captures();
+            for c in caps {
+                by_name.entry(names[c.index as usize]).or_default().push(c.node);
             }
-            matches.push(one);
+            // Only matches that pair captures are kept whole.
+            if caps.len() > 1 {
+                matches.push(caps.iter().map(|c| (names[c.index as usize], c.node)).collect());
+            }
         }
         Captures { by_name, matches }
     }
@@ -70,13 +77,6 @@ impl<'t> Captures<'t> {
 mod tests {
     #[test]
     fn every_query_compiles() {
-        super::device_functions();
-        super::accesses();
-        super::locals();
-        super::sites();
-        super::bodies();
-        super::thread_ids();
-        super::launches();
-        super::macros();
+        super::all();
     }
 }

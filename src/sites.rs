@@ -4,9 +4,9 @@
 
 use crate::device_code::{Access, AccessKind};
 use crate::edits::{Edit, Slot};
-use crate::queries::{self, Captures};
+use crate::queries::Captures;
 use std::collections::{HashMap, HashSet};
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Role {
@@ -19,17 +19,15 @@ enum Role {
     After,
 }
 
-fn role_of(capture: &str) -> Option<Role> {
-    Some(match capture {
-        "site.stop" => Role::Stop,
-        "site.wrap" => Role::Wrap,
-        "site.comma" => Role::Comma,
-        "site.if_cond" => Role::IfCond,
-        "site.loop_cond" => Role::LoopCond,
-        "site.after" => Role::After,
-        _ => return None,
-    })
-}
+/// Capture names of `sites.scm`, by role.
+const ROLES: &[(&str, Role)] = &[
+    ("site.stop", Role::Stop),
+    ("site.wrap", Role::Wrap),
+    ("site.comma", Role::Comma),
+    ("site.if_cond", Role::IfCond),
+    ("site.loop_cond", Role::LoopCond),
+    ("site.after", Role::After),
+];
 
 /// What goes at one position once the fence has an id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,20 +82,18 @@ struct Roles {
 }
 
 impl Roles {
-    fn new(tree: &Tree, text: &str) -> Roles {
-        let caps = Captures::run(queries::sites(), tree.root_node(), text.as_bytes());
+    fn new(caps: &Captures) -> Roles {
         let mut role: HashMap<usize, Role> = HashMap::new();
-        for (cap, node) in caps.matches.iter().flatten() {
-            if let Some(r) = role_of(cap) {
-                let e = role.entry(node.id()).or_insert(r);
-                *e = (*e).min(r);
+        for (name, r) in ROLES {
+            for node in caps.get(name) {
+                let e = role.entry(node.id()).or_insert(*r);
+                *e = (*e).min(*r);
             }
         }
-        let b = Captures::run(queries::bodies(), tree.root_node(), text.as_bytes());
         Roles {
             role,
-            bodies: b.ids("body"),
-            blocks: b.ids("block"),
+            bodies: caps.ids("body"),
+            blocks: caps.ids("block"),
         }
     }
 
@@ -115,8 +111,8 @@ fn depth(mut n: Node) -> usize {
     d
 }
 
-pub fn place<'t>(accesses: &[Access<'t>], tree: &'t Tree, text: &str) -> Placed<'t> {
-    let roles = Roles::new(tree, text);
+pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>) -> Placed<'t> {
+    let roles = Roles::new(caps);
     let mut by_site: HashMap<usize, (Node<'t>, Role, Site)> = HashMap::new();
     let mut order = Vec::new();
     let mut unplaced = Vec::new();
