@@ -41,7 +41,8 @@ fn main() {
                 instrument::plan_file(file, &tree)
             })
             .collect();
-        let done = instrument::render(&mut planned, FenceScope::Device, |_| "wmfix.cuh".into()).unwrap();
+        let done =
+            instrument::render(&mut planned, FenceScope::Device, |_| "wmfix.cuh".into()).unwrap();
         best = best.min(t0.elapsed().as_secs_f64());
         fences = done.fences.len();
     }

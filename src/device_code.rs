@@ -31,7 +31,11 @@ pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFuncti
     let kernels = caps.ids("kernel.body");
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for body in caps.get("kernel.body").iter().chain(caps.get("device.body")) {
+    for body in caps
+        .get("kernel.body")
+        .iter()
+        .chain(caps.get("device.body"))
+    {
         if !seen.insert(body.id()) {
             continue;
         }

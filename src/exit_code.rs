@@ -5,6 +5,11 @@
 pub const OK: i32 = 0;
 /// `test`: at least one run failed its post-condition, timed out or crashed.
 pub const ERRORS_SEEN: i32 = 2;
+/// `test`: the original, uninstrumented program fails its post-condition, so no error could be
+/// blamed on weak memory.
+pub const BASELINE_FAILED: i32 = 3;
+/// The program's build command failed.
+pub const BUILD_FAILED: i32 = 4;
 /// The command line could not be understood.
 pub const USAGE: i32 = 64;
 /// Bad input: a source file that does not parse (with `--on-parse-error fail`), a bad config.
@@ -15,6 +20,8 @@ pub const NO_INPUT: i32 = 66;
 pub const INTERNAL: i32 = 70;
 /// The output directory could not be written.
 pub const CANT_WRITE: i32 = 73;
+/// `wmfix.toml` is missing or wrong.
+pub const CONFIG: i32 = 78;
 /// Interrupted by ctrl-c.
 pub const INTERRUPTED: i32 = 130;
 

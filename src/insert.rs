@@ -26,6 +26,8 @@ pub struct Options {
     pub out: PathBuf,
     pub fence: FenceScope,
     pub on_parse_error: OnParseError,
+    /// Instrument only files under these paths (the config's `sources`); copy the rest.
+    pub only: Option<Vec<PathBuf>>,
 }
 
 /// Where things go in the output directory.
@@ -78,7 +80,11 @@ pub fn run(opts: &Options) -> Result<Summary> {
     let mut cuda_time = Duration::ZERO;
     for rel in &input.files {
         let abs = input.root.join(rel);
-        if !walk::is_cuda_candidate(rel) {
+        let selected = opts
+            .only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|o| abs.starts_with(o)));
+        if !selected || !walk::is_cuda_candidate(rel) {
             copies.push(rel.clone());
             continue;
         }

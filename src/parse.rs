@@ -14,7 +14,10 @@ pub fn parse(text: &str) -> Tree {
             p
         });
     }
-    PARSER.with_borrow_mut(|p| p.parse(blank_pragmas(text), None).expect("parse without timeout or cancellation"))
+    PARSER.with_borrow_mut(|p| {
+        p.parse(blank_pragmas(text), None)
+            .expect("parse without timeout or cancellation")
+    })
 }
 
 fn blank_pragmas(text: &str) -> String {

@@ -11,7 +11,10 @@ pub fn language() -> Language {
 
 /// The query files, one per concept. Capture names are unique across them.
 const FILES: &[(&str, &str)] = &[
-    ("device_functions.scm", include_str!("../queries/device_functions.scm")),
+    (
+        "device_functions.scm",
+        include_str!("../queries/device_functions.scm"),
+    ),
     ("accesses.scm", include_str!("../queries/accesses.scm")),
     ("locals.scm", include_str!("../queries/locals.scm")),
     ("sites.scm", include_str!("../queries/sites.scm")),
@@ -53,11 +56,18 @@ impl<'t> Captures<'t> {
         while let Some(m) = it.next() {
             let caps = m.captures();
             for c in caps {
-                by_name.entry(names[c.index as usize]).or_default().push(c.node);
+                by_name
+                    .entry(names[c.index as usize])
+                    .or_default()
+                    .push(c.node);
             }
             // Only matches that pair captures are kept whole.
             if caps.len() > 1 {
-                matches.push(caps.iter().map(|c| (names[c.index as usize], c.node)).collect());
+                matches.push(
+                    caps.iter()
+                        .map(|c| (names[c.index as usize], c.node))
+                        .collect(),
+                );
             }
         }
         Captures { by_name, matches }

@@ -69,3 +69,13 @@ pub fn is_cuda_source(path: &Path) -> bool {
         Some("cu" | "cuh")
     )
 }
+
+/// Copies the files of `input` to `dest`, keeping permission bits.
+pub fn copy_files(input: &InputTree, dest: &Path) -> std::io::Result<()> {
+    for rel in &input.files {
+        let to = dest.join(rel);
+        std::fs::create_dir_all(to.parent().expect("a file has a parent"))?;
+        std::fs::copy(input.root.join(rel), &to)?;
+    }
+    Ok(())
+}

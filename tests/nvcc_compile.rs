@@ -21,7 +21,10 @@ fn sh(cwd: &Path, script: &str) {
 fn instrument(src: &Path) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let orig = copy_tree(src, tmp.path());
-    let o = run(tmp.path(), &["insert", orig.to_str().unwrap(), "--out", "out"]);
+    let o = run(
+        tmp.path(),
+        &["insert", orig.to_str().unwrap(), "--out", "out"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let tree = tmp.path().join("out/tree");
     (tmp, orig, tree)
@@ -30,7 +33,10 @@ fn instrument(src: &Path) -> (tempfile::TempDir, std::path::PathBuf, std::path::
 /// Builds each `.cu` file of a tree on its own, linked to an executable, with extra `flags`.
 fn build_each(dir: &Path, flags: &str) {
     for f in ["control.cu", "memory.cu", "templates.cu"] {
-        sh(dir, &format!("nvcc -arch=sm_90 -std=c++17 -Werror all-warnings {flags} -o {f}.out {f}"));
+        sh(
+            dir,
+            &format!("nvcc -arch=sm_90 -std=c++17 -Werror all-warnings {flags} -o {f}.out {f}"),
+        );
     }
 }
 
@@ -47,7 +53,17 @@ fn constructs_compile_with_rdc_and_other_fence_scopes() {
     let orig = copy_tree(&repo().join("tests/fixtures/constructs"), tmp.path());
     for scope in ["block", "system"] {
         let out = format!("out-{scope}");
-        let o = run(tmp.path(), &["insert", orig.to_str().unwrap(), "--out", &out, "--fence", scope]);
+        let o = run(
+            tmp.path(),
+            &[
+                "insert",
+                orig.to_str().unwrap(),
+                "--out",
+                &out,
+                "--fence",
+                scope,
+            ],
+        );
         assert!(o.status.success());
         build_each(&tmp.path().join(&out).join("tree"), "-rdc=true");
     }
@@ -72,7 +88,10 @@ fn kernel_launched_from_another_unit_links() {
 
 /// The build command of a case study's wmfix.toml.
 fn build_command(dir: &Path) -> String {
-    let cfg: toml::Table = std::fs::read_to_string(dir.join("wmfix.toml")).unwrap().parse().unwrap();
+    let cfg: toml::Table = std::fs::read_to_string(dir.join("wmfix.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
     cfg["build"].as_str().unwrap().to_string()
 }
 

@@ -1,0 +1,129 @@
+//! Many runs of one program, on `jobs` worker threads, each run a child in its own process
+//! group. Records arrive on the calling thread in completion order.
+
+use crate::config::App;
+use crate::trial::{self, RunRecord, TrialSpec};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+pub struct Batch<'a> {
+    pub app: &'a App,
+    /// The built program to run.
+    pub tree: &'a Path,
+    pub jobs: usize,
+    /// Logs of erring runs are kept here as `run-<id>.log`; workers' scratch logs live here too.
+    pub logs: &'a Path,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Budget {
+    Runs(usize),
+    Until(Instant),
+}
+
+impl Budget {
+    fn allows(self, i: usize) -> bool {
+        match self {
+            Budget::Runs(n) => i < n,
+            Budget::Until(t) => Instant::now() < t,
+        }
+    }
+}
+
+/// Runs trial `i` (from 0) with id `first_id + i` and spec `spec(i)` until the budget is spent,
+/// ctrl-c, or `on_record` returns false. Returns how many records were delivered.
+pub fn run(
+    batch: &Batch,
+    budget: Budget,
+    first_id: usize,
+    spec: &(dyn Fn(usize) -> TrialSpec + Sync),
+    on_record: &mut dyn FnMut(RunRecord) -> bool,
+) -> Result<usize> {
+    std::fs::create_dir_all(batch.logs)?;
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<std::io::Result<RunRecord>>();
+    let mut delivered = 0;
+    let mut first_error = None;
+    std::thread::scope(|scope| {
+        for w in 0..batch.jobs.max(1) {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                let scratch = batch.logs.join(format!("worker-{w}.log"));
+                loop {
+                    if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if !budget.allows(i) {
+                        break;
+                    }
+                    let result = run_one(batch, first_id + i, &spec(i), &scratch);
+                    match result {
+                        Ok(None) => break,
+                        Ok(Some(rec)) => {
+                            if tx.send(Ok(rec)).is_err() {
+                                break;
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            break;
+                        }
+                    }
+                }
+                let _ = std::fs::remove_file(&scratch);
+            });
+        }
+        drop(tx);
+        for msg in rx {
+            match msg {
+                Ok(rec) => {
+                    delivered += 1;
+                    if !stop.load(Ordering::SeqCst) && !on_record(rec) {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                }
+                Err(e) => {
+                    stop.store(true, Ordering::SeqCst);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+    });
+    match first_error {
+        Some(e) => Err(e.into()),
+        None => Ok(delivered),
+    }
+}
+
+fn run_one(
+    batch: &Batch,
+    id: usize,
+    spec: &TrialSpec,
+    scratch: &Path,
+) -> std::io::Result<Option<RunRecord>> {
+    let Some(mut rec) = trial::run_trial(batch.app, batch.tree, id, spec, scratch)? else {
+        return Ok(None);
+    };
+    if rec.outcome.is_error() {
+        let name = PathBuf::from(format!("run-{id}.log"));
+        std::fs::rename(scratch, batch.logs.join(&name))?;
+        rec.log = Some(PathBuf::from("logs").join(name));
+    }
+    Ok(Some(rec))
+}
+
+/// Seed of run `i` in a sequence: distinct, well-mixed streams from one base seed (splitmix64).
+pub fn seed(base: u64, stream: u64, i: usize) -> u64 {
+    let mut z = base
+        ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ (i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

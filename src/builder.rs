@@ -1,0 +1,146 @@
+//! `wmfix build`: the original program (for the baseline) and the instrumented one, each built
+//! with the config's command in its own copy. Nothing is rebuilt when the inputs are unchanged.
+
+use crate::config::App;
+use crate::exit_code::{self, fail};
+use crate::insert::{self, OnParseError};
+use crate::instrument::FenceScope;
+use crate::{child, toolchain, walk};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub struct Built {
+    /// The original program, built in `out/original`.
+    pub original: PathBuf,
+    /// The instrumented program, built in `out/tree`.
+    pub instrumented: PathBuf,
+    pub fences: usize,
+    /// False when the previous build was still up to date.
+    pub rebuilt: bool,
+}
+
+const BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
+
+pub fn build(app: &App, out: &Path, scope: FenceScope) -> Result<Built> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| fail(exit_code::CANT_WRITE, format!("{}: {e}", out.display())))?;
+    let out = out.canonicalize()?;
+    let input = walk::collect(std::slice::from_ref(&app.root), &out)?;
+    let stamp = fingerprint(app, &input, scope)?;
+    let stamp_path = out.join("build.stamp");
+    let original = out.join("original");
+    let instrumented = out.join("tree");
+    let fences_json = out.join("fences.json");
+    let up_to_date = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp)
+        && original.is_dir()
+        && instrumented.is_dir()
+        && fences_json.is_file();
+    if up_to_date {
+        let fences = count_fences(&fences_json)?;
+        return Ok(Built {
+            original,
+            instrumented,
+            fences,
+            rebuilt: false,
+        });
+    }
+    let _ = std::fs::remove_file(&stamp_path);
+    if original.exists() {
+        std::fs::remove_dir_all(&original)?;
+    }
+    walk::copy_files(&input, &original).context("copying the original tree")?;
+    run_build(app, &original, &out.join("build-original.log"))?;
+    let opts = insert::Options {
+        paths: vec![app.root.clone()],
+        out: out.clone(),
+        fence: scope,
+        on_parse_error: OnParseError::Warn,
+        only: Some(
+            app.config
+                .sources
+                .iter()
+                .map(|s| app.root.join(s))
+                .collect(),
+        ),
+    };
+    let summary = insert::run(&opts)?;
+    for w in &summary.warnings {
+        eprintln!("{w}");
+    }
+    run_build(app, &instrumented, &out.join("build-instrumented.log"))?;
+    std::fs::write(&stamp_path, stamp)?;
+    Ok(Built {
+        original,
+        instrumented,
+        fences: summary.fences,
+        rebuilt: true,
+    })
+}
+
+fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
+    let env = toolchain::build_env();
+    let spec = child::Spec {
+        command: &app.config.build,
+        dir,
+        env: &env,
+        timeout: BUILD_TIMEOUT,
+        log,
+    };
+    let f = child::run(&spec)?;
+    if f.exit != child::Exit::Code(0) {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(30).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(fail(
+            exit_code::BUILD_FAILED,
+            format!(
+                "build failed in {} ({:?}); log {}:\n{}",
+                dir.display(),
+                f.exit,
+                log.display(),
+                tail.join("\n")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn count_fences(path: &Path) -> Result<usize> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    Ok(v["total"].as_u64().unwrap_or(0) as usize)
+}
+
+/// A digest of everything a build depends on: wmfix's version, the options, the config and
+/// every input file.
+fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<String> {
+    let mut h = Fnv::default();
+    h.add(env!("CARGO_PKG_VERSION").as_bytes());
+    h.add(format!("{scope:?}{:?}", app.config).as_bytes());
+    for (name, text) in crate::runtime::RUNTIME_FILES {
+        h.add(name.as_bytes());
+        h.add(text.as_bytes());
+    }
+    for rel in &input.files {
+        h.add(rel.to_string_lossy().as_bytes());
+        h.add(&std::fs::read(input.root.join(rel))?);
+    }
+    Ok(format!("{:016x}\n", h.0))
+}
+
+/// FNV-1a: stable across Rust versions, unlike the std hasher.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn add(&mut self, bytes: &[u8]) {
+        for b in bytes.iter().chain(&[0xff]) {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Running a shell command as a child in its own process group, with a polling timeout: on
+//! timeout or ctrl-c the whole group is killed, so nothing the program started lives on.
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    Timeout,
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Finished {
+    pub exit: Exit,
+    pub duration: Duration,
+}
+
+pub struct Spec<'a> {
+    pub command: &'a str,
+    pub dir: &'a Path,
+    pub env: &'a [(String, String)],
+    pub timeout: Duration,
+    /// stdout and stderr go here.
+    pub log: &'a Path,
+}
+
+pub fn run(spec: &Spec) -> std::io::Result<Finished> {
+    let log = std::fs::File::create(spec.log)?;
+    let start = Instant::now();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(spec.command)
+        .current_dir(spec.dir)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()?;
+    let group = child.id() as i32;
+    let mut poll = Duration::from_millis(1);
+    let exit = loop {
+        if let Some(status) = child.try_wait()? {
+            break status
+                .code()
+                .map_or_else(|| Exit::Signal(status.signal().unwrap_or(0)), Exit::Code);
+        }
+        let stop = if start.elapsed() >= spec.timeout {
+            Some(Exit::Timeout)
+        } else if crate::interrupt::interrupted() {
+            Some(Exit::Interrupted)
+        } else {
+            None
+        };
+        if let Some(exit) = stop {
+            kill_group(group);
+            child.wait()?;
+            break exit;
+        }
+        std::thread::sleep(poll);
+        poll = (poll * 2).min(Duration::from_millis(20));
+    };
+    // Whatever the program left running in its group goes too.
+    kill_group(group);
+    Ok(Finished {
+        exit,
+        duration: start.elapsed(),
+    })
+}
+
+fn kill_group(group: i32) {
+    // SAFETY: kill(2) with a negative pid signals the process group; no memory is involved.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn go(cmd: &str, timeout_ms: u64) -> (Finished, String) {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("log");
+        let spec = Spec {
+            command: cmd,
+            dir: tmp.path(),
+            env: &[("X".into(), "7".into())],
+            timeout: Duration::from_millis(timeout_ms),
+            log: &log,
+        };
+        let f = run(&spec).unwrap();
+        (f, std::fs::read_to_string(&log).unwrap())
+    }
+
+    #[test]
+    fn exit_codes_signals_and_output_are_reported() {
+        let (f, out) = go("echo out $X; echo err >&2; exit 3", 5000);
+        assert_eq!(f.exit, Exit::Code(3));
+        assert_eq!(out, "out 7\nerr\n");
+        assert_eq!(
+            go("kill -SEGV $$", 5000).0.exit,
+            Exit::Signal(libc::SIGSEGV)
+        );
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pidfile = tmp.path().join("pid");
+        let cmd = format!("sleep 100 & echo $! > {}; wait", pidfile.display());
+        let (f, _) = go(&cmd, 300);
+        assert_eq!(f.exit, Exit::Timeout);
+        assert!(f.duration < Duration::from_secs(5));
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // Killed, it may stay a zombie for a moment until init reaps it.
+        let running = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
+            })
+        };
+        let t0 = std::time::Instant::now();
+        while running() && t0.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!running(), "the grandchild survived");
+    }
+}

@@ -1,0 +1,304 @@
+//! `wmfix test`: build, check the original program passes, then run the instrumented program
+//! many times under each testing environment and report error rates (paper 000, Sec. 4).
+
+use crate::batch::{self, Batch, Budget};
+use crate::builder;
+use crate::config::App;
+use crate::environment::TestEnv;
+use crate::exit_code::{self, fail};
+use crate::fence_set::FenceSet;
+use crate::instrument::FenceScope;
+use crate::stats;
+use crate::trial::{self, Outcome, RunRecord};
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub dir: PathBuf,
+    pub out: PathBuf,
+    pub envs: Vec<TestEnv>,
+    pub runs: Option<usize>,
+    pub minutes: Option<f64>,
+    pub seed: u64,
+    pub jobs: usize,
+    pub fences: FenceSet,
+    pub scope: FenceScope,
+}
+
+/// One row of the result table: one environment.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Row {
+    pub env: String,
+    pub runs: usize,
+    pub pass: usize,
+    pub fail: usize,
+    pub timeout: usize,
+    pub crash: usize,
+    pub seconds: f64,
+}
+
+impl Row {
+    pub fn errors(&self) -> usize {
+        self.fail + self.timeout + self.crash
+    }
+
+    fn add(&mut self, o: Outcome) {
+        self.runs += 1;
+        match o {
+            Outcome::Pass => self.pass += 1,
+            Outcome::Fail => self.fail += 1,
+            Outcome::Timeout => self.timeout += 1,
+            Outcome::Crash => self.crash += 1,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct Summary {
+    pub app: PathBuf,
+    pub fences: String,
+    pub seed: u64,
+    pub jobs: usize,
+    pub rows: Vec<Row>,
+    pub interrupted: bool,
+}
+
+/// Where `test` writes: `out/test/{runs.jsonl, summary.json, logs/}`.
+pub fn test_dir(out: &Path) -> PathBuf {
+    out.join("test")
+}
+
+pub fn run(opts: &Options) -> Result<Summary> {
+    crate::interrupt::install();
+    let app = App::load(&opts.dir)?;
+    let built = builder::build(&app, &opts.out, opts.scope)?;
+    eprintln!(
+        "wmfix: {} ({} fences){}",
+        app.root.display(),
+        built.fences,
+        if built.rebuilt {
+            ""
+        } else {
+            ", build up to date"
+        }
+    );
+    baseline(&app, &built.original, &opts.out)?;
+    let dir = test_dir(&opts.out.canonicalize()?);
+    fresh_dir(&dir)?;
+    let logs = dir.join("logs");
+    let mut jsonl = std::fs::File::create(dir.join("runs.jsonl"))?;
+    let batch = Batch {
+        app: &app,
+        tree: &built.instrumented,
+        jobs: opts.jobs,
+        logs: &logs,
+    };
+    let mut summary = Summary {
+        app: app.root.clone(),
+        fences: opts.fences.to_string(),
+        seed: opts.seed,
+        jobs: opts.jobs,
+        rows: vec![],
+        interrupted: false,
+    };
+    let mut next_id = 0;
+    for (k, env) in opts.envs.iter().enumerate() {
+        let budget = match (opts.runs, opts.minutes) {
+            (_, Some(m)) => Budget::Until(Instant::now() + Duration::from_secs_f64(m * 60.0)),
+            (Some(n), None) => Budget::Runs(n),
+            (None, None) => Budget::Runs(100),
+        };
+        let bar = progress(env, opts.runs.filter(|_| opts.minutes.is_none()));
+        summary.rows.push(Row {
+            env: env.to_string(),
+            ..Row::default()
+        });
+        let start = Instant::now();
+        let fences = opts.fences.clone();
+        let spec =
+            move |i| trial::TrialSpec::new(*env, batch::seed(opts.seed, k as u64, i), &fences);
+        let mut on_record = |rec: RunRecord| {
+            let row = summary.rows.last_mut().expect("row pushed");
+            row.add(rec.outcome);
+            row.seconds = start.elapsed().as_secs_f64();
+            let _ = writeln!(
+                jsonl,
+                "{}",
+                serde_json::to_string(&rec).expect("record serialises")
+            );
+            let _ = write_summary(&dir, &summary);
+            bar.inc(1);
+            bar.set_message(status(summary.rows.last().unwrap()));
+            true
+        };
+        let done = batch::run(&batch, budget, next_id, &spec, &mut on_record)?;
+        next_id += done;
+        bar.finish_with_message(status(summary.rows.last().unwrap()));
+        if crate::interrupt::interrupted() {
+            summary.interrupted = true;
+            break;
+        }
+    }
+    write_summary(&dir, &summary)?;
+    Ok(summary)
+}
+
+fn fresh_dir(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        let old = dir.with_extension("old");
+        let _ = std::fs::remove_dir_all(&old);
+        std::fs::rename(dir, &old)?;
+    }
+    std::fs::create_dir_all(dir.join("logs"))?;
+    Ok(())
+}
+
+fn write_summary(dir: &Path, s: &Summary) -> std::io::Result<()> {
+    // Written to a temporary name first, so a reader never sees half a file.
+    let tmp = dir.join("summary.json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_string_pretty(s).expect("summary serialises") + "\n",
+    )?;
+    std::fs::rename(tmp, dir.join("summary.json"))
+}
+
+/// The original program must pass, or no error could be blamed on weak memory.
+fn baseline(app: &App, original: &Path, out: &Path) -> Result<()> {
+    let log = out.join("baseline.log");
+    let Some((outcome, exit, _)) = trial::run_once(app, original, &[], &log)? else {
+        return Err(fail(
+            exit_code::INTERRUPTED,
+            "interrupted during the baseline run",
+        ));
+    };
+    if outcome != Outcome::Pass {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        return Err(fail(
+            exit_code::BASELINE_FAILED,
+            format!(
+                "the original program fails its post-condition ({outcome:?}, {exit:?}), so no error could be blamed on weak memory; output in {}:\n{}",
+                log.display(),
+                text.lines().take(20).collect::<Vec<_>>().join("\n")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn progress(env: &TestEnv, runs: Option<usize>) -> ProgressBar {
+    let bar = match runs {
+        Some(n) => ProgressBar::new(n as u64),
+        None => ProgressBar::new_spinner(),
+    };
+    let template = if runs.is_some() {
+        "{prefix:>10} [{bar:30}] {pos}/{len} {msg}"
+    } else {
+        "{prefix:>10} {spinner} {pos} runs {msg}"
+    };
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(env.to_string());
+    bar.enable_steady_tick(Duration::from_millis(250));
+    bar
+}
+
+fn status(row: &Row) -> String {
+    let rate = if row.runs > 0 {
+        100.0 * row.errors() as f64 / row.runs as f64
+    } else {
+        0.0
+    };
+    let per_s = row.runs as f64 / row.seconds.max(1e-9);
+    format!("errors {} ({rate:.1}%), {per_s:.1} runs/s", row.errors())
+}
+
+/// The result table (paper 000, Tab. 5, for one application).
+pub fn table(s: &Summary) -> String {
+    let mut out = format!(
+        "{:<11} {:>6} {:>6} {:>6} {:>7} {:>6} {:>7} {:>17} {:>9} {:>9}\n",
+        "env",
+        "runs",
+        "pass",
+        "fail",
+        "timeout",
+        "crash",
+        "errors",
+        "95% CI",
+        "effective",
+        "runs/h"
+    );
+    for r in &s.rows {
+        let (lo, hi) = stats::wilson95(r.errors(), r.runs);
+        let rate = if r.runs > 0 {
+            100.0 * r.errors() as f64 / r.runs as f64
+        } else {
+            0.0
+        };
+        out += &format!(
+            "{:<11} {:>6} {:>6} {:>6} {:>7} {:>6} {:>6.1}% {:>17} {:>9} {:>9.0}\n",
+            r.env,
+            r.runs,
+            r.pass,
+            r.fail,
+            r.timeout,
+            r.crash,
+            rate,
+            format!("[{:.1}%, {:.1}%]", 100.0 * lo, 100.0 * hi),
+            if stats::effective(r.errors(), r.runs) {
+                "yes"
+            } else {
+                "no"
+            },
+            3600.0 * r.runs as f64 / r.seconds.max(1e-9)
+        );
+    }
+    out
+}
+
+/// `wmfix test --replay ID`: one recorded run again, same seed, environment and fences.
+pub fn replay(
+    dir: &Path,
+    out: &Path,
+    id: usize,
+    scope: FenceScope,
+) -> Result<(RunRecord, Outcome, String)> {
+    let runs = test_dir(out).join("runs.jsonl");
+    let text = std::fs::read_to_string(&runs).map_err(|e| {
+        fail(
+            exit_code::NO_INPUT,
+            format!("{}: {e} (run `wmfix test` first)", runs.display()),
+        )
+    })?;
+    let rec: RunRecord = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<RunRecord>(l).ok())
+        .find(|r| r.id == id)
+        .ok_or_else(|| {
+            fail(
+                exit_code::BAD_INPUT,
+                format!("no run {id} in {}", runs.display()),
+            )
+        })?;
+    crate::interrupt::install();
+    let app = App::load(dir)?;
+    let built = builder::build(&app, out, scope)?;
+    let log = test_dir(out).join(format!("replay-{id}.log"));
+    let Some((outcome, _, _)) =
+        trial::run_once(&app, &built.instrumented, &rec.spec.env_vars(), &log)?
+    else {
+        return Err(fail(exit_code::INTERRUPTED, "interrupted"));
+    };
+    Ok((
+        rec,
+        outcome,
+        std::fs::read_to_string(&log).unwrap_or_default(),
+    ))
+}

@@ -1,0 +1,161 @@
+//! One run of the application under a testing environment, and its outcome.
+
+use crate::child::{self, Exit};
+use crate::config::App;
+use crate::environment::TestEnv;
+use crate::fence_set::FenceSet;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    /// The post-condition failed.
+    Fail,
+    Timeout,
+    /// Killed by a signal, or exited with one of the config's crash codes.
+    Crash,
+}
+
+impl Outcome {
+    pub fn is_error(self) -> bool {
+        self != Outcome::Pass
+    }
+}
+
+/// What makes a run reproducible.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialSpec {
+    pub env: TestEnv,
+    pub seed: u64,
+    pub fences: String,
+}
+
+impl TrialSpec {
+    /// The variables the runtime reads (runtime-cu/README.md).
+    pub fn env_vars(&self) -> Vec<(String, String)> {
+        vec![
+            ("WMFIX_ENV".into(), self.env.to_string()),
+            ("WMFIX_SEED".into(), self.seed.to_string()),
+            ("WMFIX_FENCES".into(), self.fences.clone()),
+        ]
+    }
+
+    pub fn new(env: TestEnv, seed: u64, fences: &FenceSet) -> TrialSpec {
+        TrialSpec {
+            env,
+            seed,
+            fences: fences.to_string(),
+        }
+    }
+}
+
+/// One finished run, as recorded in `runs.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: usize,
+    #[serde(flatten)]
+    pub spec: TrialSpec,
+    pub outcome: Outcome,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration_s: f64,
+    /// The run's output, kept for runs that erred (relative to the test directory).
+    pub log: Option<PathBuf>,
+}
+
+/// Runs the program once in `tree` with `extra_env`; `None` if interrupted.
+pub fn run_once(
+    app: &App,
+    tree: &Path,
+    extra_env: &[(String, String)],
+    log: &Path,
+) -> std::io::Result<Option<(Outcome, Exit, Duration)>> {
+    let cfg = &app.config;
+    let timeout = Duration::from_secs_f64(cfg.timeout_s);
+    let f = child::run(&child::Spec {
+        command: &cfg.run,
+        dir: tree,
+        env: extra_env,
+        timeout,
+        log,
+    })?;
+    let outcome = match f.exit {
+        Exit::Interrupted => return Ok(None),
+        Exit::Timeout => Outcome::Timeout,
+        Exit::Signal(_) => Outcome::Crash,
+        // A shell reports a child killed by signal n as exit status 128 + n.
+        Exit::Code(c) if (129..=192).contains(&c) => Outcome::Crash,
+        Exit::Code(c) if cfg.crash_exit_codes.contains(&c) => Outcome::Crash,
+        Exit::Code(0) => match &cfg.check {
+            None => Outcome::Pass,
+            Some(check) => check_output(check, tree, log, timeout)?,
+        },
+        Exit::Code(_) => Outcome::Fail,
+    };
+    Ok(Some((outcome, f.exit, f.duration)))
+}
+
+fn check_output(
+    check: &str,
+    tree: &Path,
+    log: &Path,
+    timeout: Duration,
+) -> std::io::Result<Outcome> {
+    let check_log = log.with_extension("check");
+    // The check runs in the tree: give it an absolute path.
+    let env = [(
+        "WMFIX_RUN_OUTPUT".to_string(),
+        std::path::absolute(log)?.display().to_string(),
+    )];
+    let f = child::run(&child::Spec {
+        command: check,
+        dir: tree,
+        env: &env,
+        timeout,
+        log: &check_log,
+    })?;
+    // The check's own output goes after the run's, so a kept log shows why it failed.
+    let extra = std::fs::read(&check_log).unwrap_or_default();
+    let _ = std::fs::remove_file(&check_log);
+    if !extra.is_empty() {
+        use std::io::Write;
+        let mut l = std::fs::OpenOptions::new().append(true).open(log)?;
+        writeln!(l, "--- check: {check}")?;
+        l.write_all(&extra)?;
+    }
+    Ok(if f.exit == Exit::Code(0) {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    })
+}
+
+/// Runs one trial and makes its record (without `log`, which the caller decides on).
+pub fn run_trial(
+    app: &App,
+    tree: &Path,
+    id: usize,
+    spec: &TrialSpec,
+    log: &Path,
+) -> std::io::Result<Option<RunRecord>> {
+    let Some((outcome, exit, duration)) = run_once(app, tree, &spec.env_vars(), log)? else {
+        return Ok(None);
+    };
+    let (exit_code, signal) = match exit {
+        Exit::Code(c) => (Some(c), None),
+        Exit::Signal(s) => (None, Some(s)),
+        _ => (None, None),
+    };
+    Ok(Some(RunRecord {
+        id,
+        spec: spec.clone(),
+        outcome,
+        exit_code,
+        signal,
+        duration_s: duration.as_secs_f64(),
+        log: None,
+    }))
+}

@@ -1,0 +1,284 @@
+//! `wmfix test` and `wmfix build` on a stand-in program (tests/fixtures/standin/app.sh) that
+//! fails at a known rate, hangs, or crashes: counts, process-group kills, JSON, exit codes,
+//! replay and ctrl-c.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn standin() -> (tempfile::TempDir, PathBuf) {
+    fixture("standin")
+}
+
+fn test(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = wmfix();
+    c.current_dir(dir.parent().unwrap())
+        .args(["test", dir.to_str().unwrap(), "--out", "out"])
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn records(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("test/runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        let running = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        });
+        if !running || t0.elapsed().as_secs() >= 2 {
+            return running;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn errors_are_counted_exactly_and_recorded() {
+    let (tmp, dir) = standin();
+    let o = test(
+        &dir,
+        &["--env", "sys-str+,no-str-", "--runs", "120", "--jobs", "3"],
+        &[("STANDIN_MODE", "rate"), ("STANDIN_PERCENT", "25")],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let out = tmp.path().join("out");
+    let recs = records(&out);
+    assert_eq!(recs.len(), 240);
+    let mut ids: Vec<u64> = recs.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+    ids.sort();
+    assert_eq!(ids, (0..240).collect::<Vec<_>>());
+    let mut fails = 0;
+    for r in &recs {
+        let expect_fail = r["seed"].as_u64().unwrap() % 100 < 25;
+        assert_eq!(
+            r["outcome"],
+            if expect_fail { "fail" } else { "pass" },
+            "{r}"
+        );
+        assert_eq!(r["fences"], "none");
+        if expect_fail {
+            fails += 1;
+            let log =
+                std::fs::read_to_string(out.join("test").join(r["log"].as_str().unwrap())).unwrap();
+            assert!(
+                log.contains("FAIL: wrong result") && log.contains(&format!("seed={}", r["seed"])),
+                "{log}"
+            );
+        } else {
+            assert!(r["log"].is_null());
+        }
+    }
+    assert!(fails > 30 && fails < 90, "{fails} of 240 with a 25% rate");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("test/summary.json")).unwrap())
+            .unwrap();
+    let rows = summary["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let total_fail: u64 = rows.iter().map(|r| r["fail"].as_u64().unwrap()).sum();
+    assert_eq!(total_fail, fails);
+    let table = stdout(&o);
+    assert!(
+        table.contains("sys-str+") && table.contains("no-str-") && table.contains("95% CI"),
+        "{table}"
+    );
+    // The seeds differ between environments.
+    let seeds: std::collections::HashSet<u64> =
+        recs.iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds.len(), 240);
+}
+
+#[test]
+fn replay_reruns_a_recorded_run() {
+    let (tmp, dir) = standin();
+    let env = [("STANDIN_MODE", "rate"), ("STANDIN_PERCENT", "50")];
+    let o = test(&dir, &["--runs", "20", "--fences", "0,2-3"], &env);
+    assert_eq!(o.status.code(), Some(2));
+    let recs = records(&tmp.path().join("out"));
+    let failed = recs.iter().find(|r| r["outcome"] == "fail").unwrap();
+    let passed = recs.iter().find(|r| r["outcome"] == "pass").unwrap();
+    for (r, code) in [(failed, 2), (passed, 0)] {
+        let id = r["id"].to_string();
+        let o = test(&dir, &["--replay", &id], &env);
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+        let s = stdout(&o);
+        assert!(
+            s.contains(&format!("seed={} fences=0,2-3", r["seed"])),
+            "{s}"
+        );
+    }
+    assert_eq!(
+        test(&dir, &["--replay", "999"], &env).status.code(),
+        Some(65)
+    );
+}
+
+#[test]
+fn timeouts_kill_the_whole_process_group() {
+    let (tmp, dir) = standin();
+    let cfg = std::fs::read_to_string(dir.join("wmfix.toml"))
+        .unwrap()
+        .replace("timeout_s = 10", "timeout_s = 0.5");
+    std::fs::write(dir.join("wmfix.toml"), cfg).unwrap();
+    let pidfile = tmp.path().join("pid");
+    let o = test(
+        &dir,
+        &["--runs", "2"],
+        &[
+            ("STANDIN_MODE", "hang"),
+            ("STANDIN_PIDFILE", pidfile.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let recs = records(&tmp.path().join("out"));
+    assert!(recs.iter().all(|r| r["outcome"] == "timeout"));
+    assert!(recs.iter().all(|r| r["duration_s"].as_f64().unwrap() < 3.0));
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid), "the program's grandchild outlived the timeout");
+}
+
+#[test]
+fn crashes_are_errors_of_their_own_kind() {
+    let (tmp, dir) = standin();
+    for mode in ["crash", "cudaerr"] {
+        let o = test(&dir, &["--runs", "3"], &[("STANDIN_MODE", mode)]);
+        assert_eq!(o.status.code(), Some(2));
+        let recs = records(&tmp.path().join("out"));
+        assert!(
+            recs.iter().all(|r| r["outcome"] == "crash"),
+            "{mode}: {recs:?}"
+        );
+    }
+}
+
+#[test]
+fn clean_runs_exit_zero_and_the_build_is_reused() {
+    let (tmp, dir) = standin();
+    let o = test(&dir, &["--runs", "5", "--env", "all"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(records(&tmp.path().join("out")).len(), 40);
+    let o = test(&dir, &["--runs", "1"], &[]);
+    assert!(stderr(&o).contains("build up to date"), "{}", stderr(&o));
+    std::fs::write(dir.join("extra.txt"), "changed").unwrap();
+    let o = test(&dir, &["--runs", "1"], &[]);
+    assert!(!stderr(&o).contains("build up to date"));
+}
+
+#[test]
+fn a_failing_original_stops_before_testing() {
+    let (_tmp, dir) = standin();
+    let o = test(&dir, &["--runs", "5"], &[("STANDIN_BASELINE", "1")]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("original program fails its post-condition"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn check_command_decides_the_post_condition() {
+    let (tmp, dir) = standin();
+    // Passes when the seed starts with 1 (and in the baseline, which has no seed).
+    let check = r#"check = "grep -q -e ' seed=1' -e 'seed= ' \"$WMFIX_RUN_OUTPUT\"""#;
+    let cfg = std::fs::read_to_string(dir.join("wmfix.toml")).unwrap() + check + "\n";
+    std::fs::write(dir.join("wmfix.toml"), cfg).unwrap();
+    let o = test(&dir, &["--runs", "30"], &[]);
+    let recs = records(&tmp.path().join("out"));
+    for r in &recs {
+        let seed = r["seed"].to_string();
+        assert_eq!(
+            r["outcome"],
+            if seed.starts_with('1') {
+                "pass"
+            } else {
+                "fail"
+            },
+            "{r}"
+        );
+    }
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn config_and_build_errors_have_their_codes() {
+    let (_tmp, dir) = standin();
+    std::fs::write(
+        dir.join("wmfix.toml"),
+        "build = \"true\"\nrun = \"./app\"\nruns = 3\n",
+    )
+    .unwrap();
+    let o = test(&dir, &[], &[]);
+    assert_eq!(o.status.code(), Some(78));
+    assert!(
+        stderr(&o).contains("unknown field `runs`") && stderr(&o).contains("line 3"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(
+        dir.join("wmfix.toml"),
+        "build = \"echo broken >&2; exit 1\"\nrun = \"./app\"\n",
+    )
+    .unwrap();
+    let o = test(&dir, &[], &[]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(stderr(&o).contains("broken"), "{}", stderr(&o));
+    let o = test(&dir, &["--env", "sys-str"], &[]);
+    assert_eq!(o.status.code(), Some(64));
+}
+
+#[test]
+fn ctrl_c_stops_runs_kills_children_and_keeps_results() {
+    let (tmp, dir) = standin();
+    let pidfile = tmp.path().join("pid");
+    let child = wmfix()
+        .current_dir(tmp.path())
+        .args(["test", dir.to_str().unwrap(), "--out", "out", "--runs", "5"])
+        .env("STANDIN_MODE", "hang")
+        .env("STANDIN_PIDFILE", &pidfile)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !pidfile.exists() && t0.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: sends SIGINT to the wmfix process we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!alive(pid), "the run's grandchild outlived ctrl-c");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/test/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["interrupted"], true);
+}
