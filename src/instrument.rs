@@ -92,6 +92,7 @@ pub fn render(
         let mut edits = plan.fixed.clone();
         for site in &plan.sites {
             edits.extend(site_edits(site, next_id));
+            edits.extend(site.braces.iter().cloned());
             fences.push(record(file, plan, site, next_id));
             next_id += 1;
         }

@@ -48,7 +48,7 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
             )
         })
         .collect();
-    let mut fixed = placed.braces;
+    let mut fixed = Vec::new();
     fixed.extend(kernel_entries(&functions));
     fixed.extend(thread_ids(&functions, &caps, text));
     fixed.extend(launches(&functions, &caps, file, &mut warnings));

@@ -56,6 +56,9 @@ pub struct Site {
     pub function: usize,
     pub accesses: Vec<(std::ops::Range<usize>, AccessKind)>,
     pub spots: Vec<Spot>,
+    /// Braces around unbraced bodies that the spots need (shared bodies repeat across sites;
+    /// `edits::apply` drops duplicates).
+    pub braces: Vec<Edit>,
 }
 
 impl Site {
@@ -68,10 +71,9 @@ impl Site {
     }
 }
 
-/// The result for one file: fence sites, the braces they need, and accesses that have no place.
+/// The result for one file: fence sites, and accesses that have no place.
 pub struct Placed<'t> {
     pub sites: Vec<Site>,
-    pub braces: Vec<Edit>,
     pub unplaced: Vec<Node<'t>>,
 }
 
@@ -128,29 +130,22 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>) -> Placed<'t> {
                 function: a.function,
                 accesses: vec![],
                 spots: vec![],
+                braces: vec![],
             };
             (node, role, site)
         });
         entry.2.accesses.push((a.node.byte_range(), a.kind));
     }
-    let mut braces = Vec::new();
-    let mut wrapped = HashSet::new();
     let mut sites = Vec::new();
     for id in order {
         let (node, role, mut site) = by_site.remove(&id).expect("site recorded");
-        site.spots = spots(node, role, &roles, &mut |b| {
-            if wrapped.insert(b.id()) {
-                braces.extend(brace_edits(b));
-            }
-        });
+        let mut braces = Vec::new();
+        site.spots = spots(node, role, &roles, &mut |b| braces.extend(brace_edits(b)));
+        site.braces = braces;
         sites.push(site);
     }
     sites.sort_by_key(|s| s.accesses[0].0.start);
-    Placed {
-        sites,
-        braces,
-        unplaced,
-    }
+    Placed { sites, unplaced }
 }
 
 fn find_site<'t>(access: Node<'t>, roles: &Roles) -> Option<(Node<'t>, Role)> {
