@@ -1,0 +1,120 @@
+//! The oracle the fence reducer asks: "run the program with these fences enabled; did it err?"
+//! Behind a trait, so the reduction is tested against a simulated application on a CPU and run
+//! against the real one on a GPU.
+
+use crate::batch::{self, Batch, Budget};
+use crate::config::App;
+use crate::environment::TestEnv;
+use crate::fence_set::FenceSet;
+use crate::trial::TrialSpec;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub type Fences = BTreeSet<usize>;
+
+/// How long one request may run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// At most this many runs...
+    pub max_runs: Option<usize>,
+    /// ...or this many seconds...
+    pub max_seconds: Option<f64>,
+    /// ...stopping once this many runs have erred.
+    pub stop_after_errors: usize,
+}
+
+impl Request {
+    /// The paper's CheckApplication: `runs` runs, stopping at the first error.
+    pub fn check(runs: usize) -> Request {
+        Request { max_runs: Some(runs), max_seconds: None, stop_after_errors: 1 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    pub runs: usize,
+    pub errors: usize,
+    pub seconds: f64,
+}
+
+pub trait Oracle {
+    /// Runs the program with `enabled` fences as `request` says. `nonce` names the request so
+    /// that its seeds are the same if it is ever asked again (after a resume).
+    fn run(&mut self, enabled: &Fences, request: Request, nonce: u64) -> Result<Tally>;
+}
+
+/// The real application: the instrumented build, run under one testing environment.
+pub struct Program<'a> {
+    pub app: &'a App,
+    pub tree: PathBuf,
+    pub logs: PathBuf,
+    pub env: TestEnv,
+    pub jobs: usize,
+    pub seed: u64,
+}
+
+impl Oracle for Program<'_> {
+    fn run(&mut self, enabled: &Fences, request: Request, nonce: u64) -> Result<Tally> {
+        let batch = Batch { app: self.app, tree: &self.tree, jobs: self.jobs, logs: &self.logs };
+        let budget = match (request.max_runs, request.max_seconds) {
+            (Some(n), _) => Budget::Runs(n),
+            (None, Some(s)) => Budget::Until(Instant::now() + Duration::from_secs_f64(s)),
+            (None, None) => Budget::Runs(1),
+        };
+        let fences = FenceSet::Some(enabled.clone());
+        let (env, seed) = (self.env, self.seed);
+        let spec = move |i| TrialSpec::new(env, batch::seed(seed, nonce, i), &fences);
+        let start = Instant::now();
+        let mut tally = Tally { runs: 0, errors: 0, seconds: 0.0 };
+        let mut on_record = |rec: crate::trial::RunRecord| {
+            tally.runs += 1;
+            if rec.outcome.is_error() {
+                tally.errors += 1;
+            } else if let Some(log) = &rec.log {
+                let _ = std::fs::remove_file(self.logs.join(log));
+            }
+            tally.errors < request.stop_after_errors
+        };
+        batch::run(&batch, budget, 0, &spec, &mut on_record)?;
+        tally.seconds = start.elapsed().as_secs_f64();
+        if crate::interrupt::interrupted() {
+            anyhow::bail!(crate::exit_code::Exit { code: crate::exit_code::INTERRUPTED, message: "interrupted".into() });
+        }
+        Ok(tally)
+    }
+}
+
+/// A simulated application: it errs with probability `p` per run unless every fence of
+/// `required` is enabled. Each run "takes" `run_seconds`. Deterministic in (seed, nonce).
+pub struct Simulated {
+    pub required: Fences,
+    pub p: f64,
+    pub run_seconds: f64,
+    pub seed: u64,
+    /// Every run so far, for tests that count them.
+    pub runs: usize,
+}
+
+impl Oracle for Simulated {
+    fn run(&mut self, enabled: &Fences, request: Request, nonce: u64) -> Result<Tally> {
+        let buggy = !self.required.is_subset(enabled);
+        let mut t = Tally { runs: 0, errors: 0, seconds: 0.0 };
+        loop {
+            let more_runs = request.max_runs.is_none_or(|n| t.runs < n);
+            let more_time = request.max_seconds.is_none_or(|s| t.seconds < s);
+            if !more_runs || !more_time || t.errors >= request.stop_after_errors {
+                return Ok(t);
+            }
+            let u = batch::seed(self.seed, nonce, t.runs) as f64 / u64::MAX as f64;
+            t.runs += 1;
+            self.runs += 1;
+            t.seconds += self.run_seconds;
+            if buggy && u < self.p {
+                t.errors += 1;
+            }
+        }
+    }
+}
