@@ -22,6 +22,7 @@ pub struct Batch<'a> {
 pub enum Budget {
     Runs(usize),
     Until(Instant),
+    RunsUntil(usize, Instant),
 }
 
 impl Budget {
@@ -29,6 +30,15 @@ impl Budget {
         match self {
             Budget::Runs(n) => i < n,
             Budget::Until(t) => Instant::now() < t,
+            Budget::RunsUntil(n, t) => i < n && Instant::now() < t,
+        }
+    }
+
+    /// This budget, and at most `n` runs.
+    pub fn and_runs(self, n: usize) -> Budget {
+        match self {
+            Budget::Runs(m) => Budget::Runs(m.min(n)),
+            Budget::Until(t) | Budget::RunsUntil(_, t) => Budget::RunsUntil(n, t),
         }
     }
 }

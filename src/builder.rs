@@ -2,6 +2,7 @@
 //! with the config's command in its own copy. Nothing is rebuilt when the inputs are unchanged.
 
 use crate::config::App;
+use crate::digest::Fnv;
 use crate::exit_code::{self, fail};
 use crate::insert::{self, OnParseError};
 use crate::instrument::FenceScope;
@@ -51,20 +52,7 @@ pub fn build(app: &App, out: &Path, scope: FenceScope) -> Result<Built> {
     }
     walk::copy_files(&input, &original).context("copying the original tree")?;
     run_build(app, &original, &out.join("build-original.log"))?;
-    let opts = insert::Options {
-        paths: vec![app.root.clone()],
-        out: out.clone(),
-        fence: scope,
-        on_parse_error: OnParseError::Warn,
-        only: Some(
-            app.config
-                .sources
-                .iter()
-                .map(|s| app.root.join(s))
-                .collect(),
-        ),
-    };
-    let summary = insert::run(&opts)?;
+    let summary = insert::run(&insert_options(app, &out, scope))?;
     for w in &summary.warnings {
         eprintln!("{w}");
     }
@@ -76,6 +64,23 @@ pub fn build(app: &App, out: &Path, scope: FenceScope) -> Result<Built> {
         fences: summary.fences,
         rebuilt: true,
     })
+}
+
+/// How `build` and `reduce` instrument an application: its `sources` only, into `out`.
+pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Options {
+    insert::Options {
+        paths: vec![app.root.clone()],
+        out: out.to_path_buf(),
+        fence: scope,
+        on_parse_error: OnParseError::Warn,
+        only: Some(
+            app.config
+                .sources
+                .iter()
+                .map(|s| app.root.join(s))
+                .collect(),
+        ),
+    }
 }
 
 fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
@@ -125,22 +130,5 @@ fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<
         h.add(rel.to_string_lossy().as_bytes());
         h.add(&std::fs::read(input.root.join(rel))?);
     }
-    Ok(format!("{:016x}\n", h.0))
-}
-
-/// FNV-1a: stable across Rust versions, unlike the std hasher.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    fn add(&mut self, bytes: &[u8]) {
-        for b in bytes.iter().chain(&[0xff]) {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
+    Ok(format!("{}\n", h.hex()))
 }

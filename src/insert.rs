@@ -67,12 +67,51 @@ struct FencesJson<'a> {
     fences: &'a [FenceRecord],
 }
 
+/// The input tree, parsed and planned, before fences are numbered.
+pub struct PlannedTree {
+    pub input: walk::InputTree,
+    /// Files that will be instrumented.
+    pub planned: Vec<Planned>,
+    /// Files copied as they are.
+    pub copies: Vec<PathBuf>,
+    pub warnings: Vec<String>,
+    pub cuda_bytes: usize,
+    pub cuda_time: Duration,
+}
+
 pub fn run(opts: &Options) -> Result<Summary> {
     let out = OutLayout {
         dir: absolute(&opts.out)?,
     };
-    let input = walk::collect(&opts.paths, &out.dir)?;
-    check_out_dir(&input.root, &out.dir)?;
+    let PlannedTree {
+        input,
+        mut planned,
+        copies,
+        warnings,
+        cuda_bytes,
+        mut cuda_time,
+    } = plan_tree(opts)?;
+    let t0 = Instant::now();
+    let done = instrument::render(&mut planned, opts.fence, |f| include_path(&f.rel))
+        .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
+    cuda_time += t0.elapsed();
+    write_output(&out, &input.root, &copies, &planned, &done, opts.fence)?;
+    Ok(Summary {
+        files: input.files.len(),
+        instrumented: done.texts.iter().filter(|t| t.is_some()).count(),
+        fences: done.fences.len(),
+        warnings,
+        cuda_bytes,
+        cuda_time,
+        out,
+    })
+}
+
+/// Walks, parses and plans the input; `insert` renders the result, `reduce` its hardened form.
+pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
+    let out_dir = absolute(&opts.out)?;
+    let input = walk::collect(&opts.paths, &out_dir)?;
+    check_out_dir(&input.root, &out_dir)?;
     let mut warnings = Vec::new();
     let mut planned = Vec::new();
     let mut copies = Vec::new();
@@ -133,19 +172,13 @@ pub fn run(opts: &Options) -> Result<Summary> {
         warnings.extend(p.plan.warnings.iter().cloned());
         planned.push(p);
     }
-    let t0 = Instant::now();
-    let done = instrument::render(&mut planned, opts.fence, |f| include_path(&f.rel))
-        .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
-    cuda_time += t0.elapsed();
-    write_output(&out, &input.root, &copies, &planned, &done, opts.fence)?;
-    Ok(Summary {
-        files: input.files.len(),
-        instrumented: done.texts.iter().filter(|t| t.is_some()).count(),
-        fences: done.fences.len(),
+    Ok(PlannedTree {
+        input,
+        planned,
+        copies,
         warnings,
         cuda_bytes,
         cuda_time,
-        out,
     })
 }
 

@@ -7,9 +7,10 @@ use crate::plan::{self, FilePlan};
 use crate::sites::{Piece, Site};
 use crate::source::SourceFile;
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum FenceScope {
     /// `__threadfence_block()`
@@ -21,6 +22,15 @@ pub enum FenceScope {
 }
 
 impl FenceScope {
+    /// The CUDA fence of this scope.
+    pub fn call(self) -> &'static str {
+        match self {
+            FenceScope::Block => "__threadfence_block()",
+            FenceScope::Device => "__threadfence()",
+            FenceScope::System => "__threadfence_system()",
+        }
+    }
+
     fn code(self) -> u8 {
         match self {
             FenceScope::Block => 0,
@@ -108,6 +118,67 @@ pub fn render(
     Ok(Instrumented { texts, fences })
 }
 
+/// The original files with only the `kept` fences, written as plain CUDA fences with a comment
+/// naming the access each orders: what `fences.patch` adds. `None` where a file keeps none.
+pub fn render_hardened(
+    files: &mut [Planned],
+    kept: &BTreeSet<usize>,
+    scope: FenceScope,
+) -> Result<Vec<Option<String>>, edits::Overlap> {
+    files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
+    let mut next_id = 0;
+    let mut texts = Vec::with_capacity(files.len());
+    for Planned { file, plan } in files.iter() {
+        let mut edits = Vec::new();
+        for site in &plan.sites {
+            if kept.contains(&next_id) {
+                let note = format!(
+                    "wmfix fence {next_id}: after {} `{}`",
+                    kind_name(site.kind()),
+                    plan::one_line(&file.text[site.range.clone()])
+                );
+                edits.extend(hardened_edits(
+                    site,
+                    scope.call(),
+                    &note.replace("*/", "* /"),
+                ));
+                edits.extend(site.braces.iter().cloned());
+            }
+            next_id += 1;
+        }
+        texts.push(if edits.is_empty() {
+            None
+        } else {
+            Some(edits::apply(&file.text, edits)?)
+        });
+    }
+    Ok(texts)
+}
+
+fn hardened_edits<'s>(
+    site: &'s Site,
+    call: &'s str,
+    note: &'s str,
+) -> impl Iterator<Item = Edit> + 's {
+    site.spots.iter().map(move |s| {
+        let text = match s.piece {
+            Piece::Fence => format!(" {call}; /* {note} */"),
+            Piece::CommaFence => format!(", {call}"),
+            Piece::WrapOpen => format!("[&] {{ auto wmfix_value = ("),
+            Piece::WrapClose => format!("); {call}; /* {note} */ return wmfix_value; }}()"),
+        };
+        Edit::insert(s.at, s.slot, text)
+    })
+}
+
+fn kind_name(k: AccessKind) -> &'static str {
+    match k {
+        AccessKind::Load => "load",
+        AccessKind::Store => "store",
+        AccessKind::Atomic => "atomic",
+    }
+}
+
 fn site_edits(site: &Site, id: usize) -> impl Iterator<Item = Edit> + '_ {
     site.spots.iter().map(move |s| {
         let text = match s.piece {
@@ -142,11 +213,6 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: usize) -> FenceRe
             }
         })
         .collect();
-    let kind_name = |k: AccessKind| match k {
-        AccessKind::Load => "load",
-        AccessKind::Store => "store",
-        AccessKind::Atomic => "atomic",
-    };
     FenceRecord {
         id,
         file: file.rel.clone(),

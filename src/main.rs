@@ -26,6 +26,58 @@ enum Command {
     /// Run the instrumented application many times under testing environments and report
     /// error rates. Exit status 2 when any run erred.
     Test(TestArgs),
+    /// Empirical fence insertion: find the fences the application needs under stress, and
+    /// write them as a patch (wmfix-out/reduce/fences.patch) for review.
+    Reduce(ReduceArgs),
+    /// Apply the last reduction's patch to the application's sources (only on request).
+    Apply(ApplyArgs),
+}
+
+#[derive(clap::Args)]
+struct ReduceArgs {
+    #[command(flatten)]
+    app: AppArgs,
+    /// Time budget in hours; the best result so far is reported when it runs out.
+    #[arg(long, default_value_t = 24.0)]
+    hours: f64,
+    /// Testing environment for the checks.
+    #[arg(long, default_value = "sys-str+")]
+    env: String,
+    /// Runs per check (I); doubled when the stability check fails.
+    #[arg(long, default_value_t = 32)]
+    iterations: usize,
+    /// Stability check of the paper: this many minutes without error. Without it, the
+    /// statistical criterion of --confidence is used.
+    #[arg(long)]
+    stable_minutes: Option<f64>,
+    /// Confidence that a missing needed fence would have shown in the stability check.
+    #[arg(long, default_value_t = 0.99)]
+    confidence: f64,
+    /// How binary reduction splits the fences.
+    #[arg(long, value_enum, default_value_t = wmfix::reduce::Split::Halves)]
+    split: wmfix::reduce::Split,
+    /// Do not reuse the answers of earlier checks.
+    #[arg(long)]
+    no_cache: bool,
+    /// Runs at a time.
+    #[arg(long, short, default_value_t = 1)]
+    jobs: usize,
+    /// Base seed of the runs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Continue the reduction recorded in wmfix-out/reduce/journal.jsonl.
+    #[arg(long)]
+    resume: bool,
+}
+
+#[derive(clap::Args)]
+struct ApplyArgs {
+    /// The application's folder, holding wmfix.toml.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Output directory of the reduction.
+    #[arg(long, short, default_value = "wmfix-out")]
+    out: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -111,6 +163,8 @@ fn main() {
         Command::Init => run_init(),
         Command::Build(args) => run_build(args),
         Command::Test(args) => run_test(args),
+        Command::Reduce(args) => run_reduce(args),
+        Command::Apply(args) => run_apply(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
@@ -123,6 +177,77 @@ fn main() {
 
 fn usage(message: String) -> anyhow::Error {
     exit_code::fail(exit_code::USAGE, message)
+}
+
+fn run_reduce(args: ReduceArgs) -> anyhow::Result<i32> {
+    use wmfix::reduce::{Settings, Stability};
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        return Err(usage(format!(
+            "--confidence must be between 0 and 1, not {}",
+            args.confidence
+        )));
+    }
+    let stability = match args.stable_minutes {
+        Some(m) => Stability::Minutes(m),
+        None => Stability::Statistical {
+            confidence: args.confidence,
+        },
+    };
+    let opts = wmfix::reducing::Options {
+        env: wmfix::environment::TestEnv::parse(&args.env).map_err(usage)?,
+        settings: Settings {
+            split: args.split,
+            iterations: args.iterations.max(1),
+            stability,
+            cache: !args.no_cache,
+            budget_seconds: args.hours * 3600.0,
+        },
+        dir: args.app.dir,
+        out: args.app.out,
+        jobs: args.jobs.max(1),
+        seed: args.seed,
+        resume: args.resume,
+        scope: args.app.fence,
+    };
+    let report = wmfix::reducing::run(&opts)?;
+    print!("{}", wmfix::reducing::summary(&report));
+    Ok(exit_code::OK)
+}
+
+fn run_apply(args: ApplyArgs) -> anyhow::Result<i32> {
+    let app = wmfix::config::App::load(&args.dir)?;
+    let out = args.out.canonicalize().map_err(|e| {
+        exit_code::fail(exit_code::NO_INPUT, format!("{}: {e}", args.out.display()))
+    })?;
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(wmfix::reducing::reduce_dir(&out).join("reduce.json")).map_err(
+            |e| {
+                exit_code::fail(
+                    exit_code::NO_INPUT,
+                    format!("no reduction to apply ({e}); run `wmfix reduce` first"),
+                )
+            },
+        )?,
+    )?;
+    let kept: wmfix::oracle::Fences = report["result"]["fences"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_u64())
+                .map(|v| v as usize)
+                .collect()
+        })
+        .unwrap_or_default();
+    let scope: FenceScope = serde_json::from_value(report["scope"].clone())?;
+    let recorded: wmfix::patch::SourceDigests = serde_json::from_value(report["sources"].clone())?;
+    let (files, now) = wmfix::patch::harden(&app, &out, &kept, scope)?;
+    let n = wmfix::patch::apply(&app, &files, &now, &recorded)?;
+    println!(
+        "wmfix: added {} fences to {n} files in {}",
+        kept.len(),
+        app.root.display()
+    );
+    Ok(exit_code::OK)
 }
 
 fn run_init() -> anyhow::Result<i32> {

@@ -29,7 +29,11 @@ pub struct Request {
 impl Request {
     /// The paper's CheckApplication: `runs` runs, stopping at the first error.
     pub fn check(runs: usize) -> Request {
-        Request { max_runs: Some(runs), max_seconds: None, stop_after_errors: 1 }
+        Request {
+            max_runs: Some(runs),
+            max_seconds: None,
+            stop_after_errors: 1,
+        }
     }
 }
 
@@ -43,7 +47,15 @@ pub struct Tally {
 pub trait Oracle {
     /// Runs the program with `enabled` fences as `request` says. `nonce` names the request so
     /// that its seeds are the same if it is ever asked again (after a resume).
-    fn run(&mut self, enabled: &Fences, request: Request, nonce: u64) -> Result<Tally>;
+    /// `seconds_left` of the reduction's budget cap the request, and are not part of it: a
+    /// resumed reduction asks the same requests with a different budget left.
+    fn run(
+        &mut self,
+        enabled: &Fences,
+        request: Request,
+        nonce: u64,
+        seconds_left: f64,
+    ) -> Result<Tally>;
 }
 
 /// The real application: the instrumented build, run under one testing environment.
@@ -57,18 +69,36 @@ pub struct Program<'a> {
 }
 
 impl Oracle for Program<'_> {
-    fn run(&mut self, enabled: &Fences, request: Request, nonce: u64) -> Result<Tally> {
-        let batch = Batch { app: self.app, tree: &self.tree, jobs: self.jobs, logs: &self.logs };
-        let budget = match (request.max_runs, request.max_seconds) {
-            (Some(n), _) => Budget::Runs(n),
-            (None, Some(s)) => Budget::Until(Instant::now() + Duration::from_secs_f64(s)),
-            (None, None) => Budget::Runs(1),
+    fn run(
+        &mut self,
+        enabled: &Fences,
+        request: Request,
+        nonce: u64,
+        seconds_left: f64,
+    ) -> Result<Tally> {
+        let batch = Batch {
+            app: self.app,
+            tree: &self.tree,
+            jobs: self.jobs,
+            logs: &self.logs,
+        };
+        let seconds = request
+            .max_seconds
+            .map_or(seconds_left, |s| s.min(seconds_left));
+        let budget = Budget::Until(Instant::now() + Duration::from_secs_f64(seconds.max(0.0)));
+        let budget = match request.max_runs {
+            Some(n) => budget.and_runs(n),
+            None => budget,
         };
         let fences = FenceSet::Some(enabled.clone());
         let (env, seed) = (self.env, self.seed);
         let spec = move |i| TrialSpec::new(env, batch::seed(seed, nonce, i), &fences);
         let start = Instant::now();
-        let mut tally = Tally { runs: 0, errors: 0, seconds: 0.0 };
+        let mut tally = Tally {
+            runs: 0,
+            errors: 0,
+            seconds: 0.0,
+        };
         let mut on_record = |rec: crate::trial::RunRecord| {
             tally.runs += 1;
             if rec.outcome.is_error() {
@@ -81,7 +111,10 @@ impl Oracle for Program<'_> {
         batch::run(&batch, budget, 0, &spec, &mut on_record)?;
         tally.seconds = start.elapsed().as_secs_f64();
         if crate::interrupt::interrupted() {
-            anyhow::bail!(crate::exit_code::Exit { code: crate::exit_code::INTERRUPTED, message: "interrupted".into() });
+            anyhow::bail!(crate::exit_code::Exit {
+                code: crate::exit_code::INTERRUPTED,
+                message: "interrupted".into()
+            });
         }
         Ok(tally)
     }
@@ -99,12 +132,25 @@ pub struct Simulated {
 }
 
 impl Oracle for Simulated {
-    fn run(&mut self, enabled: &Fences, request: Request, nonce: u64) -> Result<Tally> {
+    fn run(
+        &mut self,
+        enabled: &Fences,
+        request: Request,
+        nonce: u64,
+        seconds_left: f64,
+    ) -> Result<Tally> {
         let buggy = !self.required.is_subset(enabled);
-        let mut t = Tally { runs: 0, errors: 0, seconds: 0.0 };
+        let mut t = Tally {
+            runs: 0,
+            errors: 0,
+            seconds: 0.0,
+        };
         loop {
             let more_runs = request.max_runs.is_none_or(|n| t.runs < n);
-            let more_time = request.max_seconds.is_none_or(|s| t.seconds < s);
+            let more_time = t.seconds
+                < request
+                    .max_seconds
+                    .map_or(seconds_left, |s| s.min(seconds_left));
             if !more_runs || !more_time || t.errors >= request.stop_after_errors {
                 return Ok(t);
             }

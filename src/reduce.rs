@@ -77,7 +77,9 @@ pub struct Reduced {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReduceError {
-    #[error("the program still fails with every fence enabled ({errors} of {runs} runs): its errors are not ones fences can fix")]
+    #[error(
+        "the program still fails with every fence enabled ({errors} of {runs} runs): its errors are not ones fences can fix"
+    )]
     UnstableWithAllFences { errors: usize, runs: usize },
 }
 
@@ -97,7 +99,12 @@ struct Reducer<'a> {
     out_of_budget: bool,
 }
 
-pub fn reduce(oracle: &mut dyn Oracle, all: &Fences, settings: Settings, progress: &mut dyn FnMut(&Progress)) -> Result<Reduced> {
+pub fn reduce(
+    oracle: &mut dyn Oracle,
+    all: &Fences,
+    settings: Settings,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Reduced> {
     let mut r = Reducer {
         oracle,
         settings,
@@ -119,16 +126,29 @@ impl Reducer<'_> {
     fn run(&mut self, all: &Fences) -> Result<Reduced> {
         let mut i = self.settings.iterations.max(1);
         // The paper starts from an empirically stable set: check that first.
-        let sanity = self.ask(all, Request { max_runs: Some(i), max_seconds: None, stop_after_errors: usize::MAX }, i)?;
+        let sanity = self.ask(
+            all,
+            Request {
+                max_runs: Some(i),
+                max_seconds: None,
+                stop_after_errors: usize::MAX,
+            },
+            i,
+        )?;
         if sanity.errors > 0 {
-            return Err(ReduceError::UnstableWithAllFences { errors: sanity.errors, runs: sanity.runs }.into());
+            return Err(ReduceError::UnstableWithAllFences {
+                errors: sanity.errors,
+                runs: sanity.runs,
+            }
+            .into());
         }
         let (unfenced, assumed_rate) = match self.settings.stability {
             Stability::Statistical { .. } => self.calibrate(i)?,
             Stability::Minutes(_) => (None, None),
         };
         if let (Some((0, runs)), _) = (unfenced, assumed_rate) {
-            let note = format!("no error in {runs} runs without fences: no fence is empirically needed");
+            let note =
+                format!("no error in {runs} runs without fences: no fence is empirically needed");
             return Ok(self.result(Fences::new(), true, i, unfenced, None, 0, note));
         }
         let best = loop {
@@ -140,19 +160,31 @@ impl Reducer<'_> {
             let (stable, runs) = self.stable(&fl, i, assumed_rate)?;
             if stable {
                 let miss = assumed_rate.map(|p| (1.0 - p).powi(runs as i32));
-                return Ok(self.result(fl, true, i, unfenced, assumed_rate, runs, String::new()).with_miss(miss));
+                return Ok(self
+                    .result(fl, true, i, unfenced, assumed_rate, runs, String::new())
+                    .with_miss(miss));
             }
             if self.out_of_budget {
                 break fl;
             }
             i *= 2;
         };
-        let note = "budget spent before a stable result: these fences passed their last check only".to_string();
+        let note = "budget spent before a stable result: these fences passed their last check only"
+            .to_string();
         Ok(self.result(best, false, i, unfenced, assumed_rate, 0, note))
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn result(&self, fences: Fences, complete: bool, i: usize, unfenced: Option<(usize, usize)>, assumed_rate: Option<f64>, stability_runs: usize, note: String) -> Reduced {
+    fn result(
+        &self,
+        fences: Fences,
+        complete: bool,
+        i: usize,
+        unfenced: Option<(usize, usize)>,
+        assumed_rate: Option<f64>,
+        stability_runs: usize,
+        note: String,
+    ) -> Reduced {
         Reduced {
             fences,
             complete,
@@ -172,7 +204,11 @@ impl Reducer<'_> {
     /// The unfenced error rate, sampled until 20 errors or 10 checks' worth of runs.
     fn calibrate(&mut self, i: usize) -> Result<(Option<(usize, usize)>, Option<f64>)> {
         self.phase = Phase::Calibrate;
-        let req = Request { max_runs: Some((10 * i).max(100)), max_seconds: None, stop_after_errors: 20 };
+        let req = Request {
+            max_runs: Some((10 * i).max(100)),
+            max_seconds: None,
+            stop_after_errors: 20,
+        };
         let t = self.ask(&Fences::new(), req, 0)?;
         let rate = (t.errors > 0).then(|| stats::wilson95(t.errors, t.runs).0);
         Ok((Some((t.errors, t.runs)), rate))
@@ -181,8 +217,14 @@ impl Reducer<'_> {
     fn stable(&mut self, f: &Fences, i: usize, assumed_rate: Option<f64>) -> Result<(bool, usize)> {
         self.phase = Phase::Stability;
         let req = match (self.settings.stability, assumed_rate) {
-            (Stability::Minutes(m), _) => Request { max_runs: None, max_seconds: Some(m * 60.0), stop_after_errors: 1 },
-            (Stability::Statistical { confidence }, Some(p)) => Request::check(runs_for(confidence, p).max(i)),
+            (Stability::Minutes(m), _) => Request {
+                max_runs: None,
+                max_seconds: Some(m * 60.0),
+                stop_after_errors: 1,
+            },
+            (Stability::Statistical { confidence }, Some(p)) => {
+                Request::check(runs_for(confidence, p).max(i))
+            }
             (Stability::Statistical { .. }, None) => Request::check(i),
         };
         let t = self.ask(f, req, i)?;
@@ -256,7 +298,11 @@ impl Reducer<'_> {
                 self.cached_checks += 1;
                 return Ok(false);
             }
-            if self.cache.get(f).is_some_and(|c| c.is_some_and(|runs| runs >= i)) {
+            if self
+                .cache
+                .get(f)
+                .is_some_and(|c| c.is_some_and(|runs| runs >= i))
+            {
                 self.cached_checks += 1;
                 return Ok(true);
             }
@@ -270,15 +316,27 @@ impl Reducer<'_> {
         let left = self.settings.budget_seconds - self.seconds;
         if left <= 0.0 {
             self.out_of_budget = true;
-            return Ok(Tally { runs: 0, errors: 0, seconds: 0.0 });
+            return Ok(Tally {
+                runs: 0,
+                errors: 0,
+                seconds: 0.0,
+            });
         }
-        let req = Request { max_seconds: Some(req.max_seconds.map_or(left, |s| s.min(left))), ..req };
-        (self.progress)(&Progress { phase: self.phase, fences: f.len(), iterations: i, seconds: self.seconds });
+        (self.progress)(&Progress {
+            phase: self.phase,
+            fences: f.len(),
+            iterations: i,
+            seconds: self.seconds,
+        });
         self.nonce += 1;
-        let t = self.oracle.run(f, req, self.nonce)?;
+        let t = self.oracle.run(f, req, self.nonce, left)?;
         self.checks += 1;
         self.runs += t.runs;
         self.seconds += t.seconds;
+        if self.seconds >= self.settings.budget_seconds {
+            // Whatever this request showed, it may have been cut short.
+            self.out_of_budget = true;
+        }
         if t.errors > 0 {
             self.cache.insert(f.clone(), None);
             self.failing.push(f.clone());
@@ -312,7 +370,10 @@ pub fn runs_for(confidence: f64, p: f64) -> usize {
 /// `v` cut into `n` chunks of near-equal length, in order.
 fn chunks(v: &[usize], n: usize) -> Vec<&[usize]> {
     let n = n.clamp(1, v.len().max(1));
-    (0..n).map(|k| &v[k * v.len() / n..(k + 1) * v.len() / n]).filter(|c| !c.is_empty()).collect()
+    (0..n)
+        .map(|k| &v[k * v.len() / n..(k + 1) * v.len() / n])
+        .filter(|c| !c.is_empty())
+        .collect()
 }
 
 #[cfg(test)]
@@ -325,24 +386,50 @@ mod tests {
     }
 
     fn settings(split: Split, stability: Stability, cache: bool) -> Settings {
-        Settings { split, iterations: 32, stability, cache, budget_seconds: 1e9 }
+        Settings {
+            split,
+            iterations: 32,
+            stability,
+            cache,
+            budget_seconds: 1e9,
+        }
     }
 
     fn sim(required: &[usize], p: f64, seed: u64) -> Simulated {
-        Simulated { required: set(required), p, run_seconds: 0.3, seed, runs: 0 }
+        Simulated {
+            required: set(required),
+            p,
+            run_seconds: 0.3,
+            seed,
+            runs: 0,
+        }
     }
 
     #[test]
     fn finds_the_required_fences_at_the_papers_sizes() {
-        let cases: [(usize, &[usize]); 4] = [(10, &[3, 4, 8, 9]), (33, &[17]), (51, &[5, 40]), (90, &[0, 31, 32, 89])];
+        let cases: [(usize, &[usize]); 4] = [
+            (10, &[3, 4, 8, 9]),
+            (33, &[17]),
+            (51, &[5, 40]),
+            (90, &[0, 31, 32, 89]),
+        ];
         for (n, required) in cases {
             for p in [1.0, 0.05] {
-                for (split, cache) in [(Split::Halves, false), (Split::Halves, true), (Split::Ddmin, true)] {
+                for (split, cache) in [
+                    (Split::Halves, false),
+                    (Split::Halves, true),
+                    (Split::Ddmin, true),
+                ] {
                     let stability = Stability::Statistical { confidence: 0.99 };
                     let mut o = sim(required, p, n as u64);
                     let all: Fences = (0..n).collect();
-                    let r = reduce(&mut o, &all, settings(split, stability, cache), &mut |_| {}).unwrap();
-                    assert_eq!(r.fences, set(required), "n={n} p={p} {split:?} cache={cache}: {r:?}");
+                    let r = reduce(&mut o, &all, settings(split, stability, cache), &mut |_| {})
+                        .unwrap();
+                    assert_eq!(
+                        r.fences,
+                        set(required),
+                        "n={n} p={p} {split:?} cache={cache}: {r:?}"
+                    );
                     assert!(r.complete);
                     assert_eq!(r.runs, o.runs);
                 }
@@ -352,15 +439,40 @@ mod tests {
 
     #[test]
     fn all_fences_failing_is_an_error() {
-        let mut o = Simulated { required: set(&[99]), p: 1.0, run_seconds: 0.1, seed: 1, runs: 0 };
-        let e = reduce(&mut o, &set(&[0, 1]), settings(Split::Halves, Stability::Minutes(1.0), true), &mut |_| {});
-        assert!(e.unwrap_err().to_string().contains("still fails with every fence"));
+        let mut o = Simulated {
+            required: set(&[99]),
+            p: 1.0,
+            run_seconds: 0.1,
+            seed: 1,
+            runs: 0,
+        };
+        let e = reduce(
+            &mut o,
+            &set(&[0, 1]),
+            settings(Split::Halves, Stability::Minutes(1.0), true),
+            &mut |_| {},
+        );
+        assert!(
+            e.unwrap_err()
+                .to_string()
+                .contains("still fails with every fence")
+        );
     }
 
     #[test]
     fn a_program_without_errors_needs_no_fence() {
         let mut o = sim(&[], 0.5, 1);
-        let r = reduce(&mut o, &(0..5).collect(), settings(Split::Halves, Stability::Statistical { confidence: 0.99 }, true), &mut |_| {}).unwrap();
+        let r = reduce(
+            &mut o,
+            &(0..5).collect(),
+            settings(
+                Split::Halves,
+                Stability::Statistical { confidence: 0.99 },
+                true,
+            ),
+            &mut |_| {},
+        )
+        .unwrap();
         assert!(r.fences.is_empty());
         assert!(r.note.contains("no fence is empirically needed"));
     }
@@ -368,15 +480,29 @@ mod tests {
     #[test]
     fn fixed_minutes_stability_runs_that_long() {
         let mut o = sim(&[2], 1.0, 1);
-        let r = reduce(&mut o, &(0..4).collect(), settings(Split::Halves, Stability::Minutes(1.0), false), &mut |_| {}).unwrap();
+        let r = reduce(
+            &mut o,
+            &(0..4).collect(),
+            settings(Split::Halves, Stability::Minutes(1.0), false),
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(r.fences, set(&[2]));
-        assert!(r.stability_runs >= 200, "60 s of 0.3 s runs: {}", r.stability_runs);
+        assert!(
+            r.stability_runs >= 200,
+            "60 s of 0.3 s runs: {}",
+            r.stability_runs
+        );
     }
 
     #[test]
     fn the_budget_stops_with_the_best_so_far() {
         let mut o = sim(&[7], 0.05, 3);
-        let mut s = settings(Split::Halves, Stability::Statistical { confidence: 0.99 }, true);
+        let mut s = settings(
+            Split::Halves,
+            Stability::Statistical { confidence: 0.99 },
+            true,
+        );
         s.budget_seconds = 30.0;
         let r = reduce(&mut o, &(0..20).collect(), s, &mut |_| {}).unwrap();
         assert!(!r.complete);
@@ -388,7 +514,10 @@ mod tests {
     fn statistical_runs_follow_the_rate() {
         assert_eq!(runs_for(0.99, 0.05), 90);
         assert_eq!(runs_for(0.99, 1.0), 1);
-        assert_eq!(chunks(&[1, 2, 3, 4, 5], 2), vec![&[1, 2][..], &[3, 4, 5][..]]);
+        assert_eq!(
+            chunks(&[1, 2, 3, 4, 5], 2),
+            vec![&[1, 2][..], &[3, 4, 5][..]]
+        );
     }
 
     #[test]
@@ -396,12 +525,21 @@ mod tests {
         let all: Fences = (0..90).collect();
         let stats = |split, cache| {
             let mut o = sim(&[0, 31, 32, 89], 1.0, 5);
-            let r = reduce(&mut o, &all, settings(split, Stability::Statistical { confidence: 0.99 }, cache), &mut |_| {}).unwrap();
+            let r = reduce(
+                &mut o,
+                &all,
+                settings(split, Stability::Statistical { confidence: 0.99 }, cache),
+                &mut |_| {},
+            )
+            .unwrap();
             (r.checks, r.runs)
         };
         let paper = stats(Split::Halves, false);
         let cached = stats(Split::Halves, true);
         let ddmin = stats(Split::Ddmin, true);
-        assert!(cached.0 <= paper.0 && ddmin.1 < paper.1, "paper {paper:?} cached {cached:?} ddmin {ddmin:?}");
+        assert!(
+            cached.0 <= paper.0 && ddmin.1 < paper.1,
+            "paper {paper:?} cached {cached:?} ddmin {ddmin:?}"
+        );
     }
 }

@@ -1,0 +1,97 @@
+//! `fences.patch`: a unified diff against the user's original sources that adds only the
+//! fences the reduction kept, and `wmfix apply`, which writes that change on request.
+
+use crate::builder;
+use crate::config::App;
+use crate::digest::Fnv;
+use crate::exit_code::{self, fail};
+use crate::insert;
+use crate::instrument::{self, FenceScope};
+use crate::oracle::Fences;
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub struct Hardened {
+    pub rel: PathBuf,
+    pub original: String,
+    pub hardened: String,
+}
+
+/// Digests of the instrumented sources, by path: fence ids mean something only for these texts.
+pub type SourceDigests = BTreeMap<PathBuf, String>;
+
+/// The application's files that change when only `kept` fences are added, and the digests of
+/// all the sources that fence ids refer to.
+pub fn harden(
+    app: &App,
+    out: &Path,
+    kept: &Fences,
+    scope: FenceScope,
+) -> Result<(Vec<Hardened>, SourceDigests)> {
+    let mut tree = insert::plan_tree(&builder::insert_options(app, out, scope))?;
+    let texts = instrument::render_hardened(&mut tree.planned, kept, scope)
+        .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
+    let digests = tree
+        .planned
+        .iter()
+        .map(|p| (p.file.rel.clone(), Fnv::of(p.file.text.as_bytes())))
+        .collect();
+    let files = tree
+        .planned
+        .into_iter()
+        .zip(texts)
+        .filter_map(|(p, t)| {
+            t.map(|hardened| Hardened {
+                rel: p.file.rel,
+                original: p.file.text,
+                hardened,
+            })
+        })
+        .collect();
+    Ok((files, digests))
+}
+
+/// A diff that `git apply` and `patch -p1` take, run in the application's folder.
+pub fn unified_diff(files: &[Hardened]) -> String {
+    let mut out = String::new();
+    for f in files {
+        let path = f.rel.to_string_lossy();
+        let diff = similar::TextDiff::from_lines(&f.original, &f.hardened);
+        out += &diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string();
+    }
+    out
+}
+
+/// Writes the hardened files into the application's folder, after checking that the sources
+/// are still those the reduction numbered its fences in (`recorded`).
+pub fn apply(
+    app: &App,
+    files: &[Hardened],
+    now: &SourceDigests,
+    recorded: &SourceDigests,
+) -> Result<usize> {
+    if now != recorded {
+        let changed: Vec<String> = recorded
+            .keys()
+            .chain(now.keys())
+            .filter(|k| now.get(*k) != recorded.get(*k))
+            .map(|k| k.display().to_string())
+            .collect();
+        return Err(fail(
+            exit_code::BAD_INPUT,
+            format!(
+                "sources changed since the reduction ({}); not applied",
+                changed.join(", ")
+            ),
+        ));
+    }
+    for f in files {
+        std::fs::write(app.root.join(&f.rel), &f.hardened)?;
+    }
+    Ok(files.len())
+}

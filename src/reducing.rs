@@ -1,0 +1,230 @@
+//! `wmfix reduce`: empirical fence insertion on the real program, journaled so it resumes,
+//! ending in `fences.patch` and `reduce.json` under `out/reduce/`.
+
+use crate::builder;
+use crate::config::App;
+use crate::environment::TestEnv;
+use crate::exit_code::{self, fail};
+use crate::instrument::FenceScope;
+use crate::journal::Journaled;
+use crate::oracle::{Fences, Program};
+use crate::patch;
+use crate::reduce::{self, Progress, Reduced, Settings};
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub dir: PathBuf,
+    pub out: PathBuf,
+    pub env: TestEnv,
+    pub settings: Settings,
+    pub jobs: usize,
+    pub seed: u64,
+    pub resume: bool,
+    pub scope: FenceScope,
+}
+
+/// A kept fence, for the summary.
+#[derive(Serialize, Clone)]
+pub struct KeptFence {
+    pub id: usize,
+    pub location: String,
+    pub function: String,
+    pub kind: String,
+    pub access: String,
+}
+
+#[derive(Serialize)]
+pub struct Report {
+    pub app: PathBuf,
+    pub env: TestEnv,
+    pub seed: u64,
+    pub settings: Settings,
+    pub scope: FenceScope,
+    pub initial_fences: usize,
+    pub result: Reduced,
+    pub kept: Vec<KeptFence>,
+    pub replayed_checks: usize,
+    pub wall_seconds: f64,
+    pub patch: PathBuf,
+    /// The sources the fence ids refer to; `wmfix apply` refuses if they changed.
+    pub sources: patch::SourceDigests,
+}
+
+pub fn reduce_dir(out: &Path) -> PathBuf {
+    out.join("reduce")
+}
+
+pub fn run(opts: &Options) -> Result<Report> {
+    crate::interrupt::install();
+    let started = Instant::now();
+    let app = App::load(&opts.dir)?;
+    let built = builder::build(&app, &opts.out, opts.scope)?;
+    let out = opts.out.canonicalize()?;
+    let dir = reduce_dir(&out);
+    std::fs::create_dir_all(dir.join("logs"))?;
+    sanity_check(&app, &built.original, &dir)?;
+    let records = fence_records(&out)?;
+    let all: Fences = (0..records.len()).collect();
+    let stamp = std::fs::read_to_string(out.join("build.stamp"))?;
+    let header = serde_json::to_string(&serde_json::json!({
+        // The budget may change between sessions: not part of what must match.
+        "wmfix_reduce": 1, "split": opts.settings.split, "iterations": opts.settings.iterations,
+        "stability": opts.settings.stability, "cache": opts.settings.cache, "env": opts.env, "seed": opts.seed,
+        "fences": all.len(), "build": stamp.trim(),
+    }))?;
+    let mut program = Program {
+        app: &app,
+        tree: built.instrumented.clone(),
+        logs: dir.join("logs"),
+        env: opts.env,
+        jobs: opts.jobs,
+        seed: opts.seed,
+    };
+    let mut journal = Journaled::open(
+        &mut program,
+        &dir.join("journal.jsonl"),
+        &header,
+        opts.resume,
+    )?;
+    let bar = progress_bar();
+    let budget = opts.settings.budget_seconds;
+    let mut show = |p: &Progress| {
+        bar.set_message(format!(
+            "{:?}: {} fences, I={}, {} spent, {} left",
+            p.phase,
+            p.fences,
+            p.iterations,
+            hms(p.seconds),
+            hms((budget - p.seconds).max(0.0))
+        ));
+    };
+    let result = reduce::reduce(&mut journal, &all, opts.settings.clone(), &mut show);
+    bar.finish_and_clear();
+    let replayed = journal.replayed;
+    let result = result.map_err(|e| match e.downcast_ref::<reduce::ReduceError>() {
+        Some(r) => fail(exit_code::ERRORS_SEEN, r.to_string()),
+        None => e,
+    })?;
+    let (hardened, sources) = patch::harden(&app, &out, &result.fences, opts.scope)?;
+    let patch_path = dir.join("fences.patch");
+    std::fs::write(&patch_path, patch::unified_diff(&hardened))?;
+    let report = Report {
+        app: app.root.clone(),
+        env: opts.env,
+        seed: opts.seed,
+        settings: opts.settings.clone(),
+        scope: opts.scope,
+        initial_fences: all.len(),
+        kept: result
+            .fences
+            .iter()
+            .map(|id| records[*id].clone())
+            .collect(),
+        result,
+        replayed_checks: replayed,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        patch: patch_path,
+        sources,
+    };
+    std::fs::write(
+        dir.join("reduce.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    Ok(report)
+}
+
+/// C-Vise's lesson: check the unmodified program before reducing anything.
+fn sanity_check(app: &App, original: &Path, dir: &Path) -> Result<()> {
+    let log = dir.join("baseline.log");
+    match crate::trial::run_once(app, original, &[], &log)? {
+        Some((crate::trial::Outcome::Pass, _, _)) => Ok(()),
+        Some((o, _, _)) => Err(fail(
+            exit_code::BASELINE_FAILED,
+            format!(
+                "the original program fails its post-condition ({o:?}); see {}",
+                log.display()
+            ),
+        )),
+        None => Err(fail(exit_code::INTERRUPTED, "interrupted")),
+    }
+}
+
+fn fence_records(out: &Path) -> Result<Vec<KeptFence>> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("fences.json"))?)?;
+    let fences = v["fences"].as_array().cloned().unwrap_or_default();
+    Ok(fences
+        .iter()
+        .map(|f| KeptFence {
+            id: f["id"].as_u64().unwrap_or(0) as usize,
+            location: format!(
+                "{}:{}:{}",
+                f["file"].as_str().unwrap_or("?"),
+                f["line"],
+                f["column"]
+            ),
+            function: f["function"].as_str().unwrap_or("").to_string(),
+            kind: f["kind"].as_str().unwrap_or("").to_string(),
+            access: f["access"].as_str().unwrap_or("").to_string(),
+        })
+        .collect())
+}
+
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} reduce {msg}").expect("valid template"));
+    bar.enable_steady_tick(Duration::from_millis(250));
+    bar
+}
+
+fn hms(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The printed summary.
+pub fn summary(r: &Report) -> String {
+    let res = &r.result;
+    let mut s = format!(
+        "wmfix reduce: {} -> {} fences under {} ({} checks, {} answered from the cache, {} runs, {} of runs, {:.0} s wall)\n",
+        r.initial_fences,
+        res.fences.len(),
+        r.env,
+        res.checks,
+        res.cached_checks,
+        res.runs,
+        hms(res.seconds),
+        r.wall_seconds
+    );
+    for k in &r.kept {
+        s += &format!(
+            "  fence {:>3}  {}  in {}  after {} `{}`\n",
+            k.id, k.location, k.function, k.kind, k.access
+        );
+    }
+    if let (Some((e, n)), Some(p)) = (res.unfenced, res.assumed_rate) {
+        s += &format!(
+            "without fences: {e} errors in {n} runs; a missing needed fence is assumed to err at >= {:.1}% of runs (95% lower bound)\n",
+            100.0 * p
+        );
+    }
+    if let (Some(m), true) = (res.miss_probability, res.complete) {
+        s += &format!(
+            "stability: {} clean runs; an error at that rate would go unseen with probability {m:.2e}\n",
+            res.stability_runs
+        );
+    }
+    if !res.note.is_empty() {
+        s += &format!("note: {}\n", res.note);
+    }
+    s += &format!(
+        "patch: {} (apply with `wmfix apply` or `patch -p1` in {})\n",
+        r.patch.display(),
+        r.app.display()
+    );
+    s
+}

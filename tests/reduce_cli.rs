@@ -1,0 +1,234 @@
+//! `wmfix reduce` against a stand-in program (tests/fixtures/reduce-standin/app.sh) that reads
+//! WMFIX_FENCES and errs with probability p unless a chosen subset of fences is enabled, at the
+//! paper's sizes; kill -9 and --resume; the patch and `wmfix apply`.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A copy of the stand-in whose kernel.cu has `n` fence sites, one statement each.
+fn standin(n: usize) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = fixture("reduce-standin");
+    let body: String = (0..n).map(|i| format!("  a[{i}] = {i};\n")).collect();
+    std::fs::write(
+        dir.join("kernel.cu"),
+        format!("__global__ void k(int *a) {{\n{body}}}\n"),
+    )
+    .unwrap();
+    (tmp, dir)
+}
+
+fn reduce_cmd(dir: &Path, out: &str, required: &str, percent: u32, args: &[&str]) -> Command {
+    let mut c = wmfix();
+    c.current_dir(dir.parent().unwrap())
+        .args([
+            "reduce",
+            dir.to_str().unwrap(),
+            "--out",
+            out,
+            "--hours",
+            "1",
+        ])
+        .args(args)
+        .env("STANDIN_REQUIRED", required)
+        .env("STANDIN_PERCENT", percent.to_string());
+    c
+}
+
+fn report(dir: &Path, out: &str) -> Value {
+    let path = dir.parent().unwrap().join(out).join("reduce/reduce.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn kept(r: &Value) -> Vec<u64> {
+    r["result"]["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
+}
+
+fn ok(o: &Output) {
+    assert!(o.status.success(), "{}\n{}", stdout(o), stderr(o));
+}
+
+#[test]
+fn finds_the_chosen_fences_at_the_papers_sizes() {
+    let cases: [(usize, &str, &[u64]); 4] = [
+        (10, "3,4,8,9", &[3, 4, 8, 9]),
+        (33, "17", &[17]),
+        (51, "5,40", &[5, 40]),
+        (90, "0,31,32,89", &[0, 31, 32, 89]),
+    ];
+    for (n, required, expect) in cases {
+        let (_tmp, dir) = standin(n);
+        for percent in [100, 5] {
+            let out = format!("out-{percent}");
+            let o = reduce_cmd(
+                &dir,
+                &out,
+                required,
+                percent,
+                &["--jobs", "2", "--split", "ddmin"],
+            )
+            .output()
+            .unwrap();
+            ok(&o);
+            let r = report(&dir, &out);
+            assert_eq!(r["initial_fences"], n, "{r}");
+            assert_eq!(kept(&r), expect, "n={n} p={percent}%: {}", stdout(&o));
+            assert_eq!(r["result"]["complete"], true);
+        }
+    }
+}
+
+#[test]
+fn the_papers_algorithm_finds_them_too() {
+    let (_tmp, dir) = standin(33);
+    let o = reduce_cmd(&dir, "out", "17", 100, &["--split", "halves", "--no-cache"])
+        .output()
+        .unwrap();
+    ok(&o);
+    assert_eq!(kept(&report(&dir, "out")), [17]);
+    let s = stdout(&o);
+    assert!(
+        s.contains("33 -> 1 fences") && s.contains("kernel.cu:19:3") && s.contains("a[17] = 17;"),
+        "{s}"
+    );
+}
+
+/// Journal entries without their timings, which differ between runs.
+fn journal(dir: &Path, out: &str) -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(dir.parent().unwrap().join(out).join("reduce/journal.jsonl"))
+            .unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v["tally"]["seconds"] = Value::Null;
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn kill_minus_9_then_resume_gives_the_same_result_without_repeating_checks() {
+    let (tmp, dir) = standin(51);
+    let (required, percent) = ("5,40", 5);
+    let o = reduce_cmd(&dir, "straight", required, percent, &[])
+        .output()
+        .unwrap();
+    ok(&o);
+    let straight = journal(&dir, "straight");
+    assert!(straight.len() > 10);
+
+    let count = tmp.path().join("count");
+    let mut child = reduce_cmd(&dir, "killed", required, percent, &[])
+        .env("STANDIN_COUNT", &count)
+        .spawn()
+        .unwrap();
+    let jpath = tmp.path().join("killed/reduce/journal.jsonl");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&jpath).map_or(0, |t| t.lines().count()) < 1 + straight.len() / 2
+    {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the reduction did not progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let done_before = journal(&dir, "killed").len();
+    let runs_before = std::fs::read_to_string(&count).unwrap().lines().count();
+
+    let o = reduce_cmd(&dir, "killed", required, percent, &["--resume"])
+        .env("STANDIN_COUNT", &count)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert_eq!(
+        journal(&dir, "killed"),
+        straight,
+        "the resumed journal differs from an uninterrupted one"
+    );
+    let r = report(&dir, "killed");
+    assert_eq!(kept(&r), [5, 40]);
+    assert_eq!(r["replayed_checks"].as_u64().unwrap() as usize, done_before);
+    // Only the checks after the kill ran again (plus the baseline run).
+    let straight_runs: u64 = straight
+        .iter()
+        .map(|e| e["tally"]["runs"].as_u64().unwrap())
+        .sum();
+    let done_runs: u64 = straight[..done_before]
+        .iter()
+        .map(|e| e["tally"]["runs"].as_u64().unwrap())
+        .sum();
+    let runs_after = std::fs::read_to_string(&count).unwrap().lines().count() - runs_before;
+    assert!(
+        runs_after as u64 <= straight_runs - done_runs + 1,
+        "{runs_after} runs after resuming; {} were left",
+        straight_runs - done_runs
+    );
+}
+
+#[test]
+fn resume_refuses_other_settings() {
+    let (_tmp, dir) = standin(10);
+    ok(&reduce_cmd(&dir, "out", "3", 100, &[]).output().unwrap());
+    let o = reduce_cmd(&dir, "out", "3", 100, &["--resume", "--iterations", "8"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
+    assert!(stderr(&o).contains("other settings"));
+}
+
+#[test]
+fn the_patch_applies_and_apply_writes_it() {
+    let (tmp, dir) = standin(10);
+    let original = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
+    ok(&reduce_cmd(&dir, "out", "3,8", 100, &[]).output().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("kernel.cu")).unwrap(),
+        original,
+        "reduce edited the sources"
+    );
+    let patch = std::fs::read_to_string(tmp.path().join("out/reduce/fences.patch")).unwrap();
+    insta::assert_snapshot!("reduce_standin_patch", patch);
+    // patch -p1 on a clean copy...
+    let clean = copy_tree(&dir, &tmp.path().join("clean"));
+    let o = Command::new("patch")
+        .args([
+            "-p1",
+            "-i",
+            tmp.path().join("out/reduce/fences.patch").to_str().unwrap(),
+        ])
+        .current_dir(&clean)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // ...gives what `wmfix apply` writes.
+    let o = wmfix()
+        .current_dir(tmp.path())
+        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
+        .output()
+        .unwrap();
+    ok(&o);
+    let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
+    assert_eq!(
+        applied,
+        std::fs::read_to_string(clean.join("kernel.cu")).unwrap()
+    );
+    assert_eq!(applied.matches("__threadfence();").count(), 2);
+    // A second apply refuses: the sources changed since the reduction.
+    let o = wmfix()
+        .current_dir(tmp.path())
+        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(65));
+}
