@@ -66,7 +66,8 @@ pub fn run(opts: &Options) -> Result<Report> {
     let out = opts.out.canonicalize()?;
     let dir = reduce_dir(&out);
     std::fs::create_dir_all(dir.join("logs"))?;
-    sanity_check(&app, &built.original, &dir)?;
+    // C-Vise's lesson: check the unmodified program before reducing anything.
+    crate::trial::baseline(&app, &built.original, &dir.join("baseline.log"))?;
     let records = fence_records(&out)?;
     let all: Fences = (0..records.len()).collect();
     let stamp = std::fs::read_to_string(out.join("build.stamp"))?;
@@ -135,22 +136,6 @@ pub fn run(opts: &Options) -> Result<Report> {
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
     Ok(report)
-}
-
-/// C-Vise's lesson: check the unmodified program before reducing anything.
-fn sanity_check(app: &App, original: &Path, dir: &Path) -> Result<()> {
-    let log = dir.join("baseline.log");
-    match crate::trial::run_once(app, original, &[], &log)? {
-        Some((crate::trial::Outcome::Pass, _, _)) => Ok(()),
-        Some((o, _, _)) => Err(fail(
-            exit_code::BASELINE_FAILED,
-            format!(
-                "the original program fails its post-condition ({o:?}); see {}",
-                log.display()
-            ),
-        )),
-        None => Err(fail(exit_code::INTERRUPTED, "interrupted")),
-    }
 }
 
 fn fence_records(out: &Path) -> Result<Vec<KeptFence>> {

@@ -86,7 +86,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
             ", build up to date"
         }
     );
-    baseline(&app, &built.original, &opts.out)?;
+    trial::baseline(&app, &built.original, &opts.out.join("baseline.log"))?;
     let dir = test_dir(&opts.out.canonicalize()?);
     fresh_dir(&dir)?;
     let logs = dir.join("logs");
@@ -165,29 +165,6 @@ fn write_summary(dir: &Path, s: &Summary) -> std::io::Result<()> {
         serde_json::to_string_pretty(s).expect("summary serialises") + "\n",
     )?;
     std::fs::rename(tmp, dir.join("summary.json"))
-}
-
-/// The original program must pass, or no error could be blamed on weak memory.
-fn baseline(app: &App, original: &Path, out: &Path) -> Result<()> {
-    let log = out.join("baseline.log");
-    let Some((outcome, exit, _)) = trial::run_once(app, original, &[], &log)? else {
-        return Err(fail(
-            exit_code::INTERRUPTED,
-            "interrupted during the baseline run",
-        ));
-    };
-    if outcome != Outcome::Pass {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        return Err(fail(
-            exit_code::BASELINE_FAILED,
-            format!(
-                "the original program fails its post-condition ({outcome:?}, {exit:?}), so no error could be blamed on weak memory; output in {}:\n{}",
-                log.display(),
-                text.lines().take(20).collect::<Vec<_>>().join("\n")
-            ),
-        ));
-    }
-    Ok(())
 }
 
 fn progress(env: &TestEnv, runs: Option<usize>) -> ProgressBar {

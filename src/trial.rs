@@ -159,3 +159,30 @@ pub fn run_trial(
         log: None,
     }))
 }
+
+/// Tries of the baseline: a program that passes natively now and then is still testable.
+const BASELINE_TRIES: usize = 3;
+
+/// The original, uninstrumented program must pass its post-condition (in one of a few tries),
+/// or no error could be blamed on weak memory.
+pub fn baseline(app: &App, original: &Path, log: &Path) -> anyhow::Result<()> {
+    use crate::exit_code::{self, fail};
+    let mut seen = Vec::new();
+    for _ in 0..BASELINE_TRIES {
+        match run_once(app, original, &[], log)? {
+            Some((Outcome::Pass, _, _)) => return Ok(()),
+            Some((outcome, exit, _)) => seen.push(format!("{outcome:?} ({exit:?})")),
+            None => return Err(fail(exit_code::INTERRUPTED, "interrupted during the baseline run")),
+        }
+    }
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    Err(fail(
+        exit_code::BASELINE_FAILED,
+        format!(
+            "the original program fails its post-condition in {BASELINE_TRIES} of {BASELINE_TRIES} runs ({}), so no error could be blamed on weak memory; last output in {}:\n{}",
+            seen.join(", "),
+            log.display(),
+            text.lines().take(20).collect::<Vec<_>>().join("\n")
+        ),
+    ))
+}
