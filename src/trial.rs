@@ -172,7 +172,12 @@ pub fn baseline(app: &App, original: &Path, log: &Path) -> anyhow::Result<()> {
         match run_once(app, original, &[], log)? {
             Some((Outcome::Pass, _, _)) => return Ok(()),
             Some((outcome, exit, _)) => seen.push(format!("{outcome:?} ({exit:?})")),
-            None => return Err(fail(exit_code::INTERRUPTED, "interrupted during the baseline run")),
+            None => {
+                return Err(fail(
+                    exit_code::INTERRUPTED,
+                    "interrupted during the baseline run",
+                ));
+            }
         }
     }
     let text = std::fs::read_to_string(log).unwrap_or_default();

@@ -257,15 +257,18 @@ fn ctrl_c_stops_runs_kills_children_and_keeps_results() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // The shell creates the file before it writes the pid: wait for a whole number.
     let t0 = std::time::Instant::now();
-    while !pidfile.exists() && t0.elapsed().as_secs() < 20 {
+    let pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(t0.elapsed().as_secs() < 20, "the stand-in never started");
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    };
     // SAFETY: sends SIGINT to the wmfix process we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();

@@ -1,0 +1,292 @@
+// Host-only unit tests of the wmfix runtime (no GPU needed): the bijections, the per-launch plan
+// (stress-block counts, placement, order), the environment and profile parsers, and the exit
+// status 3 on bad configuration. Usage: host_test [path/to/profiles/hopper-default.toml]
+#define WMFIX_NUM_FENCES 12
+#define WMFIX_FENCE_SCOPE 1
+#include "../wmfix.cuh"
+#line 7
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+static int g_failures = 0;
+static int g_checks = 0;
+
+#define CHECK(cond, ...)                                      \
+  do {                                                        \
+    ++g_checks;                                               \
+    if (!(cond)) {                                            \
+      ++g_failures;                                           \
+      std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      std::printf(__VA_ARGS__);                               \
+      std::printf("\n");                                      \
+    }                                                         \
+  } while (0)
+
+static bool is_bijection(unsigned n, const std::function<unsigned(unsigned)>& f) {
+  std::vector<char> seen(n, 0);
+  for (unsigned x = 0; x < n; ++x) {
+    const unsigned y = f(x);
+    if (y >= n || seen[y]) return false;
+    seen[y] = 1;
+  }
+  return true;
+}
+
+static void test_permute() {
+  wmfix::Rng rng(42);
+  unsigned non_identity = 0, sizes = 0;
+  for (unsigned n = 1; n <= 3000; ++n) {
+    unsigned k[4] = {rng.next32(), rng.next32(), rng.next32(), rng.next32()};
+    CHECK(is_bijection(n, [&](unsigned x) { return wmfix::permute(x, n, k); }), "n=%u", n);
+    if (n >= 3) {
+      ++sizes;
+      for (unsigned x = 0; x < n; ++x)
+        if (wmfix::permute(x, n, k) != x) {
+          ++non_identity;
+          break;
+        }
+    }
+  }
+  CHECK(non_identity == sizes, "%u of %u permutations were the identity", sizes - non_identity, sizes);
+  for (unsigned n : {65535U, 65536U, 65537U, (1U << 20) + 3U}) {
+    unsigned k[4] = {rng.next32(), rng.next32(), rng.next32(), rng.next32()};
+    CHECK(is_bijection(n, [&](unsigned x) { return wmfix::permute(x, n, k); }), "n=%u", n);
+  }
+  // Largest domain: spot-check that values stay in range and cycle walking ends.
+  const unsigned big = 0x7fffffffU;
+  unsigned k[4] = {1, 2, 3, 4};
+  for (unsigned x = big - 1000; x < big; ++x) CHECK(wmfix::permute(x, big, k) < big, "x=%u", x);
+  // Position spread of a random bijection: first element lands roughly uniformly.
+  const unsigned n = 64;
+  std::vector<unsigned> where(n, 0);
+  for (int trial = 0; trial < 64000; ++trial) {
+    unsigned kk[4] = {rng.next32(), rng.next32(), rng.next32(), rng.next32()};
+    where[wmfix::permute(0, n, kk)]++;
+  }
+  for (unsigned i = 0; i < n; ++i) CHECK(where[i] > 700 && where[i] < 1300, "slot %u got %u of 64000", i, where[i]);
+}
+
+static void test_map_warp() {
+  wmfix::Rng rng(7);
+  for (unsigned nthreads = 1; nthreads <= 1024; ++nthreads) {
+    unsigned k[4];
+    wmfix::warp_keys(rng.next32(), rng.next32(), k);
+    const unsigned warps = (nthreads + 31) / 32, full = nthreads / 32;
+    CHECK(is_bijection(warps, [&](unsigned w) { return wmfix::map_warp(w, nthreads, k); }), "nthreads=%u", nthreads);
+    if (full < warps) CHECK(wmfix::map_warp(full, nthreads, k) == full, "partial warp moved, nthreads=%u", nthreads);
+  }
+}
+
+static void test_div_small() {
+  unsigned bad = 0;
+  for (unsigned d = 1; d <= 1024; ++d) {
+    const unsigned r = wmfix::small_recip(d);
+    for (unsigned n = 0; n < 1024; ++n) bad += wmfix::div_small(n, r) != n / d;
+  }
+  CHECK(bad == 0, "%u wrong quotients", bad);
+}
+
+static const char* kEnvs[] = {"no-str-", "no-str+", "sys-str-", "sys-str+", "rand-str-", "rand-str+", "cache-str-", "cache-str+"};
+
+static wmfix::Settings settings_for(const char* env) {
+  wmfix::Settings s;
+  s.env = env;
+  CHECK(wmfix::parse_env_name(env, &s.stress, &s.rand_threads), "%s", env);
+  s.active = s.stress != wmfix::kNoStress || s.rand_threads;
+  return s;
+}
+
+// Every physical block is an application block (virtual ids a bijection onto [0, G)) or a
+// stressing block (indices a bijection onto [0, S)); S in range; `-` keeps application order.
+static void check_plan(const char* env, dim3 grid, unsigned long long index) {
+  const wmfix::Settings s = settings_for(env);
+  wmfix::ScratchInfo sc;
+  static unsigned fake_scratch;
+  sc.scratch = &fake_scratch;
+  sc.scratch_words = 12u << 20;
+  sc.cache_words = 12u << 20;
+  wmfix::LaunchTable t;
+  CHECK(wmfix::plan_launch(s, grid, index, sc, &t), "%s", env);
+  const unsigned G = grid.x * grid.y * grid.z;
+  CHECK(t.app_blocks == G && t.phys_blocks == G + t.stress_blocks, "%s G=%u", env, G);
+  if (s.stress == wmfix::kNoStress) {
+    CHECK(t.stress_blocks == 0, "%s", env);
+  } else {
+    unsigned long long lo, hi;
+    wmfix::stress_block_range(G, &lo, &hi);
+    CHECK(t.stress_blocks >= lo && t.stress_blocks <= hi, "%s G=%u S=%u", env, G, t.stress_blocks);
+    CHECK(t.stress_blocks >= 1 && (G < 2 || 2ULL * t.stress_blocks <= G) && (100ULL * t.stress_blocks + 99 >= 15ULL * G),
+          "%s G=%u S=%u", env, G, t.stress_blocks);
+  }
+  std::vector<char> app_seen(G, 0), stress_seen(t.stress_blocks, 0);
+  long long last_v = -1;
+  bool ordered = true;
+  for (unsigned p = 0; p < t.phys_blocks; ++p) {
+    unsigned v = ~0U, sidx = ~0U;
+    if (wmfix::map_block(t, p, &v, &sidx)) {
+      CHECK(v < G && !app_seen[v], "%s p=%u v=%u", env, p, v);
+      if (v < G) app_seen[v] = 1;
+      ordered = ordered && (long long)v == last_v + 1;
+      last_v = v;
+    } else {
+      CHECK(sidx < t.stress_blocks && !stress_seen[sidx], "%s p=%u sidx=%u", env, p, sidx);
+      if (sidx < t.stress_blocks) stress_seen[sidx] = 1;
+    }
+  }
+  if (!s.rand_threads) CHECK(ordered, "%s: application blocks out of order", env);
+  if (s.stress == wmfix::kSysStress)
+    for (unsigned i = 0; i < t.spread; ++i) CHECK(t.locs[i] % s.profile.patch_size == 0, "%s loc %u", env, t.locs[i]);
+  // Same seed and launch index: same plan, byte for byte.
+  wmfix::LaunchTable again;
+  wmfix::plan_launch(s, grid, index, sc, &again);
+  CHECK(std::memcmp(&t, &again, sizeof t) == 0, "%s: plan not deterministic", env);
+}
+
+static void test_plans() {
+  const dim3 shapes[] = {dim3(1), dim3(2), dim3(3), dim3(7), dim3(37), dim3(100), dim3(5, 7), dim3(3, 4, 5),
+                         dim3(64), dim3(65), dim3(1000), dim3(300, 2), dim3(257, 3, 2), dim3(100000)};
+  for (const char* env : kEnvs) {
+    if (!std::strcmp(env, "no-str-")) continue;  // never planned: launches are not remapped
+    for (const dim3& g : shapes)
+      for (unsigned long long i = 0; i < 20; ++i) check_plan(env, g, i);
+  }
+  // S covers its whole range over many launches, and successive launches differ.
+  const wmfix::Settings s = settings_for("sys-str-");
+  unsigned smin = ~0U, smax = 0;
+  wmfix::ScratchInfo sc;
+  for (unsigned long long i = 0; i < 2000; ++i) {
+    wmfix::LaunchTable t;
+    wmfix::plan_launch(s, dim3(100), i, sc, &t);
+    smin = std::min(smin, t.stress_blocks);
+    smax = std::max(smax, t.stress_blocks);
+  }
+  CHECK(smin == 15 && smax == 50, "S over 2000 launches of 100 blocks: %u..%u", smin, smax);
+  wmfix::LaunchTable a, b;
+  wmfix::Settings s2 = settings_for("sys-str+");
+  wmfix::plan_launch(s2, dim3(100), 0, sc, &a);
+  wmfix::plan_launch(s2, dim3(100), 1, sc, &b);
+  CHECK(std::memcmp(a.block_keys, b.block_keys, sizeof a.block_keys) != 0, "launches 0 and 1 have the same keys");
+  s2.seed = 2;
+  wmfix::plan_launch(s2, dim3(100), 0, sc, &b);
+  CHECK(std::memcmp(a.block_keys, b.block_keys, sizeof a.block_keys) != 0, "seeds 1 and 2 have the same keys");
+  // Ungridable launches are left alone.
+  wmfix::LaunchTable t;
+  CHECK(!wmfix::plan_launch(s, dim3(65535, 65535, 2), 0, sc, &t) && t.phys_blocks == 0, "huge grid remapped");
+}
+
+static void test_parsers(const char* profile_path) {
+  wmfix::StressKind k;
+  bool r;
+  for (const char* e : kEnvs) CHECK(wmfix::parse_env_name(e, &k, &r), "%s", e);
+  CHECK(wmfix::parse_env_name("cache-str+", &k, &r) && k == wmfix::kCacheStress && r, "cache-str+");
+  CHECK(wmfix::parse_env_name("no-str-", &k, &r) && k == wmfix::kNoStress && !r, "no-str-");
+  for (const char* e : {"", "sys-str", "sys-str*", "SYS-STR+", "str+", "+", "no-str--"})
+    CHECK(!wmfix::parse_env_name(e, &k, &r), "accepted \"%s\"", e);
+
+  std::vector<bool> on;
+  std::string err;
+  CHECK(wmfix::parse_fence_list("all", 12, &on, &err) && on == std::vector<bool>(12, true), "all");
+  CHECK(wmfix::parse_fence_list("none", 12, &on, &err) && on == std::vector<bool>(12, false), "none");
+  CHECK(wmfix::parse_fence_list("", 12, &on, &err) && on == std::vector<bool>(12, false), "empty");
+  CHECK(wmfix::parse_fence_list(" 0, 3,7-9 ", 12, &on, &err), "list");
+  CHECK(on == std::vector<bool>({1, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 0}), "list contents");
+  CHECK(wmfix::parse_fence_list("0-11", 12, &on, &err) && on == std::vector<bool>(12, true), "full range");
+  for (const char* bad : {"12", "3-2", "a", "1,,2", "-1", "1-", "0-12", "1;2", "all,1"}) {
+    err.clear();
+    CHECK(!wmfix::parse_fence_list(bad, 12, &on, &err) && !err.empty(), "accepted \"%s\"", bad);
+  }
+  wmfix::parse_fence_list("12", 12, &on, &err);
+  CHECK(err.find("out of range") != std::string::npos, "message: %s", err.c_str());
+
+  unsigned long long v;
+  CHECK(wmfix::parse_u64("18446744073709551615", &v) && v == ~0ULL, "max u64");
+  CHECK(wmfix::parse_u64("0x10", &v) && v == 16, "hex");
+  for (const char* bad : {"", "-1", "+1", "1x", "18446744073709551616", "one"})
+    CHECK(!wmfix::parse_u64(bad, &v), "accepted \"%s\"", bad);
+
+  wmfix::Profile p;
+  CHECK(wmfix::parse_profile_text("# c\n\npatch_size = 32  # x\nsequence = \"ld3 st ld\"\nspread=8\nname=\"a # b\"\n", &p, &err),
+        "%s", err.c_str());
+  CHECK(p.patch_size == 32 && p.spread == 8 && p.seq_len == 5 && p.seq_bits == 0x8, "profile values %u %u %u %x",
+        p.patch_size, p.spread, p.seq_len, p.seq_bits);
+  for (const char* bad : {"patch = 3", "patch_size = \"3\"", "patch_size = 0", "spread = 65", "sequence = ld st",
+                          "sequence = \"ld xx\"", "sequence = \"\"", "sequence = \"ld33\"", "[chip]", "spread = -1"}) {
+    wmfix::Profile q;
+    err.clear();
+    CHECK(!wmfix::parse_profile_text(bad, &q, &err) && !err.empty(), "accepted \"%s\"", bad);
+  }
+  if (profile_path) {  // the shipped profile says what the built-in default says
+    std::ifstream in(profile_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    wmfix::Profile q, def;
+    CHECK(in && wmfix::parse_profile_text(text.str(), &q, &err), "%s: %s", profile_path, err.c_str());
+    CHECK(q.patch_size == def.patch_size && q.seq_bits == def.seq_bits && q.seq_len == def.seq_len &&
+              q.spread == def.spread,
+          "%s differs from the built-in default", profile_path);
+  }
+}
+
+// Runs fn in a child process with the given environment; returns its exit status (-1: signal).
+static int run_child(const std::vector<std::pair<const char*, const char*>>& env, const std::function<void()>& fn) {
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (const char* name : {"WMFIX_ENV", "WMFIX_SEED", "WMFIX_PROFILE", "WMFIX_STRESS_MAX_US", "WMFIX_FENCES"})
+      unsetenv(name);
+    for (auto& kv : env) setenv(kv.first, kv.second, 1);
+    if (!freopen("/dev/null", "w", stderr)) std::_Exit(100);
+    fn();
+    std::_Exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_env_errors() {
+  auto read_env = [] { wmfix::settings_from_env(); };
+  const std::vector<std::vector<std::pair<const char*, const char*>>> bad = {
+      {{"WMFIX_ENV", "bogus"}},          {{"WMFIX_ENV", "sys-str"}},           {{"WMFIX_SEED", "abc"}},
+      {{"WMFIX_SEED", "-3"}},            {{"WMFIX_PROFILE", "/nonexistent.toml"}}, {{"WMFIX_STRESS_MAX_US", "0"}},
+      {{"WMFIX_STRESS_MAX_US", "1e5"}},
+  };
+  for (auto& env : bad) CHECK(run_child(env, read_env) == 3, "%s=%s did not exit with 3", env[0].first, env[0].second);
+  CHECK(run_child({}, read_env) == 0, "defaults rejected");
+  CHECK(run_child({{"WMFIX_ENV", "cache-str+"}, {"WMFIX_SEED", "0xffffffffffffffff"}, {"WMFIX_STRESS_MAX_US", "5"}},
+                  read_env) == 0,
+        "good values rejected");
+  // Fence ids are checked against this TU's WMFIX_NUM_FENCES (12) when its mask is built, before
+  // any CUDA call.
+  auto build_mask = [] {
+    const wmfix::Settings s = wmfix::settings_from_env();
+    const wmfix::TuConst c{};
+    wmfix::tu_init(c, s, nullptr);
+  };
+  CHECK(run_child({{"WMFIX_FENCES", "0,12"}}, build_mask) == 3, "fence 12 of 12 accepted");
+  CHECK(run_child({{"WMFIX_FENCES", "x"}}, build_mask) == 3, "malformed fence list accepted");
+
+  unsetenv("WMFIX_ENV");
+  const wmfix::Settings d = wmfix::settings_from_env();
+  CHECK(d.env == "no-str-" && !d.active && d.seed == 1 && d.max_us == 100000 && d.fences == "all" &&
+            d.profile.patch_size == 64 && d.profile.seq_len == 4 && d.profile.spread == 2,
+        "defaults");
+}
+
+int main(int argc, char** argv) {
+  test_permute();
+  test_map_warp();
+  test_div_small();
+  test_plans();
+  test_parsers(argc > 1 ? argv[1] : nullptr);
+  test_env_errors();
+  std::printf("host_test: %d checks, %d failures: %s\n", g_checks, g_failures, g_failures ? "FAIL" : "PASS");
+  return g_failures ? 1 : 0;
+}

@@ -1,0 +1,312 @@
+// wmfix runtime header: included by every file that the wmfix rewriter instruments.
+//
+// Instrumented files start with
+//   #define WMFIX_NUM_FENCES 12   // fences in the whole program, ids 0..N-1
+//   #define WMFIX_FENCE_SCOPE 1   // 0 block, 1 device (default), 2 system
+//   #include "../wmfix/wmfix.cuh"
+//   #line 1
+// and use WMFIX_FENCE, WMFIX_FENCE_EXPR, WMFIX_AFTER, WMFIX_KERNEL_ENTRY, wmfix_threadIdx(),
+// wmfix_blockIdx(), wmfix_gridDim() and wmfix_launch(). README.md in this folder describes the
+// interface, the environment variables and the limits. After Sorensen & Donaldson, "Exposing
+// Errors Related to Weak Memory in GPU Applications", PLDI 2016.
+//
+// Layout of the runtime:
+//   wmfix_common.cuh  launch table and keyed bijections (host and device)
+//   wmfix_host.cuh    environment, per-launch plan, registry of TUs, wmfix_launch
+//   wmfix_stress.cuh  the stressing blocks' loops
+//   wmfix.cuh         (this file) per-TU device state, the macros and the id functions
+//
+// Device state (the fence mask and the constants saying how this process runs) has internal
+// linkage in whole-program mode (one copy per TU, i.e. per device module) and is shared by all
+// TUs under -rdc; each TU registers an upload function with the process-wide runtime at
+// static-initialisation time. The per-block state written at kernel entry is one __shared__
+// variable per block (shared by all TUs under -rdc, so that device functions of another TU see
+// the same mapping).
+
+#ifndef WMFIX_NUM_FENCES
+#define WMFIX_NUM_FENCES 1
+#endif
+#ifndef WMFIX_FENCE_SCOPE
+#define WMFIX_FENCE_SCOPE 1
+#endif
+
+#ifndef WMFIX_CUH_INCLUDED
+#define WMFIX_CUH_INCLUDED
+
+#if !defined(__CUDACC__)
+#error "wmfix.cuh must be compiled as CUDA (nvcc)"
+#endif
+#if __cplusplus < 201703L
+#error "wmfix.cuh needs C++17 (nvcc -std=c++17)"
+#endif
+#if WMFIX_NUM_FENCES < 1
+#error "WMFIX_NUM_FENCES must be at least 1"
+#endif
+#if WMFIX_FENCE_SCOPE != 0 && WMFIX_FENCE_SCOPE != 1 && WMFIX_FENCE_SCOPE != 2
+#error "WMFIX_FENCE_SCOPE must be 0 (block), 1 (device) or 2 (system)"
+#endif
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wmfix_common.cuh"
+#include "wmfix_host.cuh"
+#include "wmfix_stress.cuh"
+
+namespace wmfix {
+
+constexpr unsigned kFenceWords = (WMFIX_NUM_FENCES + 31) / 32;
+
+// What a block's threads need after entry, in active environments: warp 0 writes it at
+// WMFIX_KERNEL_ENTRY, a barrier publishes it.
+struct BlockState {
+  unsigned long long gridid;  // %gridid of the launch that wrote it: the state is valid for this
+                              // block only if it matches (a block that did not run the entry,
+                              // e.g. of an uninstrumented kernel, falls back to builtin ids)
+  unsigned vblock[3];
+  unsigned grid[3];
+  unsigned recip[2];        // reciprocals of blockDim.x and .y (see div_small)
+  unsigned stress;          // 1: stressing block number vblock[0], ticket vblock[1]
+  unsigned exited;          // application threads of the block that have left the kernel
+  unsigned stop;            // stressing block: time to stop
+  unsigned char vwarp[32];  // virtual warp of each physical warp
+};
+
+// n / d for n, d <= 1024 without a division: recip = 2^21 / d + 1 makes (n * recip) >> 21 exact
+// (the error n * (recip * d - 2^21) <= 1024 * 1024 stays below 2^21).
+__host__ __device__ __forceinline__ unsigned small_recip(unsigned d) { return (1U << 21) / d + 1; }
+__host__ __device__ __forceinline__ unsigned div_small(unsigned n, unsigned recip) { return (n * recip) >> 21; }
+
+#if defined(__CUDACC_RDC__)
+inline __shared__ BlockState block_state;  // one per block for all TUs (weak symbol)
+#else
+static __shared__ BlockState block_state;  // whole-program mode: a kernel sees only its own TU
+#endif
+
+// The process constants and the fence mask (bit set = fence disabled). Zero-initialised means
+// no-str- with every fence enabled, which is also what kernels see if nothing was uploaded.
+// Whole-program mode: one copy per TU (each TU is its own device module), internal linkage.
+// -rdc: one copy for the linked program (weak symbols), which is all -rdc needs. (Per-TU static
+// __constant__ variables failed there with nvcc 13.0: when a TU without device code launched a
+// kernel of another TU, nvlink sized the constant bank for one TU only, and copies to the other
+// TUs' variables failed with cudaErrorInvalidValue.)
+#if defined(__CUDACC_RDC__)
+inline __constant__ TuConst tu_const;
+inline __constant__ unsigned fence_off[kFenceWords];
+#endif
+
+namespace {  // per-TU state and everything that reads it: internal linkage
+
+#if !defined(__CUDACC_RDC__)
+__constant__ TuConst tu_const;
+__constant__ unsigned fence_off[kFenceWords];
+#endif
+
+// Uploads this TU's constants; called by the runtime at the first launch on each device.
+cudaError_t tu_init(const TuConst& c, const Settings& s, cudaStream_t stream) {
+  std::vector<bool> on;
+  std::string err;
+  if (!parse_fence_list(s.fences, WMFIX_NUM_FENCES, &on, &err)) fatal(err);
+  unsigned off[kFenceWords] = {};
+  for (unsigned i = 0; i < WMFIX_NUM_FENCES; ++i)
+    if (!on[i]) off[i / 32] |= 1U << (i % 32);
+  cudaError_t e = cudaMemcpyToSymbolAsync(tu_const, &c, sizeof c, 0, cudaMemcpyHostToDevice, stream);
+  if (e == cudaSuccess) e = cudaMemcpyToSymbolAsync(fence_off, off, sizeof off, 0, cudaMemcpyHostToDevice, stream);
+  return e;
+}
+
+[[maybe_unused]] const bool tu_registered = register_tu(&tu_init);
+
+__device__ __forceinline__ void scope_fence() {
+#if WMFIX_FENCE_SCOPE == 0
+  __threadfence_block();
+#elif WMFIX_FENCE_SCOPE == 1
+  __threadfence();
+#else
+  __threadfence_system();
+#endif
+}
+
+template <unsigned Id>
+__host__ __device__ __forceinline__ void fence_if() {
+#if defined(__CUDA_ARCH__)
+  static_assert(Id < WMFIX_NUM_FENCES, "wmfix: fence id >= WMFIX_NUM_FENCES");
+  if (!((fence_off[Id / 32] >> (Id % 32)) & 1U)) scope_fence();
+#endif
+}
+
+// WMFIX_AFTER: the argument is evaluated (once) before the call, the fence comes after it, and
+// the decayed value is returned as a prvalue.
+template <unsigned Id, class T>
+__host__ __device__ __forceinline__ T after(T value) {
+  fence_if<Id>();
+  return value;
+}
+
+__device__ __forceinline__ unsigned long long grid_id() {
+  unsigned long long g;
+  asm("mov.u64 %0, %%gridid;" : "=l"(g));  // not volatile: constant for the whole launch
+  return g;
+}
+
+__device__ __forceinline__ bool block_state_valid() { return block_state.gridid == grid_id(); }
+
+__device__ __forceinline__ unsigned linear_tid() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+constexpr unsigned long long kStressBlock = 1;  // entry token: this block stressed; return now
+
+// Warp 0 fills in the block's state: lane 0 the block fields, lane i the virtual warp of warp i
+// (all lanes compute the block's mapping, which costs a warp no more than one lane).
+__device__ __forceinline__ void setup_block(LaunchTable* t, BlockState& s, unsigned lane) {
+  const unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;
+  const bool ours = t && gridDim.x == t->phys_blocks && gridDim.y == 1 && gridDim.z == 1;
+  unsigned v = 0, sidx = 0;
+  if (!ours) {  // not launched through wmfix_launch (or not remappable): builtin ids
+    if (lane == 0) {
+      s.vblock[0] = blockIdx.x, s.vblock[1] = blockIdx.y, s.vblock[2] = blockIdx.z;
+      s.grid[0] = gridDim.x, s.grid[1] = gridDim.y, s.grid[2] = gridDim.z;
+    }
+  } else if (!map_block(*t, blockIdx.x, &v, &sidx)) {
+    if (lane == 0) {
+      s.vblock[0] = sidx;
+      s.vblock[1] = atomicAdd(&t->stress_tickets, 1U);
+      s.stress = 1;
+      s.stop = 0;
+      s.gridid = grid_id();
+    }
+    return;
+  } else if (lane == 0) {
+    const unsigned gx = t->grid[0], gy = t->grid[1];
+    if (gy == 1 && t->grid[2] == 1) s.vblock[0] = v, s.vblock[1] = 0, s.vblock[2] = 0;
+    else s.vblock[0] = v % gx, s.vblock[1] = (v / gx) % gy, s.vblock[2] = v / (gx * gy);
+    s.grid[0] = gx, s.grid[1] = gy, s.grid[2] = t->grid[2];
+  }
+  if (lane == 0) {
+    s.recip[0] = small_recip(blockDim.x), s.recip[1] = small_recip(blockDim.y);
+    s.stress = 0;
+    s.exited = 0;
+    s.gridid = grid_id();
+  }
+  if (lane < (nthreads + 31) / 32) {
+    unsigned vw = lane;
+    if (ours && t->rand_warps) {
+      unsigned k[4];
+      warp_keys(t->warp_key, v, k);
+      vw = map_warp(lane, nthreads, k);
+    }
+    s.vwarp[lane] = (unsigned char)vw;
+  }
+}
+
+// Entry in an active environment: classify this physical block, run the stress loop or record
+// the block's mapping. Returns 0 (no counting), kStressBlock, or the address of the launch's
+// counters of finished application blocks. All threads of the block are here (the entry is the
+// kernel's first statement), so the barrier is safe.
+__device__ __forceinline__ unsigned long long enter_active() {
+  LaunchTable* t = tu_const.table;
+  BlockState& s = block_state;
+  const unsigned tid = linear_tid();
+  if (tid < 32) setup_block(t, s, tid);
+  __syncthreads();
+  if (s.stress) {
+    run_stress(t, s.vblock[0], s.vblock[1], &s.stop);
+    return kStressBlock;
+  }
+  const bool ours = t && gridDim.x == t->phys_blocks && gridDim.y == 1 && gridDim.z == 1;
+  return ours ? (unsigned long long)(uintptr_t)t->done : 0ULL;
+}
+
+__device__ __forceinline__ unsigned long long kernel_entry() { return tu_const.active ? enter_active() : 0ULL; }
+
+// At an application thread's exit: the block's last thread to leave counts the block. One
+// shared atomic per group of converged threads, one global atomic per block.
+__device__ __forceinline__ void count_exit(unsigned* done) {
+  const unsigned active = __activemask();
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  if (lane != (unsigned)(__ffs(active) - 1)) return;
+  const unsigned n = __popc(active);
+  if (atomicAdd(&block_state.exited, n) + n == blockDim.x * blockDim.y * blockDim.z)
+    atomicAdd(done + (blockIdx.x % kDoneStripes) * kDoneStride, 1U);
+}
+
+// Declared by WMFIX_KERNEL_ENTRY in every kernel: its destructor runs at every return of an
+// application thread, which is how stressing blocks learn that the application has finished.
+class ExitGuard {
+ public:
+  __device__ explicit ExitGuard(unsigned long long token) : token_(token) {}
+  ExitGuard(const ExitGuard&) = delete;
+  ExitGuard& operator=(const ExitGuard&) = delete;
+  __device__ bool stress_block() const { return token_ == kStressBlock; }
+  __device__ ~ExitGuard() {
+    if (token_ > kStressBlock) count_exit(reinterpret_cast<unsigned*>(token_));
+  }
+
+ private:
+  unsigned long long token_;  // 0, kStressBlock, or the launch's block counters
+};
+
+}  // namespace
+
+}  // namespace wmfix
+
+// ---- what instrumented code uses -------------------------------------------------------------
+
+#if defined(__CUDA_ARCH__)
+#define WMFIX_FENCE(id) ::wmfix::fence_if<(id)>()
+#define WMFIX_FENCE_EXPR(id) ((void)::wmfix::fence_if<(id)>())
+#else
+#define WMFIX_FENCE(id) ((void)0)
+#define WMFIX_FENCE_EXPR(id) ((void)0)
+#endif
+#define WMFIX_AFTER(id, ...) (::wmfix::after<(id)>(__VA_ARGS__))
+
+// First statement of every kernel. A stressing block stresses and returns; an application block
+// records its mapping and falls through.
+#define WMFIX_KERNEL_ENTRY()                                                   \
+  ::wmfix::ExitGuard wmfix_exit_guard_(::wmfix::kernel_entry());              \
+  if (wmfix_exit_guard_.stress_block()) return
+
+// Virtual ids. In no-str- (and in the host pass) they are the builtins (zeros on the host); the
+// fast path is one read of a per-TU __constant__, which the compiler hoists out of loops.
+static __host__ __device__ __forceinline__ uint3 wmfix_threadIdx() {
+#if defined(__CUDA_ARCH__)
+  if (!wmfix::tu_const.rand_threads || !wmfix::block_state_valid()) return threadIdx;
+  const unsigned bx = blockDim.x, by = blockDim.y;
+  const unsigned lin = threadIdx.x + bx * (threadIdx.y + by * threadIdx.z);
+  const wmfix::BlockState& s = wmfix::block_state;
+  const unsigned v = ((unsigned)s.vwarp[lin / 32] * 32) | (lin % 32);
+  if (by == 1 && blockDim.z == 1) return make_uint3(v, 0, 0);
+  const unsigned q = wmfix::div_small(v, s.recip[0]), z = wmfix::div_small(q, s.recip[1]);
+  return make_uint3(v - q * bx, q - z * by, z);
+#else
+  return make_uint3(0, 0, 0);
+#endif
+}
+
+static __host__ __device__ __forceinline__ uint3 wmfix_blockIdx() {
+#if defined(__CUDA_ARCH__)
+  if (!wmfix::tu_const.active || !wmfix::block_state_valid()) return blockIdx;
+  const wmfix::BlockState& s = wmfix::block_state;
+  return make_uint3(s.vblock[0], s.vblock[1], s.vblock[2]);
+#else
+  return make_uint3(0, 0, 0);
+#endif
+}
+
+static __host__ __device__ __forceinline__ dim3 wmfix_gridDim() {
+#if defined(__CUDA_ARCH__)
+  if (!wmfix::tu_const.active || !wmfix::block_state_valid()) return gridDim;
+  const wmfix::BlockState& s = wmfix::block_state;
+  return dim3(s.grid[0], s.grid[1], s.grid[2]);
+#else
+  return dim3(0, 0, 0);
+#endif
+}
+
+#endif  // WMFIX_CUH_INCLUDED

@@ -1,0 +1,580 @@
+// wmfix runtime: host side (included by wmfix.cuh).
+//
+// One process-wide runtime (C++17 inline functions holding function-local statics, so every TU
+// shares one instance): it reads the environment once, keeps a registry of the TUs that include
+// wmfix.cuh, and before each launch builds a LaunchTable and uploads it on the launch's stream.
+// Nothing here depends on the including TU; per-TU device state lives in wmfix.cuh.
+#ifndef WMFIX_HOST_CUH_INCLUDED
+#define WMFIX_HOST_CUH_INCLUDED
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "wmfix_common.cuh"
+
+namespace wmfix {
+
+// ---- settings ------------------------------------------------------------------------------------
+
+struct Profile {
+  unsigned patch_size = 64;                // words per patch (Sec. 3.2 of the paper)
+  std::string sequence = "ld st st ld";    // access sequence (Sec. 3.3)
+  unsigned seq_bits = 0x6;                 // bit i set = access i is a store
+  unsigned seq_len = 4;
+  unsigned spread = 2;                     // locations stressed at once (Sec. 3.4)
+};
+
+struct Settings {
+  std::string env = "no-str-";
+  StressKind stress = kNoStress;
+  bool rand_threads = false;
+  bool active = false;  // anything but no-str-: launches are remapped
+  unsigned long long seed = 1;
+  std::string profile_path;  // empty: built-in Hopper default
+  Profile profile;
+  unsigned long long max_us = 100000;
+  std::string fences = "all";
+  bool verbose = false;
+};
+
+constexpr int kExitConfigError = 3;
+
+[[noreturn]] inline void fatal(const std::string& msg) {
+  std::fprintf(stderr, "wmfix: error: %s\n", msg.c_str());
+  std::fflush(stderr);
+  std::exit(kExitConfigError);
+}
+
+inline std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// Whole-string unsigned integer (decimal, or hex with 0x). No sign, no trailing junk.
+inline bool parse_u64(const std::string& text, unsigned long long* out) {
+  const std::string s = trim(text);
+  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+  if (errno != 0 || end == s.c_str() || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+// WMFIX_ENV value -> stress kind and thread randomisation.
+inline bool parse_env_name(const std::string& name, StressKind* stress, bool* rand_threads) {
+  static const struct { const char* base; StressKind kind; } kinds[] = {
+      {"no-str", kNoStress}, {"sys-str", kSysStress}, {"rand-str", kRandStress}, {"cache-str", kCacheStress}};
+  if (name.size() < 2) return false;
+  const char sign = name.back();
+  if (sign != '+' && sign != '-') return false;
+  const std::string base = name.substr(0, name.size() - 1);
+  for (const auto& k : kinds) {
+    if (base == k.base) {
+      *stress = k.kind;
+      *rand_threads = sign == '+';
+      return true;
+    }
+  }
+  return false;
+}
+
+// WMFIX_FENCES: "all", "none", "" (= none) or a comma-separated list of ids and inclusive ranges
+// ("0,3,7-9"). Sets enabled[i] for fence i < num. Returns false with *err set on bad input.
+inline bool parse_fence_list(const std::string& text, unsigned num, std::vector<bool>* enabled, std::string* err) {
+  const std::string s = trim(text);
+  enabled->assign(num, false);
+  if (s == "all") {
+    enabled->assign(num, true);
+    return true;
+  }
+  if (s == "none" || s.empty()) return true;
+  std::stringstream items(s);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    item = trim(item);
+    unsigned long long lo = 0, hi = 0;
+    const size_t dash = item.find('-');
+    bool ok;
+    if (dash == std::string::npos) {
+      ok = parse_u64(item, &lo);
+      hi = lo;
+    } else {
+      ok = parse_u64(item.substr(0, dash), &lo) && parse_u64(item.substr(dash + 1), &hi) && lo <= hi;
+    }
+    if (!ok) {
+      *err = "WMFIX_FENCES=\"" + text + "\": bad item \"" + item +
+             "\" (expected all, none, or a list like 0,3,7-9)";
+      return false;
+    }
+    if (hi >= num) {
+      *err = "WMFIX_FENCES=\"" + text + "\": fence id " + std::to_string(hi) + " out of range: this program has " +
+             std::to_string(num) + " fence(s), ids 0.." + std::to_string(num - 1);
+      return false;
+    }
+    for (unsigned long long i = lo; i <= hi; ++i) (*enabled)[i] = true;
+  }
+  return true;
+}
+
+// "ld st st ld", also "ld3 st" for ld ld ld st (the paper's ld^3 notation).
+inline bool parse_sequence(const std::string& text, Profile* p, std::string* err) {
+  std::stringstream words(text);
+  std::string w;
+  unsigned bits = 0, len = 0;
+  while (words >> w) {
+    const bool store = w.compare(0, 2, "st") == 0;
+    if (!store && w.compare(0, 2, "ld") != 0) {
+      *err = "sequence: unknown access \"" + w + "\" (use ld and st, optionally with a count: ld3)";
+      return false;
+    }
+    unsigned long long count = 1;
+    if (w.size() > 2 && (!parse_u64(w.substr(2), &count) || count == 0)) {
+      *err = "sequence: bad count in \"" + w + "\"";
+      return false;
+    }
+    for (unsigned long long i = 0; i < count; ++i) {
+      if (len == kMaxSeqLen) {
+        *err = "sequence longer than " + std::to_string(kMaxSeqLen) + " accesses";
+        return false;
+      }
+      if (store) bits |= 1U << len;
+      ++len;
+    }
+  }
+  if (len == 0) {
+    *err = "sequence is empty";
+    return false;
+  }
+  p->sequence = trim(text);
+  p->seq_bits = bits;
+  p->seq_len = len;
+  return true;
+}
+
+// The TOML subset of chip profiles: `key = value` lines, `#` comments, integers and "strings".
+// Keys: patch_size, sequence, spread; `name` and `description` are accepted and ignored.
+inline bool parse_profile_text(const std::string& text, Profile* p, std::string* err) {
+  std::stringstream lines(text);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(lines, line)) {
+    ++lineno;
+    const std::string where = "line " + std::to_string(lineno) + ": ";
+    // Cut a comment that is not inside a string.
+    bool in_str = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '"') in_str = !in_str;
+      if (line[i] == '#' && !in_str) {
+        line.resize(i);
+        break;
+      }
+    }
+    line = trim(line);
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) {
+      *err = where + "expected key = value";
+      return false;
+    }
+    const std::string key = trim(line.substr(0, eq));
+    std::string value = trim(line.substr(eq + 1));
+    const bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
+    if (quoted) value = value.substr(1, value.size() - 2);
+    unsigned long long n = 0;
+    if (key == "patch_size" || key == "spread") {
+      if (quoted || !parse_u64(value, &n)) {
+        *err = where + key + " must be an integer";
+        return false;
+      }
+      if (key == "patch_size") {
+        if (n < 1 || n > (1U << 20)) {
+          *err = where + "patch_size must be in 1..1048576";
+          return false;
+        }
+        p->patch_size = (unsigned)n;
+      } else {
+        if (n < 1 || n > kMaxSpread) {
+          *err = where + "spread must be in 1.." + std::to_string(kMaxSpread);
+          return false;
+        }
+        p->spread = (unsigned)n;
+      }
+    } else if (key == "sequence") {
+      if (!quoted) {
+        *err = where + "sequence must be a quoted string, e.g. \"ld st st ld\"";
+        return false;
+      }
+      std::string e;
+      if (!parse_sequence(value, p, &e)) {
+        *err = where + e;
+        return false;
+      }
+    } else if (key == "name" || key == "description") {
+      if (!quoted) {
+        *err = where + key + " must be a quoted string";
+        return false;
+      }
+    } else {
+      *err = where + "unknown key \"" + key + "\" (known: patch_size, sequence, spread, name, description)";
+      return false;
+    }
+  }
+  return true;
+}
+
+inline const char* getenv_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+// Reads every WMFIX_* variable; exits with status 3 on any bad value. WMFIX_FENCES is only
+// checked against each TU's fence count when the TU's mask is built.
+inline Settings settings_from_env() {
+  Settings s;
+  s.env = trim(getenv_or("WMFIX_ENV", "no-str-"));
+  if (!parse_env_name(s.env, &s.stress, &s.rand_threads))
+    fatal("WMFIX_ENV=\"" + s.env +
+          "\" is not one of no-str-, no-str+, sys-str-, sys-str+, rand-str-, rand-str+, cache-str-, cache-str+");
+  s.active = s.stress != kNoStress || s.rand_threads;
+
+  if (const char* seed = std::getenv("WMFIX_SEED"))
+    if (!parse_u64(seed, &s.seed)) fatal(std::string("WMFIX_SEED=\"") + seed + "\" is not an unsigned 64-bit integer");
+
+  if (const char* path = std::getenv("WMFIX_PROFILE")) {
+    s.profile_path = path;
+    std::ifstream in(path);
+    if (!in) fatal(std::string("WMFIX_PROFILE=\"") + path + "\": cannot open file");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string err;
+    if (!parse_profile_text(text.str(), &s.profile, &err)) fatal(std::string("WMFIX_PROFILE=\"") + path + "\": " + err);
+  }
+
+  if (const char* us = std::getenv("WMFIX_STRESS_MAX_US")) {
+    unsigned long long v = 0;
+    if (!parse_u64(us, &v) || v < 1 || v > 600000000ULL)
+      fatal(std::string("WMFIX_STRESS_MAX_US=\"") + us + "\" must be an integer in 1..600000000 (microseconds)");
+    s.max_us = v;
+  }
+
+  s.fences = getenv_or("WMFIX_FENCES", "all");
+  const std::string verbose = trim(getenv_or("WMFIX_VERBOSE", "0"));
+  s.verbose = !(verbose.empty() || verbose == "0");
+  return s;
+}
+
+inline std::string describe(const Settings& s) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "env=%s seed=%llu fences=%s profile=%s (patch_size=%u sequence=\"%s\" spread=%u) stress_max_us=%llu",
+                s.env.c_str(), s.seed, s.fences.c_str(), s.profile_path.empty() ? "<hopper default>" : s.profile_path.c_str(),
+                s.profile.patch_size, s.profile.sequence.c_str(), s.profile.spread, s.max_us);
+  return buf;
+}
+
+// ---- per-launch plan -----------------------------------------------------------------------------
+
+// SplitMix64 stream: all randomness of one launch comes from (seed, launch index).
+struct Rng {
+  unsigned long long state;
+  explicit Rng(unsigned long long seed) : state(seed) {}
+  unsigned long long next() { return mix64(state += 0x9e3779b97f4a7c15ULL); }
+  unsigned next32() { return (unsigned)(next() >> 32); }
+  // Uniform in [0, n) for n <= 2^32 (multiply-shift; bias below 2^-32).
+  unsigned long long below(unsigned long long n) { return (unsigned long long)(((__uint128_t)next() * n) >> 64); }
+};
+
+// What the scratchpad of the launch's device looks like (0 when it has none).
+struct ScratchInfo {
+  unsigned* scratch = nullptr;
+  unsigned scratch_words = 0;
+  unsigned cache_words = 0;
+  unsigned cap_threads = 0;  // SMs x max resident threads per SM
+  unsigned* done = nullptr;  // kDoneWords counters of finished application blocks
+};
+
+constexpr unsigned long long kMaxPhysBlocks = 0x7fffffffULL;  // gridDim.x limit
+
+// Number of stressing blocks for G application blocks: 15% to 50% of G, at least 1.
+inline void stress_block_range(unsigned long long G, unsigned long long* lo, unsigned long long* hi) {
+  *lo = std::max<unsigned long long>(1, (15 * G + 99) / 100);
+  *hi = std::max<unsigned long long>(*lo, G / 2);
+}
+
+// Builds the table for one launch of `grid`. Returns false (and a table that matches no grid) when
+// the grid cannot be remapped; the launch then runs unchanged, with builtin ids.
+inline bool plan_launch(const Settings& s, dim3 grid, unsigned long long launch_index, const ScratchInfo& sc,
+                        LaunchTable* t) {
+  *t = LaunchTable{};
+  t->launch_index = launch_index;
+  const unsigned long long G = (unsigned long long)grid.x * grid.y * grid.z;
+  if (G == 0 || G > kMaxPhysBlocks) return false;
+  Rng rng(mix64(s.seed) ^ mix64(0x5eed0000ULL + launch_index));
+
+  unsigned long long S = 0;
+  if (s.stress != kNoStress) {
+    unsigned long long lo, hi;
+    stress_block_range(G, &lo, &hi);
+    S = lo + rng.below(hi - lo + 1);
+    S = std::min(S, kMaxPhysBlocks - G);
+  }
+  t->app_blocks = (unsigned)G;
+  t->stress_blocks = (unsigned)S;
+  t->phys_blocks = (unsigned)(G + S);
+  t->grid[0] = grid.x;
+  t->grid[1] = grid.y;
+  t->grid[2] = grid.z;
+  t->rand_blocks = s.rand_threads ? 1 : 0;
+  t->rand_warps = s.rand_threads ? 1 : 0;
+  for (auto& k : t->block_keys) k = rng.next32();
+  t->warp_key = rng.next32();
+  if (S > 0) {
+    t->seg_m = (unsigned)(G / S);
+    t->seg_r = (unsigned)(G % S);
+  }
+
+  t->stress_kind = s.stress;
+  t->max_ns = s.max_us * 1000ULL;
+  t->rng_seed = rng.next();
+  t->scratch = sc.scratch;
+  t->scratch_words = sc.scratch_words;
+  t->cache_words = sc.cache_words;
+  t->stress_quota_threads = (unsigned)((unsigned long long)sc.cap_threads * S / (G + S));
+  t->done = S > 0 ? sc.done : nullptr;  // without stressing blocks nobody waits for the count
+  t->seq_bits = s.profile.seq_bits;
+  t->seq_len = s.profile.seq_len;
+  t->spread = s.profile.spread;
+  if (s.stress == kSysStress && sc.scratch_words > 0) {
+    // `spread` distinct patch-sized regions (repeats only if the scratchpad has too few).
+    const unsigned regions = std::max(1U, sc.scratch_words / s.profile.patch_size);
+    for (unsigned i = 0; i < t->spread; ++i) {
+      unsigned r;
+      bool fresh;
+      int tries = 0;
+      do {
+        r = (unsigned)rng.below(regions);
+        fresh = true;
+        for (unsigned j = 0; j < i; ++j) fresh = fresh && t->locs[j] != r * s.profile.patch_size;
+      } while (!fresh && ++tries < 64);
+      t->locs[i] = r * s.profile.patch_size;
+    }
+  }
+  return true;
+}
+
+// ---- registry of translation units ---------------------------------------------------------------
+
+// What each TU's device constants hold (see wmfix.cuh); zero-initialised = no-str-, all fences.
+struct TuConst {
+  unsigned active;        // 1 in every environment but no-str-
+  unsigned rand_threads;  // 1 in the `+` environments
+  LaunchTable* table;     // this device's launch table
+};
+
+// Uploads one TU's constants (and its fence mask, built from s.fences) on `stream`.
+using TuInitFn = cudaError_t (*)(const TuConst& c, const Settings& s, cudaStream_t stream);
+
+inline std::vector<TuInitFn>& tu_registry() {
+  static std::vector<TuInitFn> r;
+  return r;
+}
+
+inline bool register_tu(TuInitFn fn) {
+  tu_registry().push_back(fn);
+  return true;
+}
+
+// ---- runtime state -------------------------------------------------------------------------------
+
+struct LaunchInfo {
+  unsigned long long launch_index = 0;
+  dim3 grid;                 // as the program asked for it
+  dim3 launched;             // what wmfix_launch returned
+  unsigned app_blocks = 0;   // G
+  unsigned stress_blocks = 0;// S
+  bool remapped = false;
+};
+
+struct DeviceState {
+  unsigned generation = 0;  // runtime generation whose TU constants are on this device
+  ScratchInfo scratch;
+  LaunchTable* table = nullptr;
+  cudaEvent_t last_kernel = nullptr;  // recorded after each remapped launch
+  bool have_last = false;
+};
+
+struct Runtime {
+  std::mutex mu;
+  bool parsed = false;
+  Settings settings;
+  unsigned generation = 1;
+  unsigned long long launches = 0;
+  std::vector<DeviceState> devices;
+  LaunchInfo last;
+};
+
+inline Runtime& runtime() {
+  static Runtime r;
+  return r;
+}
+
+inline bool cuda_ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "wmfix: warning: %s failed: %s; this launch runs unchanged\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+inline bool is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &st) != cudaSuccess) return true;  // assume the worst
+  return st != cudaStreamCaptureStatusNone;
+}
+
+// First launch on a device (per generation): scratchpad, launch table, event, and every TU's
+// constants and fence mask. Synchronises `stream` so that kernels on any stream see them.
+inline bool init_device(Runtime& rt, DeviceState& d, int dev, cudaStream_t stream) {
+  const Settings& s = rt.settings;
+  if (s.active) {
+    if (!d.table) {
+      if (!cuda_ok(cudaMalloc(&d.table, sizeof(LaunchTable)), "cudaMalloc(launch table)")) return false;
+      cudaMemsetAsync(d.table, 0, sizeof(LaunchTable), stream);  // phys_blocks 0: matches no grid
+    }
+    if (!d.last_kernel && !cuda_ok(cudaEventCreateWithFlags(&d.last_kernel, cudaEventDisableTiming), "cudaEventCreate"))
+      return false;
+    if (s.stress != kNoStress && !d.scratch.scratch) {
+      int l2 = 0;
+      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+      const size_t l2_bytes = l2 > 0 ? (size_t)l2 : (size_t)4 << 20;
+      const size_t bytes = std::max(l2_bytes, (size_t)4 << 20);
+      void* p = nullptr;
+      if (!cuda_ok(cudaMalloc(&d.scratch.done, kDoneWords * 4), "cudaMalloc(block counters)")) return false;
+      if (!cuda_ok(cudaMalloc(&p, bytes), "cudaMalloc(stress scratchpad)")) return false;
+      cudaMemsetAsync(p, 0, bytes, stream);
+      d.scratch.scratch = static_cast<unsigned*>(p);
+      d.scratch.scratch_words = (unsigned)(bytes / 4);
+      d.scratch.cache_words = (unsigned)(l2_bytes / 4);
+      int sms = 0, per_sm = 0;
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
+      d.scratch.cap_threads = (unsigned)std::max(1, sms * per_sm);
+    }
+  }
+  const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table};
+  for (TuInitFn fn : tu_registry())
+    if (!cuda_ok(fn(c, s, stream), "uploading wmfix constants")) return false;
+  if (!is_capturing(stream) && !cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) return false;
+  d.have_last = false;
+  d.generation = rt.generation;
+  if (s.verbose) std::fprintf(stderr, "wmfix: device %d: %s; %zu TU(s)\n", dev, describe(s).c_str(), tu_registry().size());
+  return true;
+}
+
+// The grid handed to `<<<...>>>`. It lives until the end of the launch statement, so its
+// destructor runs after the kernel has been enqueued and records an event behind it: the next
+// launch's upload waits on that event, whatever stream it is on, so a table is never overwritten
+// while a kernel that reads it may still run.
+class LaunchGrid {
+ public:
+  explicit LaunchGrid(dim3 g, cudaStream_t stream = nullptr, int dev = -1) : grid_(g), stream_(stream), dev_(dev) {}
+  LaunchGrid(const LaunchGrid&) = delete;
+  LaunchGrid& operator=(const LaunchGrid&) = delete;
+  operator dim3() const { return grid_; }
+  ~LaunchGrid() {
+    if (dev_ < 0) return;
+    Runtime& rt = runtime();
+    std::lock_guard<std::mutex> lock(rt.mu);
+    DeviceState& d = rt.devices[dev_];
+    if (d.last_kernel && cudaEventRecord(d.last_kernel, stream_) == cudaSuccess) d.have_last = true;
+  }
+
+ private:
+  dim3 grid_;
+  cudaStream_t stream_;
+  int dev_;  // >= 0: record the event on stream_ for this device
+};
+
+inline LaunchGrid launch(dim3 grid, cudaStream_t stream) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  if (!rt.parsed) {
+    rt.settings = settings_from_env();
+    rt.parsed = true;
+  }
+  int dev = 0;
+  if (!cuda_ok(cudaGetDevice(&dev), "cudaGetDevice")) return LaunchGrid(grid);
+  if ((size_t)dev >= rt.devices.size()) rt.devices.resize(dev + 1);
+  DeviceState& d = rt.devices[dev];
+  if (d.generation != rt.generation && !init_device(rt, d, dev, stream)) return LaunchGrid(grid);
+  const Settings& s = rt.settings;
+  if (!s.active) return LaunchGrid(grid);  // no-str-: nothing per launch
+
+  LaunchTable t;
+  const unsigned long long index = rt.launches++;
+  const bool remap = plan_launch(s, grid, index, d.scratch, &t);
+  const bool capturing = is_capturing(stream);
+  if (d.have_last && !capturing && !cuda_ok(cudaStreamWaitEvent(stream, d.last_kernel, 0), "cudaStreamWaitEvent"))
+    return LaunchGrid(grid);
+  if (t.done && !cuda_ok(cudaMemsetAsync(t.done, 0, kDoneWords * 4, stream), "cudaMemsetAsync(block counters)"))
+    return LaunchGrid(grid);
+  // Pageable source: the copy is staged before cudaMemcpyAsync returns, so `t` may go away.
+  if (!cuda_ok(cudaMemcpyAsync(d.table, &t, sizeof t, cudaMemcpyHostToDevice, stream), "uploading the launch table"))
+    return LaunchGrid(grid);
+
+  const dim3 launched = remap ? dim3(t.phys_blocks, 1, 1) : grid;
+  rt.last = LaunchInfo{index, grid, launched, t.app_blocks, t.stress_blocks, remap};
+  if (s.verbose)
+    std::fprintf(stderr, "wmfix: launch %llu: grid (%u,%u,%u) -> (%u,%u,%u): %u application + %u stressing blocks\n",
+                 index, grid.x, grid.y, grid.z, launched.x, launched.y, launched.z, t.app_blocks, t.stress_blocks);
+  return LaunchGrid(launched, stream, capturing ? -1 : dev);
+}
+
+// For tests: waits for the device, then makes the next launch re-read the environment, restart
+// the launch counter and re-upload every TU's constants, as in a fresh process.
+inline void reset_for_tests() {
+  cudaDeviceSynchronize();
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  rt.parsed = false;
+  rt.generation++;
+  rt.launches = 0;
+  rt.last = LaunchInfo{};
+}
+
+// For tests and tools: the last remapped launch, and the settings in force.
+inline LaunchInfo last_launch() {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  return rt.last;
+}
+
+inline Settings current_settings() {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  if (!rt.parsed) {
+    rt.settings = settings_from_env();
+    rt.parsed = true;
+  }
+  return rt.settings;
+}
+
+}  // namespace wmfix
+
+// k<<<g, b, smem, st>>>(...) becomes k<<<wmfix_launch(g, st), b, smem, st>>>(...).
+inline wmfix::LaunchGrid wmfix_launch(dim3 grid, cudaStream_t stream) { return wmfix::launch(grid, stream); }
+
+#endif  // WMFIX_HOST_CUH_INCLUDED
