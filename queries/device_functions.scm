@@ -1,3 +1,5 @@
 ; Functions whose bodies run on the GPU. `__host__ __device__` functions count too.
 (function_definition "__global__" body: (compound_statement) @kernel.body) @kernel
 (function_definition "__device__" body: (compound_statement) @device.body) @device
+; Also compiled for the host: plain CUDA fences there need `#ifdef __CUDA_ARCH__`.
+(function_definition "__host__" body: (compound_statement) @host.body)

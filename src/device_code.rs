@@ -18,6 +18,8 @@ pub struct DeviceFunction<'t> {
     pub body: Node<'t>,
     pub name: String,
     pub kernel: bool,
+    /// `__host__ __device__`: compiled for the host too.
+    pub host: bool,
 }
 
 pub struct Access<'t> {
@@ -29,6 +31,7 @@ pub struct Access<'t> {
 
 pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFunction<'t>> {
     let kernels = caps.ids("kernel.body");
+    let host = caps.ids("host.body");
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for body in caps
@@ -44,6 +47,7 @@ pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFuncti
             body: *body,
             name: declared_name(function, text),
             kernel: kernels.contains(&body.id()),
+            host: host.contains(&body.id()),
         });
     }
     out.sort_by_key(|f| f.body.start_byte());

@@ -137,10 +137,12 @@ pub fn render_hardened(
                     kind_name(site.kind()),
                     plan::one_line(&file.text[site.range.clone()])
                 );
+                let host = plan.functions[site.function].1;
                 edits.extend(hardened_edits(
                     site,
                     scope.call(),
                     &note.replace("*/", "* /"),
+                    host,
                 ));
                 edits.extend(site.braces.iter().cloned());
             }
@@ -155,17 +157,30 @@ pub fn render_hardened(
     Ok(texts)
 }
 
+/// Plain CUDA fences. In `__host__ __device__` functions the fence exists only in the device
+/// pass, so it goes between `#ifdef __CUDA_ARCH__` lines.
 fn hardened_edits<'s>(
     site: &'s Site,
     call: &'s str,
     note: &'s str,
+    host: bool,
 ) -> impl Iterator<Item = Edit> + 's {
+    let guard = move |code: String| {
+        if host {
+            format!("\n#ifdef __CUDA_ARCH__\n{code}\n#endif\n")
+        } else {
+            code
+        }
+    };
     site.spots.iter().map(move |s| {
         let text = match s.piece {
-            Piece::Fence => format!(" {call}; /* {note} */"),
-            Piece::CommaFence => format!(", {call}"),
-            Piece::WrapOpen => format!("[&] {{ auto wmfix_value = ("),
-            Piece::WrapClose => format!("); {call}; /* {note} */ return wmfix_value; }}()"),
+            Piece::Fence => guard(format!(" {call}; /* {note} */")),
+            Piece::CommaFence => guard(format!(", {call}")),
+            Piece::WrapOpen => "[&] { auto wmfix_value = (".to_string(),
+            Piece::WrapClose => format!(
+                "); {} return wmfix_value; }}()",
+                guard(format!("{call}; /* {note} */"))
+            ),
         };
         Edit::insert(s.at, s.slot, text)
     })
@@ -218,7 +233,7 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: usize) -> FenceRe
         file: file.rel.clone(),
         line,
         column,
-        function: plan.functions[site.function].clone(),
+        function: plan.functions[site.function].0.clone(),
         access: plan::one_line(&file.text[site.range.clone()]),
         kind: site.kind(),
         accesses: site

@@ -15,8 +15,9 @@ pub struct FilePlan {
     /// Edits that need no fence id.
     pub fixed: Vec<Edit>,
     pub sites: Vec<Site>,
-    /// Names of the device functions that `Site::function` indexes.
-    pub functions: Vec<String>,
+    /// The device functions that `Site::function` indexes: name, and whether it is compiled
+    /// for the host too.
+    pub functions: Vec<(String, bool)>,
     pub has_device_code: bool,
     pub warnings: Vec<String>,
 }
@@ -58,7 +59,7 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
         fixed,
         sites: placed.sites,
         has_device_code: !functions.is_empty(),
-        functions: functions.into_iter().map(|f| f.name).collect(),
+        functions: functions.into_iter().map(|f| (f.name, f.host)).collect(),
         warnings,
     }
 }

@@ -110,3 +110,50 @@ fn case_studies_build_and_link() {
         sh(&tree, &build);
     }
 }
+
+/// Writes the patch that keeps `kept` fences of the app in `src`, applies it to a clean copy with
+/// `patch -p1`, and builds the result with the app's build command.
+fn patch_applies_and_builds(src: &Path, kept: &[usize], build: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let app_dir = copy_tree(src, &tmp.path().join("app"));
+    let app = wmfix::config::App::load(&app_dir).unwrap();
+    let kept: wmfix::oracle::Fences = kept.iter().copied().collect();
+    let (files, _) = wmfix::patch::harden(
+        &app,
+        &tmp.path().join("out"),
+        &kept,
+        wmfix::instrument::FenceScope::Device,
+    )
+    .unwrap();
+    let diff = wmfix::patch::unified_diff(&files);
+    let patch = tmp.path().join("fences.patch");
+    std::fs::write(&patch, &diff).unwrap();
+    let clean = copy_tree(src, &tmp.path().join("clean"));
+    sh(&clean, &format!("patch -p1 < {}", patch.display()));
+    assert_eq!(
+        std::fs::read_to_string(clean.join(&files[0].rel)).unwrap(),
+        files[0].hardened
+    );
+    sh(&clean, build);
+}
+
+#[test]
+fn cbe_dot_patch_applies_and_compiles() {
+    let study = repo().join("case-studies/cbe-dot");
+    // Fence 3 (after `*c += cache[0]`): what the reduction found on the GPU; and every fence.
+    patch_applies_and_builds(&study, &[3], &build_command(&study));
+    patch_applies_and_builds(&study, &[0, 1, 2, 3], &build_command(&study));
+}
+
+#[test]
+fn hardened_constructs_compile_with_every_fence() {
+    // Every placement form (statement, comma, wrapped value, braces) in plain CUDA.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_tree(&repo().join("tests/fixtures/constructs"), tmp.path());
+    std::fs::write(dir.join("wmfix.toml"), "build = \"true\"\nrun = \"true\"\n").unwrap();
+    let flags = "-arch=sm_90 -std=c++17 -Werror all-warnings";
+    let build =
+        format!("for f in control memory templates; do nvcc {flags} -o $f $f.cu || exit 1; done");
+    // Ids past the last fence keep nothing: this keeps every fence.
+    patch_applies_and_builds(&dir, &(0..1000).collect::<Vec<_>>(), &build);
+}
