@@ -1,0 +1,116 @@
+// sdk-red-nf: sdk-red without its fence. A one-pass sum whose blocks each write a partial sum
+// to global memory and take a ticket from a global counter; the block that draws the last
+// ticket adds up all partial sums.
+// The idiom of the CUDA SDK's threadFenceReduction sample (Sorensen & Donaldson, PLDI 2016,
+// Tab. 4), written for wmfix. The writer has no __threadfence() between the store of its
+// partial sum and its ticket, so the block that draws the last ticket may read a stale partial
+// sum: a weak-memory bug. Otherwise the program is sdk-red's.
+//
+// Usage: red [blocks] [threads-per-block] [elements]. Exit status 0 when the GPU result equals
+// the CPU reference, 1 when it differs, 3 on a CUDA error, 64 on a bad command line.
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(call)                                                              \
+  do {                                                                           \
+    cudaError_t err_ = (call);                                                   \
+    if (err_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
+      exit(3);                                                                   \
+    }                                                                            \
+  } while (0)
+
+constexpr int kMaxThreads = 1024;
+
+// Returns, in every thread, the sum of x over the block's threads; blockDim.x is a power of
+// two. Every thread of the block must call it.
+__device__ unsigned block_sum(unsigned x) {
+  __shared__ unsigned cache[kMaxThreads];
+  int t = threadIdx.x;
+  cache[t] = x;
+  __syncthreads();
+  for (int i = blockDim.x / 2; i != 0; i /= 2) {
+    if (t < i) cache[t] += cache[t + i];
+    __syncthreads();
+  }
+  unsigned sum = cache[0];
+  __syncthreads();  // everyone has read cache[0] before the next call overwrites it
+  return sum;
+}
+
+// partial has gridDim.x entries; *count is 0 at launch and is 0 again when the kernel ends
+// (atomicInc wraps to 0 after handing out the last ticket). Sums are unsigned, so they wrap
+// modulo 2^32 and are exact in any order.
+__global__ void reduce(const unsigned *in, int n, unsigned *partial, unsigned *count,
+                       unsigned *total) {
+  __shared__ bool last;
+  int t = threadIdx.x;
+  int blocks = gridDim.x;
+  unsigned sum = 0;
+  for (int i = t + blockIdx.x * blockDim.x; i < n; i += blockDim.x * blocks) sum += in[i];
+  sum = block_sum(sum);
+
+  if (t == 0) {
+    partial[blockIdx.x] = sum;
+    // No fence here (sdk-red has __threadfence()): the ticket may become visible before the
+    // partial sum that the block drawing the last ticket reads.
+    unsigned ticket = atomicInc(count, blocks - 1);
+    last = ticket == unsigned(blocks - 1);
+  }
+  __syncthreads();
+
+  if (last) {
+    // Volatile loads: read the partial sums from memory, not from a cache line of this SM.
+    const volatile unsigned *p = partial;
+    sum = 0;
+    for (int i = t; i < blocks; i += blockDim.x) sum += p[i];
+    sum = block_sum(sum);
+    if (t == 0) *total = sum;
+  }
+}
+
+int main(int argc, char **argv) {
+  int blocks = argc > 1 ? atoi(argv[1]) : 256;
+  int threads = argc > 2 ? atoi(argv[2]) : 256;
+  int n = argc > 3 ? atoi(argv[3]) : 1 << 20;
+  // The grid-stride loop's index must not overflow an int: n + blocks * threads <= INT_MAX.
+  if (argc > 4 || blocks < 1 || threads < 1 || threads > kMaxThreads || (threads & (threads - 1)) ||
+      n < 1 || (long long)blocks * threads > INT_MAX - n) {
+    fprintf(stderr, "usage: red [blocks] [threads: power of two <= %d] [elements]\n", kMaxThreads);
+    return 64;
+  }
+  // Unsigned values: the sum wraps modulo 2^32 on the GPU and on the CPU alike, so it is exact
+  // in any order and the result must equal the reference exactly.
+  std::vector<unsigned> in(n);
+  unsigned expect = 0;
+  for (int i = 0; i < n; i++) {
+    in[i] = unsigned(i) * 2654435761u >> 24;  // 0..255, scrambled
+    expect += in[i];
+  }
+  unsigned *din, *dpartial, *dcount, *dtotal;
+  CHECK(cudaMalloc(&din, n * sizeof(unsigned)));
+  CHECK(cudaMalloc(&dpartial, blocks * sizeof(unsigned)));
+  CHECK(cudaMalloc(&dcount, sizeof(unsigned)));
+  CHECK(cudaMalloc(&dtotal, sizeof(unsigned)));
+  CHECK(cudaMemcpy(din, in.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(dpartial, 0, blocks * sizeof(unsigned)));
+  CHECK(cudaMemset(dcount, 0, sizeof(unsigned)));
+  CHECK(cudaMemset(dtotal, 0, sizeof(unsigned)));
+
+  reduce<<<blocks, threads>>>(din, n, dpartial, dcount, dtotal);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  unsigned got = 0;
+  CHECK(cudaMemcpy(&got, dtotal, sizeof(unsigned), cudaMemcpyDeviceToHost));
+
+  bool ok = got == expect;
+  printf("sdk-red-nf blocks=%d threads=%d n=%d gpu=%u cpu=%u %s\n", blocks, threads, n, got,
+         expect, ok ? "PASS" : "FAIL");
+  CHECK(cudaFree(din));
+  CHECK(cudaFree(dpartial));
+  CHECK(cudaFree(dcount));
+  CHECK(cudaFree(dtotal));
+  return ok ? 0 : 1;
+}
