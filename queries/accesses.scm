@@ -13,6 +13,13 @@
 ; Atomics and the explicit cache-operator loads/stores (__ldg, __ldcg, __stcg, ...).
 ((call_expression function: (identifier) @access.atomic.name) @access.atomic
   (#match? @access.atomic.name "^(atomic[A-Z]|__(ld|st)(g|cg|ca|cs|cv|lu|wb|wt)$)"))
+; The variable an atomic's address points into: `atomicAdd(&s, 1)`, `atomicAdd(&s[i], 1)`, `atomicAdd(p, 1)`.
+((call_expression function: (identifier) @access.atomic.name
+   arguments: (argument_list . [(identifier) @access.base
+                                (pointer_expression operator: "&" argument: (identifier) @access.base)
+                                (pointer_expression operator: "&"
+                                  argument: (subscript_expression argument: (identifier) @access.base))])) @access.atomic
+  (#match? @access.atomic.name "^atomic[A-Z]"))
 
 ; File-scope __device__ variables are global memory too; @global.var names them.
 (translation_unit (declaration "__device__" declarator: (_) @global.var))

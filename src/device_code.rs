@@ -154,7 +154,9 @@ pub fn accesses<'t>(
     // Base identifier of each access, where the query found one.
     let mut base: HashMap<usize, &str> = HashMap::new();
     for m in &caps.matches {
-        let acc = m.iter().find(|(c, _)| *c == "access");
+        let acc = m
+            .iter()
+            .find(|(c, _)| matches!(*c, "access" | "access.atomic"));
         let b = m.iter().find(|(c, _)| *c == "access.base");
         if let (Some((_, a)), Some((_, b))) = (acc, b) {
             base.insert(a.id(), &text[b.byte_range()]);

@@ -31,6 +31,25 @@ enum Command {
     Reduce(ReduceArgs),
     /// Apply the last reduction's patch to the application's sources (only on request).
     Apply(ApplyArgs),
+    /// Derive a chip's stress profile (critical patch size, access sequence, spread) from
+    /// MP/LB/SB litmus counts (paper 000, Sec. 3). Running the micro-benchmarks on a GPU is not
+    /// implemented yet: --analyse reads raw counts measured elsewhere and writes profile.toml,
+    /// analysis.json and SVG plots.
+    Tune(TuneArgs),
+}
+
+#[derive(clap::Args)]
+struct TuneArgs {
+    /// Raw counts (JSON) to analyse. Required for now: running the micro-benchmarks on a GPU is
+    /// not implemented yet.
+    #[arg(long, value_name = "FILE")]
+    analyse: PathBuf,
+    /// Output directory: profile.toml, analysis.json, patches.svg, spread.svg.
+    #[arg(long, short, default_value = "wmfix-out/tune")]
+    out: PathBuf,
+    /// Noise threshold for patch finding, instead of the file's.
+    #[arg(long)]
+    epsilon: Option<u64>,
 }
 
 #[derive(clap::Args)]
@@ -167,6 +186,7 @@ fn main() {
         Command::Test(args) => run_test(args),
         Command::Reduce(args) => run_reduce(args),
         Command::Apply(args) => run_apply(args),
+        Command::Tune(args) => run_tune(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
@@ -213,6 +233,20 @@ fn run_reduce(args: ReduceArgs) -> anyhow::Result<i32> {
     };
     let report = wmfix::reducing::run(&opts)?;
     print!("{}", wmfix::reducing::summary(&report));
+    Ok(exit_code::OK)
+}
+
+fn run_tune(args: TuneArgs) -> anyhow::Result<i32> {
+    let done = wmfix::tune_analysis::run(&wmfix::tune_analysis::Options {
+        raw: args.analyse,
+        out: args.out,
+        epsilon: args.epsilon,
+    })?;
+    print!("{}", done.report);
+    println!(
+        "wmfix: profile in {}; analysis and plots beside it",
+        done.written[0].display()
+    );
     Ok(exit_code::OK)
 }
 

@@ -74,6 +74,7 @@ fn shared_local_and_address_of_get_no_fence() {
         "  row[1] = regs[1];\n",
         "  *p = 2.0f;\n",
         "  total = 0;\n",
+        "  atomicAdd(&total, 1);\n",
         "  int *where = &hist[3];\n",
     ] {
         assert!(text.contains(unfenced), "expected no fence on {unfenced:?}");
