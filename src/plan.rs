@@ -55,6 +55,7 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
     fixed.extend(launches(&functions, &caps, file, &mut warnings));
     fixed.retain(|e| !inside(e.start..e.end, &errors));
     warnings.extend(macro_warnings(&functions, &caps, file));
+    warnings.extend(grid_sync_warnings(&caps, file));
     FilePlan {
         fixed,
         sites: placed.sites,
@@ -186,6 +187,26 @@ fn launches(
         ));
     }
     out
+}
+
+/// Launches and code that need every block of the grid resident at once.
+fn grid_sync_warnings(caps: &Captures, file: &SourceFile) -> Vec<String> {
+    let what = |cap| match cap {
+        "coop.launch" => "a cooperative launch",
+        _ => "grid-wide synchronisation",
+    };
+    ["coop.launch", "coop.grid"]
+        .iter()
+        .flat_map(|cap| caps.get(cap).iter().map(move |n| (cap, n)))
+        .map(|(cap, n)| {
+            format!(
+                "{}: warning: {} (`{}`): stressing blocks and remapped block ids break it; test this kernel under no-str- only",
+                file.location(n.start_byte()),
+                what(cap),
+                &file.text[n.byte_range()]
+            )
+        })
+        .collect()
 }
 
 /// Macros that hide memory accesses or CUDA qualifiers from the rewriter are reported, not

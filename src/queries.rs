@@ -22,6 +22,10 @@ const FILES: &[(&str, &str)] = &[
     ("thread_ids.scm", include_str!("../queries/thread_ids.scm")),
     ("launches.scm", include_str!("../queries/launches.scm")),
     ("macros.scm", include_str!("../queries/macros.scm")),
+    (
+        "unsupported.scm",
+        include_str!("../queries/unsupported.scm"),
+    ),
 ];
 
 /// All query files as one query, so that a file's tree is walked once, not once per concept.

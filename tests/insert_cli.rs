@@ -262,3 +262,21 @@ fn cbe_dot_has_the_papers_four_fences() {
         ]
     );
 }
+
+#[test]
+fn grid_wide_synchronisation_is_reported() {
+    let (tmp, _root) = fixture("bad");
+    let o = run(tmp.path(), &["insert", "bad/grid_sync.cu", "--out", "out"]);
+    assert!(o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad/grid_sync.cu:7:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "bad/grid_sync.cu:14:3: warning: a cooperative launch (`cudaLaunchCooperativeKernel`)"
+        ),
+        "{err}"
+    );
+}

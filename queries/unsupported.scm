@@ -1,0 +1,8 @@
+; Grid-wide synchronisation: extra stressing blocks and remapped block ids break it (paper 000,
+; Sec. 4.1 left such applications out). Reported, not rewritten.
+((call_expression function: (identifier) @coop.launch)
+  (#any-of? @coop.launch "cudaLaunchCooperativeKernel" "cudaLaunchCooperativeKernelMultiDevice" "cudaLaunchKernelEx"))
+((call_expression function: (qualified_identifier) @coop.grid)
+  (#match? @coop.grid "this_grid$"))
+((call_expression function: (identifier) @coop.grid)
+  (#eq? @coop.grid "this_grid"))
