@@ -24,7 +24,7 @@ for cs in case-studies/*/; do
   cs=${cs%/}; name=$(basename "$cs")
   [ "$name" = cbe-dot ] && continue
   step "$name: fences off" $W test "$cs" --out "/tmp/o-$name" --env no-str-,sys-str+ --runs "$RUNS"
-  step "$name: every fence on" $W test "$cs" --out "/tmp/o-$name" --env sys-str+ --runs 20 --fences all
+  step "$name: every fence on" $W test "$cs" --out "/tmp/o-$name" --env sys-str+ --runs "${FRUNS:-20}" --fences all
 done
 for name in sdk-red-nf cub-scan-nf cbe-ht tpo-tm ct-octree ls-bh-nf; do
   [ -d "case-studies/$name" ] || continue
