@@ -1,0 +1,236 @@
+//! `wmfix tune --analyse` on the raw counts of a synthetic Titan-style run
+//! (tests/fixtures/tune/titan.json, written by `tune_analysis::tests::cli_fixture_is_current`):
+//! the printed analysis, profile.toml (read back by the runtime's own parser, built with nvcc),
+//! analysis.json, the plots, and the errors for bad input.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn fixture_json() -> PathBuf {
+    repo().join("tests/fixtures/tune/titan.json")
+}
+
+fn tune(cwd: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["tune"];
+    all.extend_from_slice(args);
+    run(cwd, &all)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn analyses_a_titan_style_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let before = read(&fixture_json());
+    let o = tune(
+        tmp.path(),
+        &["--analyse", fixture_json().to_str().unwrap(), "--out", "t"],
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    for want in [
+        "critical patch size: 32 (MP 32, LB 32, SB 32)",
+        "  1 ld3 st ld      153k",
+        " 62 st",
+        "ld st2 ld      104k *",
+        "Pareto-optimal (4): st2 ld",
+        "chosen sequence: ld st2 ld (\"ld st st ld\"): more effective than each other \
+         Pareto-optimal one for two of the three tests",
+        "    2     10000     10000     10000 *",
+        "chosen spread: 2: the only Pareto-optimal one",
+        "wmfix: profile in t/profile.toml",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    assert!(!out.contains("warning"), "{out}");
+    let dir = tmp.path().join("t");
+
+    let profile: toml::Table = read(&dir.join("profile.toml")).parse().unwrap();
+    assert_eq!(profile["patch_size"].as_integer(), Some(32));
+    assert_eq!(profile["sequence"].as_str(), Some("ld st st ld"));
+    assert_eq!(profile["spread"].as_integer(), Some(2));
+    assert_eq!(profile["name"].as_str(), Some("synthetic-titan"));
+    assert_eq!(profile.len(), 5, "{profile:?}");
+
+    let a: serde_json::Value = serde_json::from_str(&read(&dir.join("analysis.json"))).unwrap();
+    assert_eq!(a["patch"]["critical"], 32);
+    assert_eq!(a["patch"]["tests"]["MP"]["size"], 32);
+    assert_eq!(a["sequence"]["chosen"], "ld st st ld");
+    assert_eq!(a["sequence"]["decided_by"], "two_of_three");
+    assert_eq!(a["sequence"]["all"].as_array().unwrap().len(), 62);
+    assert_eq!(a["spread"]["chosen"], 2);
+
+    // Fig. 3 for d = 0 and 32 (64 is beyond D = 64), Fig. 4 with the chosen spread.
+    let patches = read(&dir.join("patches.svg"));
+    assert!(patches.starts_with("<svg") && patches.ends_with("</svg>\n"));
+    assert!(patches.contains("MP, d = 0 (max "));
+    assert!(patches.contains("SB, d = 32 (max "));
+    assert!(!patches.contains("d = 64"));
+    assert!(
+        patches.matches("class=\"hot\"").count() >= 3 * 32,
+        "a hot region per test"
+    );
+    let spread = read(&dir.join("spread.svg"));
+    assert!(spread.contains("chosen: 2"));
+    assert_eq!(spread.matches("<polyline").count(), 3);
+
+    assert_eq!(read(&fixture_json()), before, "the input is only read");
+}
+
+#[test]
+fn default_output_directory_and_epsilon_override() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tune(
+        tmp.path(),
+        &[
+            "--analyse",
+            fixture_json().to_str().unwrap(),
+            "--epsilon",
+            "100000",
+        ],
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    assert!(
+        out.contains("no critical patch size: no epsilon-patch in any test"),
+        "{out}"
+    );
+    let text = read(&tmp.path().join("wmfix-out/tune/profile.toml"));
+    // The patch size falls back to the one the sequence phase was run with, and says so.
+    assert!(text.contains("\npatch_size = 32\n"), "{text}");
+    assert!(
+        text.contains("the patch size the sequence phase was run with"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_is_reported_with_the_file_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let fixture = read(&fixture_json());
+
+    // Missing file: 66.
+    let o = tune(dir, &["--analyse", "nope.json"]);
+    assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nope.json: cannot read raw counts"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Not JSON (cut off): 65, with the position.
+    std::fs::write(dir.join("cut.json"), &fixture[..fixture.len() / 2]).unwrap();
+    let o = tune(dir, &["--analyse", "cut.json"]);
+    assert_eq!(o.status.code(), Some(65));
+    let e = stderr(&o);
+    assert!(
+        e.contains("cut.json: not a raw-counts JSON file: EOF while parsing"),
+        "{e}"
+    );
+    assert!(e.contains(" line "), "{e}");
+
+    // JSON of the wrong shape: 65, naming the table.
+    let mut v: serde_json::Value = serde_json::from_str(&fixture).unwrap();
+    v["patch"]["counts"]["LB"][5].as_array_mut().unwrap().pop();
+    std::fs::write(dir.join("short.json"), v.to_string()).unwrap();
+    let o = tune(dir, &["--analyse", "short.json"]);
+    assert_eq!(o.status.code(), Some(65));
+    assert!(
+        stderr(&o).contains("short.json: patch.counts.LB[5] has 127 entries, expected 128"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A bad access sequence.
+    let bad = fixture.replace("\"sequence\": \"st ld\"", "\"sequence\": \"st lx\"");
+    std::fs::write(dir.join("seq.json"), bad).unwrap();
+    let o = tune(dir, &["--analyse", "seq.json"]);
+    assert_eq!(o.status.code(), Some(65));
+    assert!(
+        stderr(&o).contains(
+            "seq.json: not a raw-counts JSON file: access sequence \"st lx\": unknown access \"lx\""
+        ),
+        "{}",
+        stderr(&o)
+    );
+
+    // An output directory that cannot be created: 73.
+    std::fs::write(dir.join("file"), "").unwrap();
+    let o = tune(
+        dir,
+        &[
+            "--analyse",
+            fixture_json().to_str().unwrap(),
+            "--out",
+            "file/sub",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(73), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("file/sub: cannot write"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn analyse_is_required_until_the_gpu_engine_exists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tune(tmp.path(), &[]);
+    assert_eq!(o.status.code(), Some(64));
+    assert!(stderr(&o).contains("--analyse <FILE>"), "{}", stderr(&o));
+    let o = tune(tmp.path(), &["--help"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("not implemented yet"), "{}", stdout(&o));
+}
+
+/// The profile is read by runtime-cu's own parser (`wmfix::parse_profile_text`, host code built
+/// with nvcc; no GPU needed) with the values the analysis chose.
+#[test]
+fn the_runtime_reads_the_written_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tune(
+        tmp.path(),
+        &["--analyse", fixture_json().to_str().unwrap(), "--out", "t"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let main = format!(
+        r#"#include "{}/runtime-cu/wmfix.cuh"
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+int main(int argc, char** argv) {{
+  std::ifstream in(argv[1]);
+  std::stringstream text;
+  text << in.rdbuf();
+  wmfix::Profile p;
+  std::string err;
+  if (!in || !wmfix::parse_profile_text(text.str(), &p, &err)) {{
+    std::printf("error: %s\n", err.c_str());
+    return 1;
+  }}
+  std::printf("patch_size=%u sequence=%s seq_len=%u seq_bits=%x spread=%u\n", p.patch_size,
+              p.sequence.c_str(), p.seq_len, p.seq_bits, p.spread);
+  return 0;
+}}
+"#,
+        repo().display()
+    );
+    std::fs::write(tmp.path().join("read_profile.cu"), main).unwrap();
+    let o = nvcc_command(tmp.path())
+        .arg("-c")
+        .arg("nvcc -arch=sm_90 -std=c++17 -o read_profile read_profile.cu && ./read_profile t/profile.toml")
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    // ld st st ld: stores at accesses 1 and 2.
+    assert_eq!(
+        out.trim(),
+        "patch_size=32 sequence=ld st st ld seq_len=4 seq_bits=6 spread=2"
+    );
+}
