@@ -25,20 +25,51 @@ fn main() {
         ("ls-bh-like 90", 90, &[0, 31, 32, 89]),
     ];
     let strategies = [
-        Strategy { name: "paper: halves, 60-min stability", split: Split::Halves, cache: false, stability: Stability::Minutes(60.0) },
-        Strategy { name: "halves + cache + statistical", split: Split::Halves, cache: true, stability: Stability::Statistical { confidence: 0.99 } },
-        Strategy { name: "ddmin + cache + statistical", split: Split::Ddmin, cache: true, stability: Stability::Statistical { confidence: 0.99 } },
+        Strategy {
+            name: "paper: halves, 60-min stability",
+            split: Split::Halves,
+            cache: false,
+            stability: Stability::Minutes(60.0),
+        },
+        Strategy {
+            name: "halves + cache + statistical",
+            split: Split::Halves,
+            cache: true,
+            stability: Stability::Statistical { confidence: 0.99 },
+        },
+        Strategy {
+            name: "ddmin + cache + statistical",
+            split: Split::Ddmin,
+            cache: true,
+            stability: Stability::Statistical { confidence: 0.99 },
+        },
     ];
-    println!("{:<18} {:>5} {:<34} {:>7} {:>9} {:>10} {:>6}", "application", "p", "strategy", "checks", "runs", "run time", "found");
+    println!(
+        "{:<18} {:>5} {:<34} {:>7} {:>9} {:>10} {:>6}",
+        "application", "p", "strategy", "checks", "runs", "run time", "found"
+    );
     for (name, n, required) in apps {
         for p in [1.0, 0.05] {
             for s in &strategies {
                 let (mut checks, mut runs, mut seconds, mut found) = (0, 0, 0.0, 0);
                 for seed in 0..5 {
-                    let mut oracle = Simulated { required: required.iter().copied().collect(), p, run_seconds: RUN_SECONDS, seed, runs: 0 };
-                    let settings = Settings { split: s.split, iterations: 32, stability: s.stability, cache: s.cache, budget_seconds: 48.0 * 3600.0 };
+                    let mut oracle = Simulated {
+                        required: required.iter().copied().collect(),
+                        p,
+                        run_seconds: RUN_SECONDS,
+                        seed,
+                        runs: 0,
+                    };
+                    let settings = Settings {
+                        split: s.split,
+                        iterations: 32,
+                        stability: s.stability,
+                        cache: s.cache,
+                        budget_seconds: 48.0 * 3600.0,
+                    };
                     let all: Fences = (0..n).collect();
-                    let r = reduce::reduce(&mut oracle, &all, settings, &mut |_| {}).expect("reduces");
+                    let r =
+                        reduce::reduce(&mut oracle, &all, settings, &mut |_| {}).expect("reduces");
                     checks += r.checks;
                     runs += r.runs;
                     seconds += r.seconds;
