@@ -32,14 +32,17 @@ const FILES: &[(&str, &str)] = &[
 pub fn all() -> &'static Query {
     static Q: OnceLock<Query> = OnceLock::new();
     Q.get_or_init(|| {
-        // Compile each file alone first, so that an error names its file.
-        for (name, text) in FILES {
-            if let Err(e) = Query::new(&language(), text) {
-                panic!("queries/{name}: {e}");
-            }
-        }
         let joined: String = FILES.iter().map(|(_, t)| *t).collect::<Vec<_>>().join("\n");
-        Query::new(&language(), &joined).expect("the query files compile together")
+        Query::new(&language(), &joined).unwrap_or_else(|e| {
+            // Compiling is slow (hundreds of ms): only on error is each file compiled alone,
+            // so that the message names its file.
+            for (name, text) in FILES {
+                if let Err(e) = Query::new(&language(), text) {
+                    panic!("queries/{name}: {e}");
+                }
+            }
+            panic!("the query files do not compile together: {e}")
+        })
     })
 }
 
