@@ -198,12 +198,21 @@ fn parse_errors_name_file_line_and_column() {
     );
 }
 
+/// Instruments `tests/fixtures/bad/<file>` (which must succeed) and returns what it printed on stderr.
+fn warnings_of(file: &str) -> (tempfile::TempDir, String) {
+    let (tmp, _root) = fixture("bad");
+    let o = run(
+        tmp.path(),
+        &["insert", &format!("bad/{file}"), "--out", "out"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    (tmp, err)
+}
+
 #[test]
 fn macros_that_hide_code_are_reported() {
-    let (tmp, _root) = fixture("bad");
-    let o = run(tmp.path(), &["insert", "bad/macros.cu", "--out", "out"]);
-    assert!(o.status.success());
-    let err = stderr(&o);
+    let (tmp, err) = warnings_of("macros.cu");
     assert!(
         err.contains("bad/macros.cu:2:16: warning: macro `DEVICE` expands to a CUDA qualifier"),
         "{err}"
@@ -265,10 +274,7 @@ fn cbe_dot_has_the_papers_four_fences() {
 
 #[test]
 fn grid_wide_synchronisation_is_reported() {
-    let (tmp, _root) = fixture("bad");
-    let o = run(tmp.path(), &["insert", "bad/grid_sync.cu", "--out", "out"]);
-    assert!(o.status.success());
-    let err = stderr(&o);
+    let (_tmp, err) = warnings_of("grid_sync.cu");
     assert!(
         err.contains("bad/grid_sync.cu:7:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
         "{err}"
