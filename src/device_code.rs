@@ -103,12 +103,12 @@ fn local_names(
             "alias" => pending_alias = Some((scope, declared_name(node, text))),
             "alias.value" => {
                 let value = &text[node.byte_range()];
-                if let Some((s, alias)) = pending_alias.take() {
-                    if names.contains(&(s, value.to_string()))
+                let from_local = |s| {
+                    names.contains(&(s, value.to_string()))
                         || names.contains(&(None, value.to_string()))
-                    {
-                        names.insert((s, alias));
-                    }
+                };
+                if let Some((s, alias)) = pending_alias.take().filter(|(s, _)| from_local(*s)) {
+                    names.insert((s, alias));
                 }
             }
             _ => {
@@ -180,10 +180,8 @@ pub fn accesses<'t>(
         let Some(function) = enclosing(functions, node) else {
             return;
         };
-        if let Some(b) = base.get(&node.id()) {
-            if is_local(function, b) {
-                return;
-            }
+        if base.get(&node.id()).is_some_and(|b| is_local(function, b)) {
+            return;
         }
         let kind = if kind == AccessKind::Load && is_store(node, &stores) {
             AccessKind::Store

@@ -83,6 +83,9 @@ pub enum ReduceError {
     UnstableWithAllFences { errors: usize, runs: usize },
 }
 
+/// The unfenced program's (errors, runs), and the rate assumed for a missing needed fence.
+type Calibration = (Option<(usize, usize)>, Option<f64>);
+
 struct Reducer<'a> {
     oracle: &'a mut dyn Oracle,
     settings: Settings,
@@ -202,7 +205,7 @@ impl Reducer<'_> {
     }
 
     /// The unfenced error rate, sampled until 20 errors or 10 checks' worth of runs.
-    fn calibrate(&mut self, i: usize) -> Result<(Option<(usize, usize)>, Option<f64>)> {
+    fn calibrate(&mut self, i: usize) -> Result<Calibration> {
         self.phase = Phase::Calibrate;
         let req = Request {
             max_runs: Some((10 * i).max(100)),
