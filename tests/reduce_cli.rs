@@ -241,3 +241,40 @@ fn the_patch_applies_and_apply_writes_it() {
         .unwrap();
     assert_eq!(o.status.code(), Some(65));
 }
+
+#[test]
+fn ctrl_c_leaves_a_resumable_reduction() {
+    let (tmp, dir) = standin(33);
+    let child = reduce_cmd(&dir, "out", "17", 5, &["--jobs", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let jpath = tmp.path().join("out/reduce/journal.jsonl");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&jpath).map_or(0, |t| t.lines().count()) < 6 {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the reduction did not progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: sends SIGINT to the wmfix process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let kept_checks = journal(&dir, "out").len();
+    assert!(kept_checks >= 5);
+    let o = reduce_cmd(&dir, "out", "17", 5, &["--resume", "--jobs", "1"])
+        .output()
+        .unwrap();
+    ok(&o);
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [17]);
+    assert_eq!(r["replayed_checks"].as_u64().unwrap() as usize, kept_checks);
+}
