@@ -168,7 +168,8 @@ fn kill_minus_9_then_resume_gives_the_same_result_without_repeating_checks() {
     let r = report(&dir, "killed");
     assert_eq!(kept(&r), [5, 40]);
     assert_eq!(r["replayed_checks"].as_u64().unwrap() as usize, done_before);
-    // Only the checks after the kill ran again (plus the baseline run).
+    // Only the checks after the kill ran again; besides them, the baseline run, and the run
+    // that was in flight at the kill, whose orphaned process may log after we counted.
     let straight_runs: u64 = straight
         .iter()
         .map(|e| e["tally"]["runs"].as_u64().unwrap())
@@ -179,7 +180,7 @@ fn kill_minus_9_then_resume_gives_the_same_result_without_repeating_checks() {
         .sum();
     let runs_after = std::fs::read_to_string(&count).unwrap().lines().count() - runs_before;
     assert!(
-        runs_after as u64 <= straight_runs - done_runs + 1,
+        runs_after as u64 <= straight_runs - done_runs + 2,
         "{runs_after} runs after resuming; {} were left",
         straight_runs - done_runs
     );
