@@ -5,7 +5,7 @@
 
 use crate::fence_set::FenceSet;
 use crate::oracle::{Fences, Oracle, Request, Tally};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io::Write;
@@ -40,8 +40,12 @@ impl<'a> Journaled<'a> {
     ) -> Result<Journaled<'a>> {
         let mut replay = VecDeque::new();
         if resume {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("nothing to resume: {}", path.display()))?;
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                crate::exit_code::fail(
+                    crate::exit_code::NO_INPUT,
+                    format!("nothing to resume: {}: {e}", path.display()),
+                )
+            })?;
             let mut lines = text.lines();
             if lines.next() != Some(header) {
                 anyhow::bail!(crate::exit_code::Exit {

@@ -195,6 +195,11 @@ fn resume_refuses_other_settings() {
         .unwrap();
     assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
     assert!(stderr(&o).contains("other settings"));
+    let o = reduce_cmd(&dir, "elsewhere", "3", 100, &["--resume"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing to resume"));
 }
 
 #[test]
