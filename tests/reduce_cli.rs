@@ -265,15 +265,7 @@ fn ctrl_c_leaves_a_resumable_reduction() {
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    // SAFETY: sends SIGINT to the wmfix process this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    interrupt(child);
     let kept_checks = journal(&dir, "out").len();
     assert!(kept_checks >= 5);
     let o = reduce_cmd(&dir, "out", "17", 5, &["--resume", "--jobs", "1"])

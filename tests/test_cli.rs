@@ -31,21 +31,6 @@ fn records(out: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn alive(pid: i32) -> bool {
-    let t0 = std::time::Instant::now();
-    loop {
-        let running = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| !r.trim_start().starts_with('Z'))
-        });
-        if !running || t0.elapsed().as_secs() >= 2 {
-            return running;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn errors_are_counted_exactly_and_recorded() {
     let (tmp, dir) = standin();
@@ -269,15 +254,7 @@ fn ctrl_c_stops_runs_kills_children_and_keeps_results() {
         assert!(t0.elapsed().as_secs() < 20, "the stand-in never started");
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    // SAFETY: sends SIGINT to the wmfix process we started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    interrupt(child);
     assert!(!alive(pid), "the run's grandchild outlived ctrl-c");
     let summary: Value = serde_json::from_str(
         &std::fs::read_to_string(tmp.path().join("out/test/summary.json")).unwrap(),

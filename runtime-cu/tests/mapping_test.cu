@@ -33,14 +33,7 @@
 #include <string>
 #include <vector>
 
-#define CUDA_CHECK(call)                                                                       \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #call); \
-      std::exit(2);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "cuda_check.cuh"
 
 struct Rec {
   unsigned pblock, plin, lane;  // physical block (linear), physical thread (linear), %laneid

@@ -19,14 +19,7 @@
 #include <string>
 #include <vector>
 
-#define CUDA_CHECK(call)                                                                       \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #call); \
-      std::exit(2);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "cuda_check.cuh"
 
 // ---- 1. grid-stride axpy: ids read in the loop ---------------------------------------------------
 __global__ void axpy_base(const float* x, float* y, float a, size_t n) {

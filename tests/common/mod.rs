@@ -111,3 +111,34 @@ pub fn nvcc_command(cwd: &Path) -> Command {
     c.env("LIBRARY_PATH", format!("{}:{lp}", lib.display()));
     c
 }
+
+/// Whether process `pid` still runs, waiting up to 2 s for it to go: a killed process may stay
+/// a zombie for a moment until it is reaped.
+pub fn alive(pid: i32) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        let running = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        });
+        if !running || t0.elapsed().as_secs() >= 2 {
+            return running;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Sends ctrl-c to a wmfix started by the test and checks it exits 130, as documented.
+pub fn interrupt(child: std::process::Child) -> Output {
+    // SAFETY: kill(2) sends SIGINT to a process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
