@@ -14,6 +14,9 @@ pub struct Batch<'a> {
     /// The built program to run.
     pub tree: &'a Path,
     pub jobs: usize,
+    /// GPUs to spread the workers over (worker w sees `gpus[w % len]` as its only device,
+    /// through CUDA_VISIBLE_DEVICES); empty: runs inherit the device selection.
+    pub gpus: &'a [String],
     /// Logs of erring runs are kept here as `run-<id>.log`; workers' scratch logs live here too.
     pub logs: &'a Path,
 }
@@ -64,6 +67,7 @@ pub fn run(
             let (next, stop) = (&next, &stop);
             scope.spawn(move || {
                 let scratch = batch.logs.join(format!("worker-{w}.log"));
+                let gpu = (!batch.gpus.is_empty()).then(|| batch.gpus[w % batch.gpus.len()].as_str());
                 loop {
                     if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
                         break;
@@ -72,7 +76,7 @@ pub fn run(
                     if !budget.allows(i) {
                         break;
                     }
-                    let result = run_one(batch, first_id + i, &spec(i), &scratch);
+                    let result = run_one(batch, first_id + i, &spec(i), gpu, &scratch);
                     match result {
                         Ok(None) => break,
                         Ok(Some(rec)) => {
@@ -115,9 +119,10 @@ fn run_one(
     batch: &Batch,
     id: usize,
     spec: &TrialSpec,
+    gpu: Option<&str>,
     scratch: &Path,
 ) -> std::io::Result<Option<RunRecord>> {
-    let Some(mut rec) = trial::run_trial(batch.app, batch.tree, id, spec, scratch)? else {
+    let Some(mut rec) = trial::run_trial(batch.app, batch.tree, id, spec, gpu, scratch)? else {
         return Ok(None);
     };
     if rec.outcome.is_error() {
@@ -126,6 +131,26 @@ fn run_one(
         rec.log = Some(PathBuf::from("logs").join(name));
     }
     Ok(Some(rec))
+}
+
+/// `--gpus`: `all` (every device the driver sees) or a comma-separated list of device ordinals
+/// or UUIDs, as CUDA_VISIBLE_DEVICES takes them.
+pub fn parse_gpus(spec: &str) -> Result<Vec<String>> {
+    use crate::exit_code::{self, fail};
+    if spec == "all" {
+        // SAFETY: only probes for the library.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(fail(exit_code::UNAVAILABLE, "--gpus all: no CUDA driver on this machine"));
+        }
+        let n = cudarc::driver::CudaContext::device_count()
+            .map_err(|e| fail(exit_code::UNAVAILABLE, format!("--gpus all: {e}")))?;
+        return Ok((0..n).map(|i| i.to_string()).collect());
+    }
+    let gpus: Vec<String> = spec.split(',').map(|g| g.trim().to_string()).collect();
+    if gpus.iter().any(|g| g.is_empty() || g.contains(char::is_whitespace)) {
+        return Err(fail(exit_code::USAGE, format!("--gpus: bad list {spec:?}")));
+    }
+    Ok(gpus)
 }
 
 /// Seed of run `i` in a sequence: distinct, well-mixed streams from one base seed (splitmix64).

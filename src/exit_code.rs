@@ -16,6 +16,8 @@ pub const USAGE: i32 = 64;
 pub const BAD_INPUT: i32 = 65;
 /// An input path does not exist.
 pub const NO_INPUT: i32 = 66;
+/// No GPU or CUDA driver where a command needs one (`litmus`, `tune`).
+pub const UNAVAILABLE: i32 = 69;
 /// A bug in wmfix.
 pub const INTERNAL: i32 = 70;
 /// The output directory could not be written.

@@ -32,24 +32,113 @@ enum Command {
     /// Apply the last reduction's patch to the application's sources (only on request).
     Apply(ApplyArgs),
     /// Derive a chip's stress profile (critical patch size, access sequence, spread) from
-    /// MP/LB/SB litmus counts (paper 000, Sec. 3). Running the micro-benchmarks on a GPU is not
-    /// implemented yet: --analyse reads raw counts measured elsewhere and writes profile.toml,
-    /// analysis.json and SVG plots.
+    /// MP/LB/SB litmus micro-benchmarks on the GPU (paper 000, Sec. 3): writes raw.json,
+    /// profile.toml, <gpu>.toml, analysis.json and SVG plots. --analyse re-runs the analysis
+    /// on saved raw counts, without a GPU.
     Tune(TuneArgs),
+    /// Run one litmus test (MP, LB or SB) on the GPU and print its outcome histogram, weak
+    /// behaviours and instances per second.
+    Litmus(LitmusArgs),
+}
+
+#[derive(clap::Args)]
+struct EngineArgs {
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Test instances per launch (a power of two, at least 256).
+    #[arg(long, default_value_t = 1 << 16)]
+    instances: u32,
+    /// Words between neighbouring instances' first locations (at least the largest distance + 1).
+    #[arg(long, default_value_t = 256)]
+    stride: u32,
+    /// Stressing blocks per launch, drawn uniformly from MIN..=MAX.
+    #[arg(long, value_name = "MIN..MAX", default_value = "64..512")]
+    stress_blocks: String,
+    /// Bound on a stressing thread's loop (it stops earlier once the test is done).
+    #[arg(long, default_value_t = 1 << 14)]
+    stress_iters: u32,
+    /// The thread-synchronisation incantation: an instance's threads meet before the test.
+    #[arg(long)]
+    sync: bool,
+    /// Seed of the per-launch random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl EngineArgs {
+    fn settings(&self) -> anyhow::Result<wmfix::litmus::Settings> {
+        let bad = || usage(format!("--stress-blocks wants MIN..MAX, not {:?}", self.stress_blocks));
+        let (lo, hi) = self.stress_blocks.split_once("..").ok_or_else(bad)?;
+        Ok(wmfix::litmus::Settings {
+            instances: self.instances,
+            stride: self.stride,
+            stress_blocks: (lo.parse().map_err(|_| bad())?, hi.parse().map_err(|_| bad())?),
+            max_iters: self.stress_iters,
+            sync: self.sync,
+            seed: self.seed,
+        })
+    }
+}
+
+#[derive(clap::Args)]
+struct LitmusArgs {
+    /// mp, lb or sb.
+    test: String,
+    /// Words between the two locations; with --distances, the first of a range.
+    #[arg(long, default_value_t = 64)]
+    distance: u32,
+    /// How many consecutive distances, starting at --distance, each instance getting one.
+    #[arg(long, default_value_t = 1)]
+    distances: u32,
+    /// Stress: `default` (the built-in Hopper profile), `none`, or a profile TOML file.
+    #[arg(long, default_value = "default")]
+    stress: String,
+    /// Launches, each of --instances test instances.
+    #[arg(long, default_value_t = 100)]
+    iterations: u64,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Where the compiled kernels are cached.
+    #[arg(long, default_value = "wmfix-out/cache")]
+    cache: PathBuf,
 }
 
 #[derive(clap::Args)]
 struct TuneArgs {
-    /// Raw counts (JSON) to analyse. Required for now: running the micro-benchmarks on a GPU is
-    /// not implemented yet.
+    /// Analyse these raw counts (JSON) instead of measuring: no GPU needed.
     #[arg(long, value_name = "FILE")]
-    analyse: PathBuf,
-    /// Output directory: profile.toml, analysis.json, patches.svg, spread.svg.
+    analyse: Option<PathBuf>,
+    /// Output directory: raw.json, profile.toml, <gpu>.toml, analysis.json, patches.svg,
+    /// spread.svg.
     #[arg(long, short, default_value = "wmfix-out/tune")]
     out: PathBuf,
-    /// Noise threshold for patch finding, instead of the file's.
+    /// Noise threshold for patch finding (with --analyse: instead of the file's).
     #[arg(long)]
     epsilon: Option<u64>,
+    /// Smaller sizes (D = L = 128, N = 3, M = 16), to try the machinery.
+    #[arg(long)]
+    quick: bool,
+    /// D: distances 0 <= d < D (paper: 256).
+    #[arg(long)]
+    distances: Option<usize>,
+    /// L: stressed locations 0 <= l < L (paper: 256).
+    #[arg(long)]
+    locations: Option<usize>,
+    /// C: executions of each configuration, rounded up to whole launches (paper: 1000).
+    #[arg(long)]
+    executions: Option<u64>,
+    /// N: longest access sequence (paper: 5).
+    #[arg(long)]
+    max_sequence: Option<usize>,
+    /// M: largest spread (paper: 64).
+    #[arg(long)]
+    max_spread: Option<usize>,
+    /// Skip patch finding and use this critical patch size.
+    #[arg(long)]
+    patch_size: Option<usize>,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(clap::Args)]
@@ -82,6 +171,10 @@ struct ReduceArgs {
     /// one job, 20,537 with four, 19,608 with eight) with the same error rate.
     #[arg(long, short, default_value_t = 4)]
     jobs: usize,
+    /// Spread the runs over these GPUs (`all`, or ordinals like `0,1`): worker w runs with
+    /// CUDA_VISIBLE_DEVICES set to the (w mod n)-th. Raise --jobs with the number of GPUs.
+    #[arg(long)]
+    gpus: Option<String>,
     /// Base seed of the runs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -134,6 +227,10 @@ struct TestArgs {
     /// one job, 20,537 with four, 19,608 with eight) with the same error rate.
     #[arg(long, short, default_value_t = 4)]
     jobs: usize,
+    /// Spread the runs over these GPUs (`all`, or ordinals like `0,1`): worker w runs with
+    /// CUDA_VISIBLE_DEVICES set to the (w mod n)-th. Raise --jobs with the number of GPUs.
+    #[arg(long)]
+    gpus: Option<String>,
     /// Fences enabled in the instrumented program: `none` (the program as written), `all`, or
     /// ids like `0,3,7-9`.
     #[arg(long, default_value = "none")]
@@ -187,6 +284,7 @@ fn main() {
         Command::Reduce(args) => run_reduce(args),
         Command::Apply(args) => run_apply(args),
         Command::Tune(args) => run_tune(args),
+        Command::Litmus(args) => run_litmus(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
@@ -227,6 +325,10 @@ fn run_reduce(args: ReduceArgs) -> anyhow::Result<i32> {
         dir: args.app.dir,
         out: args.app.out,
         jobs: args.jobs.max(1),
+        gpus: match &args.gpus {
+            Some(g) => wmfix::batch::parse_gpus(g)?,
+            None => vec![],
+        },
         seed: args.seed,
         resume: args.resume,
         scope: args.app.fence,
@@ -237,16 +339,87 @@ fn run_reduce(args: ReduceArgs) -> anyhow::Result<i32> {
 }
 
 fn run_tune(args: TuneArgs) -> anyhow::Result<i32> {
-    let done = wmfix::tune_analysis::run(&wmfix::tune_analysis::Options {
-        raw: args.analyse,
-        out: args.out,
-        epsilon: args.epsilon,
-    })?;
-    print!("{}", done.report);
+    let done = match args.analyse {
+        Some(raw) => wmfix::tune_analysis::run(&wmfix::tune_analysis::Options {
+            raw,
+            out: args.out,
+            epsilon: args.epsilon,
+        })?,
+        None => {
+            let mut sizes = if args.quick {
+                wmfix::tuning::Sizes::quick()
+            } else {
+                wmfix::tuning::Sizes::paper()
+            };
+            sizes.distances = args.distances.unwrap_or(sizes.distances);
+            sizes.locations = args.locations.unwrap_or(sizes.locations);
+            sizes.executions = args.executions.unwrap_or(sizes.executions);
+            sizes.max_sequence_length = args.max_sequence.unwrap_or(sizes.max_sequence_length);
+            sizes.max_spread = args.max_spread.unwrap_or(sizes.max_spread);
+            sizes.epsilon = args.epsilon.unwrap_or(sizes.epsilon);
+            let tuned = wmfix::tuning::run(&wmfix::tuning::Options {
+                out: args.out,
+                device: args.engine.device,
+                sizes,
+                settings: args.engine.settings()?,
+                patch_size: args.patch_size,
+                command: std::env::args().collect::<Vec<_>>().join(" "),
+            })?;
+            print!("{}", tuned.analysis.report);
+            print!("{}", wmfix::tuning::summary(&tuned));
+            tuned.analysis
+        }
+    };
     println!(
         "wmfix: profile in {}; analysis and plots beside it",
         done.written[0].display()
     );
+    Ok(exit_code::OK)
+}
+
+fn run_litmus(args: LitmusArgs) -> anyhow::Result<i32> {
+    use wmfix::litmus::{self, Job, Locations, ProfileStress};
+    use wmfix::tune_analysis::{Sequence, Test};
+    let test = match args.test.to_ascii_lowercase().as_str() {
+        "mp" => Test::Mp,
+        "lb" => Test::Lb,
+        "sb" => Test::Sb,
+        other => return Err(usage(format!("unknown test {other:?}: mp, lb or sb"))),
+    };
+    let (sequence, locations) = match args.stress.as_str() {
+        "none" => (Sequence::parse("ld").expect("valid"), Locations::None),
+        spec => {
+            let (text, origin) = if spec == "default" {
+                (litmus::DEFAULT_PROFILE.to_string(), "built-in profile".to_string())
+            } else {
+                let text = std::fs::read_to_string(spec).map_err(|e| {
+                    exit_code::fail(exit_code::NO_INPUT, format!("{spec}: {e}"))
+                })?;
+                (text, spec.to_string())
+            };
+            let p = ProfileStress::parse(&text, &origin)?;
+            (p.sequence()?, p.locations())
+        }
+    };
+    let settings = args.engine.settings()?;
+    let per_launch = settings.instances as u64;
+    let ctx = litmus::open(args.engine.device)?;
+    let gpu = litmus::device_info(&ctx)?;
+    let cubin = litmus::compile(&args.cache, gpu.arch)?;
+    let mut engine = litmus::Engine::new(ctx, &cubin, settings)?;
+    let job = Job {
+        test,
+        d0: args.distance,
+        ndist: args.distances.max(1),
+        executions: args.iterations * per_launch / args.distances.max(1) as u64,
+        sequence,
+        locations,
+    };
+    // One launch first, untimed: module loading and first-touch costs stay out of the rate.
+    engine.run(&Job { executions: 1, ..job.clone() })?;
+    let counts = engine.run(&job)?;
+    println!("GPU: {} (sm_{}), driver {}", gpu.name, gpu.arch, gpu.driver);
+    print!("{}", litmus::report(test, &job, &counts));
     Ok(exit_code::OK)
 }
 
@@ -337,6 +510,10 @@ fn run_test(args: TestArgs) -> anyhow::Result<i32> {
         minutes: args.minutes,
         seed: args.seed,
         jobs: args.jobs.max(1),
+        gpus: match &args.gpus {
+            Some(g) => wmfix::batch::parse_gpus(g)?,
+            None => vec![],
+        },
         fences,
         scope: args.app.fence,
     };

@@ -65,6 +65,7 @@ pub struct Program<'a> {
     pub logs: PathBuf,
     pub env: TestEnv,
     pub jobs: usize,
+    pub gpus: Vec<String>,
     pub seed: u64,
 }
 
@@ -80,6 +81,7 @@ impl Oracle for Program<'_> {
             app: self.app,
             tree: &self.tree,
             jobs: self.jobs,
+            gpus: &self.gpus,
             logs: &self.logs,
         };
         let seconds = request

@@ -22,6 +22,7 @@ pub struct Options {
     pub env: TestEnv,
     pub settings: Settings,
     pub jobs: usize,
+    pub gpus: Vec<String>,
     pub seed: u64,
     pub resume: bool,
     pub scope: FenceScope,
@@ -83,6 +84,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         logs: dir.join("logs"),
         env: opts.env,
         jobs: opts.jobs,
+        gpus: opts.gpus.clone(),
         seed: opts.seed,
     };
     let mut journal = Journaled::open(

@@ -25,6 +25,8 @@ pub struct Options {
     pub minutes: Option<f64>,
     pub seed: u64,
     pub jobs: usize,
+    /// GPUs to spread the runs over (see `batch::Batch::gpus`).
+    pub gpus: Vec<String>,
     pub fences: FenceSet,
     pub scope: FenceScope,
 }
@@ -95,6 +97,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         app: &app,
         tree: &built.instrumented,
         jobs: opts.jobs,
+        gpus: &opts.gpus,
         logs: &logs,
     };
     let mut summary = Summary {
@@ -268,9 +271,11 @@ pub fn replay(
     let app = App::load(dir)?;
     let built = builder::build(&app, out, scope)?;
     let log = test_dir(out).join(format!("replay-{id}.log"));
-    let Some((outcome, _, _)) =
-        trial::run_once(&app, &built.instrumented, &rec.spec.env_vars(), &log)?
-    else {
+    let mut env = rec.spec.env_vars();
+    if let Some(g) = &rec.gpu {
+        env.push(("CUDA_VISIBLE_DEVICES".to_string(), g.clone()));
+    }
+    let Some((outcome, _, _)) = trial::run_once(&app, &built.instrumented, &env, &log)? else {
         return Err(fail(exit_code::INTERRUPTED, "interrupted"));
     };
     Ok((

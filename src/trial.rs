@@ -62,6 +62,9 @@ pub struct RunRecord {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub duration_s: f64,
+    /// The GPU it ran on (CUDA_VISIBLE_DEVICES), when runs were spread over several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     /// The run's output, kept for runs that erred (relative to the test directory).
     pub log: Option<PathBuf>,
 }
@@ -139,9 +142,14 @@ pub fn run_trial(
     tree: &Path,
     id: usize,
     spec: &TrialSpec,
+    gpu: Option<&str>,
     log: &Path,
 ) -> std::io::Result<Option<RunRecord>> {
-    let Some((outcome, exit, duration)) = run_once(app, tree, &spec.env_vars(), log)? else {
+    let mut env = spec.env_vars();
+    if let Some(g) = gpu {
+        env.push(("CUDA_VISIBLE_DEVICES".to_string(), g.to_string()));
+    }
+    let Some((outcome, exit, duration)) = run_once(app, tree, &env, log)? else {
         return Ok(None);
     };
     let (exit_code, signal) = match exit {
@@ -156,6 +164,7 @@ pub fn run_trial(
         exit_code,
         signal,
         duration_s: duration.as_secs_f64(),
+        gpu: gpu.map(str::to_string),
         log: None,
     }))
 }

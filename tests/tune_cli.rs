@@ -234,3 +234,19 @@ int main(int argc, char** argv) {{
         "patch_size=32 sequence=ld st st ld seq_len=4 seq_bits=6 spread=2"
     );
 }
+
+#[test]
+fn litmus_and_tune_without_a_gpu_exit_69_with_a_clear_message() {
+    if std::path::Path::new("/proc/driver/nvidia/version").exists() {
+        return; // a GPU machine: the commands would run
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [&["litmus", "mp"][..], &["tune", "--quick", "--out", "t"][..]] {
+        let o = run(tmp.path(), args);
+        assert_eq!(o.status.code(), Some(69), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("needs a GPU"), "{}", stderr(&o));
+    }
+    let o = run(tmp.path(), &["litmus", "xy"]);
+    assert_eq!(o.status.code(), Some(64));
+    assert!(stderr(&o).contains("unknown test \"xy\""), "{}", stderr(&o));
+}

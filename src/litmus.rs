@@ -1,0 +1,676 @@
+//! The litmus engine: MP, LB and SB test instances run by the thousand per launch on the GPU,
+//! with stressing blocks in the same launch, outcomes counted on the GPU (paper 000, Sec. 3).
+//!
+//! The kernels are `runtime-cu/litmus/litmus.cu`, embedded in the binary, compiled at run time
+//! with nvcc to a cubin for the device's architecture (cached beside the output) and launched
+//! through the driver API (cudarc, which loads libcuda at run time: wmfix builds and runs
+//! without CUDA, and only these commands need a GPU).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    LaunchConfig, PushKernelArg,
+};
+
+use crate::exit_code::{self, fail};
+use crate::tune_analysis::{Access, Sequence, Test};
+
+/// The kernels' source.
+pub const SOURCE: &str = include_str!("../runtime-cu/litmus/litmus.cu");
+/// Threads per block, `LITMUS_BLOCK` in the source.
+pub const BLOCK: u32 = 256;
+
+/// Mirrors `LitmusArgs` in litmus.cu (the source asserts the same size).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Args {
+    mem: u64,
+    results: u64,
+    barrier: u64,
+    scratch: u64,
+    locs: u64,
+    done: u64,
+    hist: u64,
+    test: u32,
+    instances: u32,
+    stride: u32,
+    d0: u32,
+    ndist: u32,
+    test_blocks: u32,
+    stress_blocks: u32,
+    nlocs: u32,
+    max_iters: u32,
+    sync: u32,
+    mul0: u32,
+    add0: u32,
+    mul1: u32,
+    add1: u32,
+    rot: u32,
+    pad: u32,
+}
+const _: () = assert!(std::mem::size_of::<Args>() == 120);
+// SAFETY: plain old data laid out as the kernel's parameter struct.
+unsafe impl DeviceRepr for Args {}
+
+/// Each field of the kernels' parameter struct with its byte offset, for the test that
+/// checks this side against the CUDA compiler's `offsetof`.
+pub fn layout() -> Vec<(&'static str, usize)> {
+    macro_rules! fields {
+        ($($f:ident),*) => { vec![$((stringify!($f), std::mem::offset_of!(Args, $f))),*] };
+    }
+    fields!(
+        mem, results, barrier, scratch, locs, done, hist, test, instances, stride, d0, ndist,
+        test_blocks, stress_blocks, nlocs, max_iters, sync, mul0, add0, mul1, add1, rot, pad
+    )
+}
+
+/// How launches are shaped; the same for every job of an engine.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Test instances per launch: a power of two, at least `BLOCK`.
+    pub instances: u32,
+    /// Words between the first locations of neighbouring instances (at least the largest
+    /// distance plus one).
+    pub stride: u32,
+    /// Stressing blocks per launch, drawn uniformly from this range (inclusive).
+    pub stress_blocks: (u32, u32),
+    /// Bound on a stressing thread's loop iterations (it stops earlier once the test blocks
+    /// are done).
+    pub max_iters: u32,
+    /// The thread-synchronisation incantation (paper 001, Sec. 4.3.4): an instance's two
+    /// threads meet at a bounded spin barrier before the test.
+    pub sync: bool,
+    pub seed: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            instances: 1 << 16,
+            stride: 256,
+            stress_blocks: (64, 512),
+            max_iters: 1 << 14,
+            sync: false,
+            seed: 1,
+        }
+    }
+}
+
+/// Which scratchpad locations the stressing threads hammer.
+#[derive(Clone, Debug)]
+pub enum Locations {
+    /// No stressing blocks.
+    None,
+    /// The same locations in every launch (threads spread evenly over them).
+    Fixed(Vec<u32>),
+    /// `count` of `from`, a fresh random subset per launch (spread finding).
+    Random { from: Vec<u32>, count: usize },
+}
+
+/// One configuration: a test over the distances `d0 .. d0 + ndist`, `executions` instances of
+/// each, under one stress.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub test: Test,
+    pub d0: u32,
+    pub ndist: u32,
+    pub executions: u64,
+    pub sequence: Sequence,
+    pub locations: Locations,
+}
+
+/// What a job observed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counts {
+    /// Per distance, the outcomes `[r0 r1 = 00, 01, 10, 11]`.
+    pub outcomes: Vec<[u64; 4]>,
+    /// Instances with a result missing (should be 0; counted, never taken as an outcome).
+    pub missing: u64,
+    pub instances: u64,
+    pub launches: u64,
+    pub seconds: f64,
+}
+
+impl Counts {
+    /// Weak behaviours per distance.
+    pub fn weak(&self, test: Test) -> Vec<u64> {
+        let i = weak_outcome(test);
+        self.outcomes.iter().map(|o| o[i]).collect()
+    }
+}
+
+/// The outcome index (`r0 * 2 + r1`) that only a weak memory model allows: MP reads y = 1 then
+/// x = 0; LB reads 1 and 1; SB reads 0 and 0.
+pub fn weak_outcome(test: Test) -> usize {
+    match test {
+        Test::Mp => 2,
+        Test::Lb => 3,
+        Test::Sb => 0,
+    }
+}
+
+/// The kernel name for a stressing sequence: `litmus_<code>`, code = 1 << len | store bits.
+pub fn kernel_name(seq: &Sequence) -> String {
+    let mut code = 1u32 << seq.len();
+    for (k, a) in seq.accesses().iter().enumerate() {
+        if *a == Access::St {
+            code |= 1 << k;
+        }
+    }
+    format!("litmus_{code}")
+}
+
+/// Compiles the kernels for `sm_<arch>` into `cache` (once per source and architecture) and
+/// returns the cubin's path.
+pub fn compile(cache: &Path, arch: u32) -> Result<PathBuf> {
+    let digest = crate::digest::Fnv::of(SOURCE.as_bytes());
+    let cubin = cache.join(format!("litmus-{digest}-sm_{arch}.cubin"));
+    if cubin.is_file() {
+        return Ok(cubin);
+    }
+    std::fs::create_dir_all(cache)
+        .with_context(|| format!("{}: cannot create", cache.display()))?;
+    let src = cache.join("litmus.cu");
+    std::fs::write(&src, SOURCE).with_context(|| format!("{}: cannot write", src.display()))?;
+    let tmp = cubin.with_extension("tmp");
+    let out = std::process::Command::new("nvcc")
+        .envs(crate::toolchain::build_env())
+        .args(["-cubin", "-O3", &format!("-arch=sm_{arch}"), "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .output()
+        .map_err(|e| fail(exit_code::BUILD_FAILED, format!("cannot run nvcc: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(
+            exit_code::BUILD_FAILED,
+            format!(
+                "nvcc failed on {}:\n{}",
+                src.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        ));
+    }
+    std::fs::rename(&tmp, &cubin)?;
+    Ok(cubin)
+}
+
+/// The GPU side: a context, the module, and buffers sized for the largest job so far.
+pub struct Engine {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    kernels: std::collections::HashMap<String, CudaFunction>,
+    eval: CudaFunction,
+    settings: Settings,
+    bufs: Buffers,
+    rng: u64,
+}
+
+struct Buffers {
+    mem: CudaSlice<u32>,
+    results: CudaSlice<u32>,
+    barrier: CudaSlice<u32>,
+    done: CudaSlice<u32>,
+    scratch: CudaSlice<u32>,
+    locs: CudaSlice<u32>,
+    hist: CudaSlice<u64>,
+    /// What `locs` holds, to skip copying the same locations before every launch.
+    last_locs: Vec<u32>,
+}
+
+/// The device's name, driver version and compute capability, for records.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub driver: String,
+    pub arch: u32,
+    pub multiprocessors: u32,
+}
+
+/// Opens device `ordinal`; a machine without a driver or GPU gets exit code 69.
+pub fn open(ordinal: usize) -> Result<Arc<CudaContext>> {
+    // cudarc panics when libcuda is missing; ask first.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(fail(
+            exit_code::UNAVAILABLE,
+            "no CUDA driver (libcuda) on this machine: this command needs a GPU",
+        ));
+    }
+    CudaContext::new(ordinal).map_err(|e| {
+        fail(
+            exit_code::UNAVAILABLE,
+            format!("no CUDA device {ordinal}: {e}"),
+        )
+    })
+}
+
+pub fn device_info(ctx: &Arc<CudaContext>) -> Result<DeviceInfo> {
+    let (major, minor) = ctx.compute_capability()?;
+    let sms = ctx.attribute(
+        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
+    let mut cuda = 0;
+    // SAFETY: writes one int; the driver is loaded (the context exists).
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut cuda) };
+    let driver = match kernel_driver_version() {
+        Some(v) => format!("{v} (CUDA {}.{})", cuda / 1000, (cuda % 1000) / 10),
+        None => format!("CUDA {}.{}", cuda / 1000, (cuda % 1000) / 10),
+    };
+    Ok(DeviceInfo {
+        name: ctx.name()?,
+        driver,
+        arch: (major * 10 + minor) as u32,
+        multiprocessors: sms as u32,
+    })
+}
+
+/// The NVIDIA kernel module's version (`580.159.04`), as nvidia-smi reports it.
+fn kernel_driver_version() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
+    let line = text.lines().next()?;
+    let at = line.find("Kernel Module")?;
+    line[at..].split_whitespace().nth(2).map(str::to_string)
+}
+
+impl Engine {
+    pub fn new(ctx: Arc<CudaContext>, cubin: &Path, settings: Settings) -> Result<Engine> {
+        check_settings(&settings)?;
+        let stream = ctx.default_stream();
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_file(cubin))?;
+        let eval = module.load_function("litmus_eval")?;
+        let bufs = Buffers::new(&stream, &settings, 1, 1, 1)?;
+        let rng = settings.seed;
+        Ok(Engine {
+            ctx,
+            stream,
+            module,
+            kernels: Default::default(),
+            eval,
+            settings,
+            bufs,
+            rng,
+        })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn kernel(&mut self, seq: &Sequence) -> Result<CudaFunction> {
+        let name = kernel_name(seq);
+        if let Some(k) = self.kernels.get(&name) {
+            return Ok(k.clone());
+        }
+        let k = self.module.load_function(&name)?;
+        self.kernels.insert(name, k.clone());
+        Ok(k)
+    }
+
+    fn next(&mut self) -> u32 {
+        self.rng = crate::batch::seed(self.rng, 0x11, 0);
+        (self.rng >> 32) as u32
+    }
+
+    /// Runs one job to completion and returns its counts.
+    pub fn run(&mut self, job: &Job) -> Result<Counts> {
+        let s = self.settings.clone();
+        if job.ndist == 0 || job.d0 + job.ndist > s.stride {
+            anyhow::bail!(
+                "distances {}..{} do not fit the stride of {} words",
+                job.d0,
+                job.d0 + job.ndist,
+                s.stride
+            );
+        }
+        let scratch_words = scratch_needed(&job.locations);
+        self.bufs
+            .grow(&self.stream, job.ndist, scratch_words, max_locs(&job.locations))?;
+        self.stream.memset_zeros(&mut self.bufs.hist)?;
+        let kernel = self.kernel(&job.sequence)?;
+        let launches = (job.executions * job.ndist as u64).div_ceil(s.instances as u64);
+        let start = Instant::now();
+        for _ in 0..launches {
+            self.launch(&kernel, job)?;
+        }
+        let hist = self.stream.clone_dtoh(&self.bufs.hist)?;
+        let seconds = start.elapsed().as_secs_f64();
+        let n = job.ndist as usize;
+        let outcomes = (0..n)
+            .map(|d| [0, 1, 2, 3].map(|o| hist[d * 4 + o]))
+            .collect();
+        Ok(Counts {
+            outcomes,
+            missing: hist[n * 4],
+            instances: launches * s.instances as u64,
+            launches,
+            seconds,
+        })
+    }
+
+    fn launch(&mut self, kernel: &CudaFunction, job: &Job) -> Result<()> {
+        let s = self.settings.clone();
+        let (lo, hi) = s.stress_blocks;
+        let locs = match &job.locations {
+            Locations::None => vec![],
+            Locations::Fixed(v) => v.clone(),
+            Locations::Random { from, count } => self.pick(from, *count),
+        };
+        let stress_blocks = if locs.is_empty() {
+            0
+        } else {
+            lo + self.next() % (hi - lo + 1)
+        };
+        if !locs.is_empty() && locs != self.bufs.last_locs {
+            self.stream
+                .memcpy_htod(&locs, &mut self.bufs.locs.slice_mut(0..locs.len()))?;
+            self.bufs.last_locs = locs.clone();
+        }
+        let test_blocks = 2 * s.instances / BLOCK;
+        let mut args = self.bufs.args();
+        args.test = job.test as u32;
+        args.instances = s.instances;
+        args.stride = s.stride;
+        args.d0 = job.d0;
+        args.ndist = job.ndist;
+        args.test_blocks = test_blocks;
+        args.stress_blocks = stress_blocks;
+        args.nlocs = locs.len() as u32;
+        args.max_iters = s.max_iters;
+        args.sync = s.sync as u32;
+        args.mul0 = self.next() | 1;
+        args.add0 = self.next();
+        args.mul1 = self.next() | 1;
+        args.add1 = self.next();
+        args.rot = self.next() % (test_blocks + stress_blocks);
+        let grid = LaunchConfig {
+            grid_dim: (test_blocks + stress_blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let eval = LaunchConfig {
+            grid_dim: (args.instances / BLOCK, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: (job.ndist * 4 + 1) * 4,
+        };
+        // SAFETY: the arguments match the kernels' parameter struct, and every buffer they
+        // point into is owned by `self.bufs`, sized by `grow` for this job.
+        unsafe {
+            self.stream.launch_builder(kernel).arg(&args).launch(grid)?;
+            self.stream.launch_builder(&self.eval).arg(&args).launch(eval)?;
+        }
+        Ok(())
+    }
+
+    /// `count` distinct elements of `from`, uniformly.
+    fn pick(&mut self, from: &[u32], count: usize) -> Vec<u32> {
+        let mut pool = from.to_vec();
+        let count = count.min(pool.len());
+        for i in 0..count {
+            let j = i + self.next() as usize % (pool.len() - i);
+            pool.swap(i, j);
+        }
+        pool.truncate(count);
+        pool
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+}
+
+fn check_settings(s: &Settings) -> Result<()> {
+    if !s.instances.is_power_of_two() || s.instances < BLOCK {
+        return Err(fail(
+            exit_code::USAGE,
+            format!(
+                "instances per launch must be a power of two, at least {BLOCK} (got {})",
+                s.instances
+            ),
+        ));
+    }
+    if s.stress_blocks.0 > s.stress_blocks.1 {
+        return Err(fail(exit_code::USAGE, "stress blocks: min above max"));
+    }
+    Ok(())
+}
+
+fn scratch_needed(locs: &Locations) -> usize {
+    let max = match locs {
+        Locations::None => None,
+        Locations::Fixed(v) => v.iter().max(),
+        Locations::Random { from, .. } => from.iter().max(),
+    };
+    max.map_or(1, |&m| m as usize + 1)
+}
+
+fn max_locs(locs: &Locations) -> usize {
+    match locs {
+        Locations::None => 1,
+        Locations::Fixed(v) => v.len().max(1),
+        Locations::Random { count, .. } => (*count).max(1),
+    }
+}
+
+fn raw<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> u64 {
+    let (ptr, _sync) = slice.device_ptr(stream);
+    ptr
+}
+
+impl Buffers {
+    fn new(
+        stream: &Arc<CudaStream>,
+        s: &Settings,
+        ndist: u32,
+        scratch: usize,
+        locs: usize,
+    ) -> Result<Buffers> {
+        let n = s.instances as usize;
+        Ok(Buffers {
+            mem: stream.alloc_zeros(n * s.stride as usize)?,
+            results: stream.alloc_zeros(2 * n)?,
+            barrier: stream.alloc_zeros(n)?,
+            done: stream.alloc_zeros(1)?,
+            scratch: stream.alloc_zeros(scratch.max(1))?,
+            locs: stream.alloc_zeros(locs.max(1))?,
+            hist: stream.alloc_zeros(ndist as usize * 4 + 1)?,
+            last_locs: vec![],
+        })
+    }
+
+    fn grow(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        ndist: u32,
+        scratch: usize,
+        locs: usize,
+    ) -> Result<()> {
+        if self.scratch.len() < scratch {
+            self.scratch = stream.alloc_zeros(scratch)?;
+        }
+        if self.locs.len() < locs {
+            self.locs = stream.alloc_zeros(locs)?;
+            self.last_locs.clear();
+        }
+        let want = ndist as usize * 4 + 1;
+        if self.hist.len() != want {
+            self.hist = stream.alloc_zeros(want)?;
+        }
+        Ok(())
+    }
+
+    fn args(&self) -> Args {
+        let st = self.mem.stream().clone();
+        Args {
+            mem: raw(&self.mem, &st),
+            results: raw(&self.results, &st),
+            barrier: raw(&self.barrier, &st),
+            scratch: raw(&self.scratch, &st),
+            locs: raw(&self.locs, &st),
+            done: raw(&self.done, &st),
+            hist: raw(&self.hist, &st),
+            ..Args::default()
+        }
+    }
+}
+
+/// The stress of a chip profile (the runtime's TOML: patch_size, sequence, spread; other keys
+/// ignored), as `wmfix litmus --stress` applies it: `spread` random patch starts per launch
+/// among the first 64 patches.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct ProfileStress {
+    pub patch_size: usize,
+    pub sequence: String,
+    pub spread: usize,
+}
+
+/// The built-in profile (the runtime's default for Hopper).
+pub const DEFAULT_PROFILE: &str = include_str!("../runtime-cu/profiles/hopper-default.toml");
+
+impl ProfileStress {
+    pub fn parse(text: &str, origin: &str) -> Result<ProfileStress> {
+        let p: ProfileStress = toml::from_str(text)
+            .map_err(|e| fail(exit_code::CONFIG, format!("{origin}: {e}")))?;
+        if p.patch_size == 0 || p.spread == 0 || p.spread > 64 {
+            return Err(fail(
+                exit_code::CONFIG,
+                format!("{origin}: patch_size must be positive and spread in 1..=64"),
+            ));
+        }
+        Ok(p)
+    }
+
+    pub fn sequence(&self) -> Result<Sequence> {
+        Sequence::parse(&self.sequence)
+            .map_err(|e| fail(exit_code::CONFIG, format!("sequence {:?}: {e}", self.sequence)))
+    }
+
+    pub fn locations(&self) -> Locations {
+        Locations::Random {
+            from: (0..64).map(|i| (i * self.patch_size) as u32).collect(),
+            count: self.spread,
+        }
+    }
+}
+
+/// The histogram and rates `wmfix litmus` prints.
+pub fn report(test: Test, job: &Job, c: &Counts) -> String {
+    let names = ["r0=0 r1=0", "r0=0 r1=1", "r0=1 r1=0", "r0=1 r1=1"];
+    let weak_i = weak_outcome(test);
+    let mut totals = [0u64; 4];
+    for o in &c.outcomes {
+        for k in 0..4 {
+            totals[k] += o[k];
+        }
+    }
+    let mut out = format!(
+        "{test} at distance{} {}: {} instances in {} launches, {:.3} s\n",
+        if job.ndist > 1 { "s" } else { "" },
+        if job.ndist > 1 {
+            format!("{}..{}", job.d0, job.d0 + job.ndist - 1)
+        } else {
+            job.d0.to_string()
+        },
+        c.instances,
+        c.launches,
+        c.seconds
+    );
+    for (k, name) in names.iter().enumerate() {
+        let tag = if k == weak_i { "  <- weak" } else { "" };
+        out += &format!("  {name}: {:>14}{tag}\n", totals[k]);
+    }
+    if c.missing > 0 {
+        out += &format!("  missing: {:>12}  (instances that did not report)\n", c.missing);
+    }
+    let secs = c.seconds.max(1e-9);
+    out += &format!(
+        "  weak: {} ({:.3e} of instances); {:.3e} weak/s; {:.3e} instances/s\n",
+        totals[weak_i],
+        totals[weak_i] as f64 / c.instances.max(1) as f64,
+        totals[weak_i] as f64 / secs,
+        c.instances as f64 / secs
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_encode_length_and_stores() {
+        let k = |s: &str| kernel_name(&Sequence::parse(s).unwrap());
+        assert_eq!(k("ld"), "litmus_2");
+        assert_eq!(k("st"), "litmus_3");
+        assert_eq!(k("st ld"), "litmus_5");
+        assert_eq!(k("ld st st ld"), "litmus_22");
+        assert_eq!(k("st st st st st"), "litmus_63");
+    }
+
+    #[test]
+    fn every_sequence_has_a_kernel_in_the_source() {
+        for seq in crate::tune_analysis::all_sequences(5) {
+            let name = kernel_name(&seq);
+            let code = name.trim_start_matches("litmus_");
+            assert!(
+                SOURCE.contains(&format!("LITMUS_KERNEL({code})")),
+                "{name} missing for {}",
+                seq.text()
+            );
+        }
+    }
+
+    #[test]
+    fn the_default_profile_parses() {
+        let p = ProfileStress::parse(DEFAULT_PROFILE, "default").unwrap();
+        assert_eq!(p.sequence().unwrap().text(), "ld st st ld");
+        match p.locations() {
+            Locations::Random { from, count } => {
+                assert_eq!(count, p.spread);
+                assert_eq!(from[1], p.patch_size as u32);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_bad_profile_names_its_origin() {
+        let e = ProfileStress::parse("patch_size = 0\nsequence = \"ld\"\nspread = 2\n", "p.toml")
+            .unwrap_err();
+        assert_eq!(exit_code::code_of(&e), exit_code::CONFIG);
+        assert!(e.to_string().starts_with("p.toml:"), "{e}");
+    }
+
+    #[test]
+    fn the_report_marks_the_weak_outcome() {
+        let job = Job {
+            test: Test::Mp,
+            d0: 64,
+            ndist: 1,
+            executions: 8,
+            sequence: Sequence::parse("st ld").unwrap(),
+            locations: Locations::None,
+        };
+        let c = Counts {
+            outcomes: vec![[3, 2, 1, 2]],
+            missing: 0,
+            instances: 8,
+            launches: 1,
+            seconds: 0.5,
+        };
+        let r = report(Test::Mp, &job, &c);
+        assert!(r.contains("MP at distance 64: 8 instances"), "{r}");
+        assert!(r.contains("r0=1 r1=0:              1  <- weak"), "{r}");
+        assert!(r.contains("weak: 1 (1.250e-1 of instances); 2.000e0 weak/s; 1.600e1 instances/s"), "{r}");
+    }
+
+    #[test]
+    fn weak_outcomes_are_the_forbidden_ones_under_sc() {
+        assert_eq!(weak_outcome(Test::Mp), 0b10);
+        assert_eq!(weak_outcome(Test::Lb), 0b11);
+        assert_eq!(weak_outcome(Test::Sb), 0b00);
+    }
+}
