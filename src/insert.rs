@@ -3,7 +3,6 @@
 
 use crate::exit_code::{self, fail};
 use crate::instrument::{self, FenceRecord, FenceScope, Planned};
-use crate::parse;
 use crate::source::SourceFile;
 use crate::walk;
 use anyhow::{Context, Result};
@@ -52,7 +51,8 @@ pub struct Summary {
     pub instrumented: usize,
     pub fences: usize,
     pub warnings: Vec<String>,
-    /// Bytes of CUDA source parsed and instrumented, and the time that took (no file I/O).
+    /// Bytes of CUDA source parsed and instrumented, and the wall-clock time that took on all
+    /// cores (no file I/O).
     pub cuda_bytes: usize,
     pub cuda_time: Duration,
     /// Compiling the queries, once per process.
@@ -118,15 +118,63 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     let out_dir = absolute(&opts.out)?;
     let input = walk::collect(&opts.paths, &out_dir)?;
     check_out_dir(&input.root, &out_dir)?;
-    let mut warnings = Vec::new();
-    let mut planned = Vec::new();
-    let mut copies = Vec::new();
-    let mut cuda_bytes = 0;
-    let mut cuda_time = Duration::ZERO;
     // Compiled once per process; timed on its own so that --stats shows the per-byte cost.
     let t0 = Instant::now();
     crate::queries::all();
     let query_time = t0.elapsed();
+    let (sources, mut copies) = read_candidates(opts, &input)?;
+    let cuda_bytes = sources.iter().map(|f| f.text.len()).sum();
+    let t0 = Instant::now();
+    let parsed = instrument::plan_files(sources);
+    let cuda_time = t0.elapsed();
+    let mut warnings = Vec::new();
+    let mut planned = Vec::new();
+    // In input order, so that the first syntax error reported is the first in the tree.
+    for p in parsed {
+        if let Some(err) = &p.syntax_error {
+            let msg = format!("{}: {}", p.file.location(err.at), err.what);
+            match opts.on_parse_error {
+                OnParseError::Fail => {
+                    return Err(fail(
+                        exit_code::BAD_INPUT,
+                        format!("{msg} (--on-parse-error warn instruments the rest)"),
+                    ));
+                }
+                OnParseError::Warn => warnings.push(format!(
+                    "{msg}: nothing inside the unparsed part is instrumented"
+                )),
+                OnParseError::Skip => {
+                    warnings.push(format!("{msg}: file copied unchanged"));
+                    copies.push(p.file.rel);
+                    continue;
+                }
+            }
+        }
+        if !walk::is_cuda_source(&p.file.rel) && !p.plan.has_device_code {
+            copies.push(p.file.rel);
+            continue;
+        }
+        warnings.extend(p.plan.warnings.iter().cloned());
+        planned.push(p);
+    }
+    Ok(PlannedTree {
+        input,
+        planned,
+        copies,
+        warnings,
+        cuda_bytes,
+        cuda_time,
+        query_time,
+    })
+}
+
+/// The files to instrument, read, and the files to copy as they are.
+fn read_candidates(
+    opts: &Options,
+    input: &walk::InputTree,
+) -> Result<(Vec<SourceFile>, Vec<PathBuf>)> {
+    let mut sources = Vec::new();
+    let mut copies = Vec::new();
     for rel in &input.files {
         let abs = input.root.join(rel);
         let selected = opts
@@ -145,52 +193,9 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
             .find(|p| p.is_file() && abs.ends_with(p))
             .cloned()
             .unwrap_or_else(|| display_path(&opts.paths, &input.root, rel));
-        let file = SourceFile::new(rel.clone(), shown, text);
-        let t0 = Instant::now();
-        let tree = parse::parse(&file.text);
-        if let Some(err) = parse::first_error(&tree) {
-            let what = if err.is_missing() {
-                format!("missing `{}`", err.kind())
-            } else {
-                "syntax error".to_string()
-            };
-            let msg = format!("{}: {what}", file.location(err.start_byte()));
-            match opts.on_parse_error {
-                OnParseError::Fail => {
-                    return Err(fail(
-                        exit_code::BAD_INPUT,
-                        format!("{msg} (--on-parse-error warn instruments the rest)"),
-                    ));
-                }
-                OnParseError::Warn => warnings.push(format!(
-                    "{msg}: nothing inside the unparsed part is instrumented"
-                )),
-                OnParseError::Skip => {
-                    warnings.push(format!("{msg}: file copied unchanged"));
-                    copies.push(rel.clone());
-                    continue;
-                }
-            }
-        }
-        let p = instrument::plan_file(file, &tree);
-        cuda_time += t0.elapsed();
-        cuda_bytes += p.file.text.len();
-        if !walk::is_cuda_source(rel) && !p.plan.has_device_code {
-            copies.push(rel.clone());
-            continue;
-        }
-        warnings.extend(p.plan.warnings.iter().cloned());
-        planned.push(p);
+        sources.push(SourceFile::new(rel.clone(), shown, text));
     }
-    Ok(PlannedTree {
-        input,
-        planned,
-        copies,
-        warnings,
-        cuda_bytes,
-        cuda_time,
-        query_time,
-    })
+    Ok((sources, copies))
 }
 
 fn display_path(paths: &[PathBuf], root: &Path, rel: &Path) -> PathBuf {

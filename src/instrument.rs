@@ -3,6 +3,7 @@
 
 use crate::device_code::AccessKind;
 use crate::edits::{self, Edit};
+use crate::parse::{self, SyntaxError};
 use crate::plan::{self, FilePlan};
 use crate::sites::{Piece, Site};
 use crate::source::SourceFile;
@@ -69,6 +70,8 @@ pub struct FenceRecord {
 pub struct Planned {
     pub file: SourceFile,
     pub plan: FilePlan,
+    /// Its first syntax error; the plan leaves the unparsed part alone.
+    pub syntax_error: Option<SyntaxError>,
 }
 
 pub struct Instrumented {
@@ -77,9 +80,20 @@ pub struct Instrumented {
     pub fences: Vec<FenceRecord>,
 }
 
-pub fn plan_file(file: SourceFile, tree: &tree_sitter::Tree) -> Planned {
-    let plan = plan::plan(&file, tree);
-    Planned { file, plan }
+/// Parses and plans one file.
+pub fn plan_file(file: SourceFile) -> Planned {
+    let tree = parse::parse(&file.text);
+    Planned {
+        plan: plan::plan(&file, &tree),
+        syntax_error: parse::syntax_error(&tree),
+        file,
+    }
+}
+
+/// Parses and plans every file on all cores, in input order: fences are numbered afterwards,
+/// so the result does not depend on which thread planned which file.
+pub fn plan_files(files: Vec<SourceFile>) -> Vec<Planned> {
+    crate::parallel::map(files, plan_file)
 }
 
 /// Numbers the fences of all files and renders them. `include` gives the `#include` path of the
@@ -94,7 +108,7 @@ pub fn render(
     let mut next_id = 0;
     let mut fences = Vec::with_capacity(total);
     let mut texts = Vec::with_capacity(files.len());
-    for Planned { file, plan } in files.iter() {
+    for Planned { file, plan, .. } in files.iter() {
         if plan.is_empty() {
             texts.push(None);
             continue;
@@ -128,7 +142,7 @@ pub fn render_hardened(
     files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
     let mut next_id = 0;
     let mut texts = Vec::with_capacity(files.len());
-    for Planned { file, plan } in files.iter() {
+    for Planned { file, plan, .. } in files.iter() {
         let mut edits = Vec::new();
         for site in &plan.sites {
             if kept.contains(&next_id) {

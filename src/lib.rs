@@ -18,6 +18,7 @@ pub mod interrupt;
 pub mod journal;
 pub mod litmus;
 pub mod oracle;
+pub mod parallel;
 pub mod parse;
 pub mod patch;
 pub mod plan;

@@ -64,6 +64,25 @@ pub fn first_error(tree: &Tree) -> Option<Node<'_>> {
     }
 }
 
+/// The first syntax error of a file, kept until the file's turn comes to be reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyntaxError {
+    pub at: usize,
+    /// `syntax error`, or `missing `X`` for a token tree-sitter had to invent.
+    pub what: String,
+}
+
+pub fn syntax_error(tree: &Tree) -> Option<SyntaxError> {
+    first_error(tree).map(|e| SyntaxError {
+        at: e.start_byte(),
+        what: if e.is_missing() {
+            format!("missing `{}`", e.kind())
+        } else {
+            "syntax error".to_string()
+        },
+    })
+}
+
 /// Byte ranges of all ERROR nodes, inside which nothing is edited.
 pub fn error_ranges(tree: &Tree) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();

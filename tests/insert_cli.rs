@@ -144,6 +144,52 @@ fn output_inside_the_input_is_skipped_and_around_it_refused() {
     assert!(stderr(&o).contains("contains the input"), "{}", stderr(&o));
 }
 
+/// Files are planned on several threads; what is reported must not depend on which finished
+/// first.
+#[test]
+fn many_files_report_in_tree_order_and_number_fences_across_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let kernel = "__global__ void k(int *a) { a[0] = 1; }\n";
+    for i in 0..40 {
+        // A large file early on, so that a later, small one is planned before it.
+        let text = match i {
+            3 => kernel.repeat(400) + "void broken() { int x = ; }\n",
+            30 => "void broken() { int x = ; }\n".to_string(),
+            _ => kernel.to_string(),
+        };
+        std::fs::write(src.join(format!("f{i:02}.cu")), text).unwrap();
+    }
+    let o = run(
+        tmp.path(),
+        &["insert", "src", "--out", "out", "--on-parse-error", "fail"],
+    );
+    assert_eq!(o.status.code(), Some(65));
+    assert!(
+        stderr(&o).contains("f03.cu:401:23: syntax error"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(tmp.path(), &["insert", "src", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("syntax error"))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(errors, ["src/f03.cu", "src/f30.cu"]);
+    let out = tmp.path().join("out");
+    assert_eq!(fence_ids(&instrumented(&out, "f00.cu")), [0]);
+    assert_eq!(
+        fence_ids(&instrumented(&out, "f03.cu")),
+        (3..403).collect::<Vec<_>>()
+    );
+    assert_eq!(fence_ids(&instrumented(&out, "f39.cu")), [437]);
+}
+
 #[test]
 fn parse_errors_name_file_line_and_column() {
     let (tmp, root) = fixture("bad");
