@@ -208,6 +208,9 @@ pub struct Engine {
     settings: Settings,
     bufs: Buffers,
     rng: u64,
+    /// Blocks of a litmus kernel that fit on the GPU at once: the grid never exceeds it, so
+    /// stressing and test blocks always run together (and the bounded waits end early).
+    resident: u32,
 }
 
 struct Buffers {
@@ -273,7 +276,10 @@ fn kernel_driver_version() -> Option<String> {
     let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
     let line = text.lines().next()?;
     let at = line.find("Kernel Module")?;
-    line[at..].split_whitespace().nth(2).map(str::to_string)
+    line[at..]
+        .split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .map(str::to_string)
 }
 
 impl Engine {
@@ -284,6 +290,22 @@ impl Engine {
         let eval = module.load_function("litmus_eval")?;
         let bufs = Buffers::new(&stream, &settings, 1, 1, 1)?;
         let rng = settings.seed;
+        let mut resident = u32::MAX;
+        for seq in crate::tune_analysis::all_sequences(5) {
+            let k = module.load_function(&kernel_name(&seq))?;
+            resident = resident.min(resident_blocks(&ctx, &k)?);
+        }
+        let test_blocks = 2 * settings.instances / BLOCK;
+        if test_blocks > resident {
+            return Err(fail(
+                exit_code::USAGE,
+                format!(
+                    "{} instances need {test_blocks} blocks, but only {resident} fit on the GPU at once; use --instances {}",
+                    settings.instances,
+                    prev_power_of_two(resident * BLOCK / 2)
+                ),
+            ));
+        }
         Ok(Engine {
             ctx,
             stream,
@@ -293,7 +315,13 @@ impl Engine {
             settings,
             bufs,
             rng,
+            resident,
         })
+    }
+
+    /// Blocks that fit on the GPU at once (see the field).
+    pub fn resident_blocks(&self) -> u32 {
+        self.resident
     }
 
     pub fn settings(&self) -> &Settings {
@@ -359,17 +387,18 @@ impl Engine {
             Locations::Fixed(v) => v.clone(),
             Locations::Random { from, count } => self.pick(from, *count),
         };
+        let test_blocks = 2 * s.instances / BLOCK;
+        let room = self.resident - test_blocks;
         let stress_blocks = if locs.is_empty() {
             0
         } else {
-            lo + self.next() % (hi - lo + 1)
+            (lo + self.next() % (hi - lo + 1)).min(room)
         };
         if !locs.is_empty() && locs != self.bufs.last_locs {
             self.stream
                 .memcpy_htod(&locs, &mut self.bufs.locs.slice_mut(0..locs.len()))?;
             self.bufs.last_locs = locs.clone();
         }
-        let test_blocks = 2 * s.instances / BLOCK;
         let mut args = self.bufs.args();
         args.test = job.test as u32;
         args.instances = s.instances;
@@ -420,6 +449,18 @@ impl Engine {
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
+}
+
+fn resident_blocks(ctx: &Arc<CudaContext>, kernel: &CudaFunction) -> Result<u32> {
+    let per_sm = kernel.occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)?;
+    let sms = ctx.attribute(
+        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
+    Ok(per_sm * sms as u32)
+}
+
+fn prev_power_of_two(n: u32) -> u32 {
+    if n == 0 { 0 } else { 1 << (31 - n.leading_zeros()) }
 }
 
 fn check_settings(s: &Settings) -> Result<()> {
@@ -473,7 +514,7 @@ impl Buffers {
             mem: stream.alloc_zeros(n * s.stride as usize)?,
             results: stream.alloc_zeros(2 * n)?,
             barrier: stream.alloc_zeros(n)?,
-            done: stream.alloc_zeros(1)?,
+            done: stream.alloc_zeros(2)?,
             scratch: stream.alloc_zeros(scratch.max(1))?,
             locs: stream.alloc_zeros(locs.max(1))?,
             hist: stream.alloc_zeros(ndist as usize * 4 + 1)?,

@@ -127,6 +127,7 @@ pub fn run(opts: &Options) -> Result<Done> {
         None => {
             let (ph, time) = t.patch_phase()?;
             raw.patch = Some(ph);
+            log_phase(&t.bar, &time);
             phases.push(time);
             save(&raw_path, &raw)?;
             let a = ta::analyse(&raw, None)?;
@@ -135,6 +136,7 @@ pub fn run(opts: &Options) -> Result<Done> {
     };
     let (ph, time) = t.sequence_phase(patch)?;
     raw.sequence = Some(ph);
+    log_phase(&t.bar, &time);
     phases.push(time);
     save(&raw_path, &raw)?;
     let sequence = ta::analyse(&raw, None)?
@@ -143,6 +145,7 @@ pub fn run(opts: &Options) -> Result<Done> {
         .expect("the sequence phase was analysed");
     let (ph, time) = t.spread_phase(patch, sequence)?;
     raw.spread = Some(ph);
+    log_phase(&t.bar, &time);
     phases.push(time);
     save(&raw_path, &raw)?;
     t.bar.finish_and_clear();
@@ -167,6 +170,20 @@ pub fn run(opts: &Options) -> Result<Done> {
 fn per_distance(executions: u64, ndist: usize, per_launch: u64) -> u64 {
     let launches = (executions * ndist as u64).div_ceil(per_launch);
     launches * per_launch / ndist as u64
+}
+
+/// One line per finished phase, above the bar (and in logs, where the bar is hidden).
+fn log_phase(bar: &ProgressBar, p: &PhaseTime) {
+    bar.suspend(|| {
+        eprintln!(
+            "wmfix: {} phase: {:.1} s, {} instances, {} weak, {:.3e} instances/s",
+            p.name,
+            p.wall,
+            p.instances,
+            p.weak,
+            p.instances as f64 / p.gpu.max(1e-9)
+        )
+    });
 }
 
 fn params(opts: &Options, gpu: &litmus::DeviceInfo, executions: u64) -> ta::Params {

@@ -25,7 +25,7 @@ struct LitmusArgs {
     unsigned *barrier;            // per-instance arrival counter (sync incantation)
     unsigned *scratch;            // stress scratchpad, disjoint from mem
     const unsigned *locs;         // stressed scratchpad locations (words)
-    unsigned *done;               // test blocks finished in this launch
+    unsigned *done;               // [0] test blocks finished, [1] stressing blocks started
     unsigned long long *hist;     // [ndist][4] outcomes (index r0 * 2 + r1), then missing
     unsigned test;                // 0 MP, 1 LB, 2 SB
     unsigned instances;           // a power of two, a multiple of LITMUS_BLOCK
@@ -75,6 +75,14 @@ __device__ __forceinline__ void meet(const LitmusArgs &a, unsigned i) {
         if (ld_rlx(&a.barrier[i]) >= 2) break;
 }
 
+// Test threads wait (bounded) until every stressing block runs, so the stress overlaps the
+// test; all blocks of a launch are resident at once (the host caps the grid), so it ends.
+__device__ __forceinline__ void await_stress(const LitmusArgs &a) {
+    if (a.stress_blocks == 0) return;
+    for (unsigned spin = 0; spin < (1u << 16); spin++)
+        if (ld_rlx(&a.done[1]) >= a.stress_blocks) break;
+}
+
 __device__ void run_test(const LitmusArgs &a, unsigned g) {
     unsigned role = g >= a.instances;
     unsigned k = g & (a.instances - 1);
@@ -83,6 +91,7 @@ __device__ void run_test(const LitmusArgs &a, unsigned g) {
     unsigned d = a.d0 + i % a.ndist;
     unsigned *x = a.mem + (size_t)i * a.stride;
     unsigned *y = x + d;
+    await_stress(a);
     if (a.sync) meet(a, i);
     unsigned r;
     switch (a.test) {
@@ -114,9 +123,12 @@ __device__ void stress(const LitmusArgs &a) {
     if (a.nlocs == 0) return;
     volatile unsigned *loc = a.scratch + a.locs[threadIdx.x % a.nlocs];
     volatile unsigned *done = a.done;
+    if (threadIdx.x == 0) atomicAdd(&a.done[1], 1u);
     unsigned sink = 0;
     for (unsigned it = 0; it < a.max_iters; it++) {
-        if ((it & 31) == 0 && *done >= a.test_blocks) break;
+        // Every iteration: with thousands of threads on one or two words, one iteration can
+        // take microseconds, so a sparser check keeps launches running long after the test.
+        if (*done >= a.test_blocks) break;
 #pragma unroll
         for (unsigned k = 0; (2u << k) <= SEQ; k++) {
             if ((SEQ >> k) & 1)
@@ -184,7 +196,7 @@ extern "C" __global__ void litmus_eval(LitmusArgs a) {
         a.results[2 * i + 1] = 0;
         a.barrier[i] = 0;
     }
-    if (i == 0) *a.done = 0;
+    if (i == 0) a.done[0] = a.done[1] = 0;
     __syncthreads();
     for (unsigned j = threadIdx.x; j < slots; j += blockDim.x)
         if (counts[j]) atomicAdd(&a.hist[j], (unsigned long long)counts[j]);
