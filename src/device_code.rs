@@ -1,9 +1,9 @@
 //! Device code: the `__global__`/`__device__` functions of a file, and the expressions in them
 //! that may access global memory.
 
-use crate::queries::Captures;
+use crate::queries::{Captures, IdMap, IdSet};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -32,7 +32,7 @@ pub struct Access<'t> {
 pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFunction<'t>> {
     let kernels = caps.ids("kernel.body");
     let host = caps.ids("host.body");
-    let mut seen = HashSet::new();
+    let mut seen = IdSet::default();
     let mut out = Vec::new();
     for body in caps
         .get("kernel.body")
@@ -45,7 +45,7 @@ pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFuncti
         let function = body.parent().expect("a body has a function");
         out.push(DeviceFunction {
             body: *body,
-            name: declared_name(function, text),
+            name: declared_name(function, text).to_string(),
             kernel: kernels.contains(&body.id()),
             host: host.contains(&body.id()),
         });
@@ -55,12 +55,12 @@ pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFuncti
 }
 
 /// The name a declaration declares: follow `declarator` fields to the innermost one.
-pub fn declared_name(node: Node, text: &str) -> String {
+pub fn declared_name<'s>(node: Node, text: &'s str) -> &'s str {
     let mut n = node;
     while let Some(d) = n.child_by_field_name("declarator") {
         n = d;
     }
-    text[n.byte_range()].to_string()
+    &text[n.byte_range()]
 }
 
 /// The innermost device function body containing `node`, as an index into `functions`.
@@ -76,11 +76,11 @@ fn enclosing(functions: &[DeviceFunction], node: Node) -> Option<usize> {
 
 /// Names that are not global memory, per device function (`None`: the whole file):
 /// `__shared__` variables, arrays local to a function, and pointers initialised from those.
-fn local_names(
+fn local_names<'s>(
     functions: &[DeviceFunction],
     caps: &Captures,
-    text: &str,
-) -> HashSet<(Option<usize>, String)> {
+    text: &'s str,
+) -> HashSet<(Option<usize>, &'s str)> {
     let mut names = HashSet::new();
     let mut decls: Vec<(usize, &str, Node)> = Vec::new();
     for cap in ["shared.decl", "local.decl"] {
@@ -96,17 +96,14 @@ fn local_names(
     }
     // Source order, so that an alias sees the arrays declared before it.
     decls.sort_by_key(|d| d.0);
-    let mut pending_alias: Option<(Option<usize>, String)> = None;
+    let mut pending_alias: Option<(Option<usize>, &str)> = None;
     for (_, cap, node) in decls {
         let scope = enclosing(functions, node);
         match cap {
             "alias" => pending_alias = Some((scope, declared_name(node, text))),
             "alias.value" => {
                 let value = &text[node.byte_range()];
-                let from_local = |s| {
-                    names.contains(&(s, value.to_string()))
-                        || names.contains(&(None, value.to_string()))
-                };
+                let from_local = |s| names.contains(&(s, value)) || names.contains(&(None, value));
                 if let Some((s, alias)) = pending_alias.take().filter(|(s, _)| from_local(*s)) {
                     names.insert((s, alias));
                 }
@@ -140,9 +137,8 @@ pub fn accesses<'t>(
     text: &str,
 ) -> Vec<Access<'t>> {
     let locals = local_names(functions, caps, text);
-    let is_local = |f: usize, name: &str| {
-        locals.contains(&(Some(f), name.to_string())) || locals.contains(&(None, name.to_string()))
-    };
+    let is_local =
+        |f: usize, name: &str| locals.contains(&(Some(f), name)) || locals.contains(&(None, name));
     let not_access = caps.ids("not_access");
     let stores = caps.ids("store");
     let unevaluated: Vec<_> = caps
@@ -152,7 +148,7 @@ pub fn accesses<'t>(
         .collect();
 
     // Base identifier of each access, where the query found one.
-    let mut base: HashMap<usize, &str> = HashMap::new();
+    let mut base: IdMap<&str> = IdMap::default();
     for m in &caps.matches {
         let acc = m
             .iter()
@@ -162,13 +158,13 @@ pub fn accesses<'t>(
             base.insert(a.id(), &text[b.byte_range()]);
         }
     }
-    let globals: HashSet<String> = caps
+    let globals: HashSet<&str> = caps
         .get("global.var")
         .iter()
         .map(|n| declared_name(*n, text))
         .collect();
 
-    let mut seen = HashSet::new();
+    let mut seen = IdSet::default();
     let mut out = Vec::new();
     let mut push = |node: Node<'t>, kind: AccessKind, out: &mut Vec<Access<'t>>| {
         if !seen.insert(node.id())
@@ -201,13 +197,8 @@ pub fn accesses<'t>(
         push(*n, AccessKind::Load, &mut out);
     }
     for n in caps.get("ident") {
-        let name = &text[n.byte_range()];
-        let declares = n
-            .parent()
-            .and_then(|p| p.child_by_field_name("declarator"))
-            .map(|d| d.id())
-            == Some(n.id());
-        if globals.contains(name) && !declares {
+        // Name first: `parent()` walks down from the root, too slow for every identifier.
+        if globals.contains(&text[n.byte_range()]) && !is_declarator(*n) {
             push(*n, AccessKind::Load, &mut out);
         }
     }
@@ -215,6 +206,13 @@ pub fn accesses<'t>(
     out
 }
 
-fn is_store(node: Node, stores: &HashSet<usize>) -> bool {
+/// The name a declaration declares, not a use of it.
+fn is_declarator(n: Node) -> bool {
+    n.parent()
+        .and_then(|p| p.child_by_field_name("declarator"))
+        .is_some_and(|d| d.id() == n.id())
+}
+
+fn is_store(node: Node, stores: &IdSet) -> bool {
     stores.contains(&node.id())
 }

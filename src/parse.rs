@@ -15,12 +15,15 @@ pub fn parse(text: &str) -> Tree {
         });
     }
     PARSER.with_borrow_mut(|p| {
-        p.parse(blank_pragmas(text), None)
+        p.parse(blank_pragmas(text).as_bytes(), None)
             .expect("parse without timeout or cancellation")
     })
 }
 
-fn blank_pragmas(text: &str) -> String {
+fn blank_pragmas(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("#pragma") {
+        return text.into();
+    }
     let mut out = String::with_capacity(text.len());
     let mut continued = false;
     for line in text.split_inclusive('\n') {
@@ -38,7 +41,7 @@ fn blank_pragmas(text: &str) -> String {
             out.push_str(line);
         }
     }
-    out
+    out.into()
 }
 
 /// The first node, in source order, that is a syntax error or a token tree-sitter had to invent.

@@ -50,7 +50,7 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
         })
         .collect();
     let mut fixed = Vec::new();
-    fixed.extend(kernel_entries(&functions));
+    fixed.extend(kernel_entries(&functions, caps.root()));
     fixed.extend(thread_ids(&functions, &caps, text));
     fixed.extend(launches(&functions, &caps, file, &mut warnings));
     fixed.retain(|e| !inside(e.start..e.end, &errors));
@@ -80,24 +80,15 @@ pub fn one_line(s: &str) -> String {
     }
 }
 
-fn depth(mut n: Node) -> usize {
-    let mut d = 0;
-    while let Some(p) = n.parent() {
-        d += 1;
-        n = p;
-    }
-    d
-}
-
 /// Every kernel first asks the runtime whether its block is a stressing block.
-fn kernel_entries(functions: &[DeviceFunction]) -> Vec<Edit> {
+fn kernel_entries(functions: &[DeviceFunction], root: Node) -> Vec<Edit> {
     functions
         .iter()
         .filter(|f| f.kernel)
         .map(|f| {
             Edit::insert(
                 f.body.start_byte() + 1,
-                Slot::open(depth(f.body) + 1, false),
+                Slot::open(sites::depth(root, f.body) + 1, false),
                 " WMFIX_KERNEL_ENTRY();",
             )
         })
@@ -174,7 +165,7 @@ fn launches(
         let args: Vec<Node> = config.named_children(&mut c).collect();
         let Some(grid) = args.first() else { continue };
         let stream = args.get(3).map_or("0", |s| &text[s.byte_range()]);
-        let d = depth(*grid);
+        let d = sites::depth(caps.root(), *grid);
         out.push(Edit::insert(
             grid.start_byte(),
             Slot::open(d, false),

@@ -1,7 +1,8 @@
 //! The tree-sitter queries in `queries/`, compiled once per process. Node kinds live in the
 //! `.scm` files; Rust code only sees capture names.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 use tree_sitter::{Language, Node, Query, QueryCursor, StreamingIterator};
 
@@ -46,49 +47,88 @@ pub fn all() -> &'static Query {
     })
 }
 
-/// Every capture of one query over a tree, grouped by capture name.
+/// Every capture of one query over a tree, grouped by capture.
 pub struct Captures<'t> {
-    by_name: HashMap<&'static str, Vec<Node<'t>>>,
+    query: &'static Query,
+    root: Node<'t>,
+    /// Nodes per capture index.
+    by_index: Vec<Vec<Node<'t>>>,
     /// Matches of more than one capture, in match order, for patterns that pair captures.
     pub matches: Vec<Vec<(&'static str, Node<'t>)>>,
 }
 
 impl<'t> Captures<'t> {
     pub fn run(query: &'static Query, root: Node<'t>, text: &[u8]) -> Captures<'t> {
-        let names = query.capture_names();
-        let mut cursor = QueryCursor::new();
-        let mut by_name: HashMap<&'static str, Vec<Node<'t>>> = HashMap::new();
-        let mut matches = Vec::new();
-        let mut it = cursor.matches(query, root, text);
-        while let Some(m) = it.next() {
-            let caps = m.captures();
-            for c in caps {
-                by_name
-                    .entry(names[c.index as usize])
-                    .or_default()
-                    .push(c.node);
-            }
-            // Only matches that pair captures are kept whole.
-            if caps.len() > 1 {
-                matches.push(
-                    caps.iter()
-                        .map(|c| (names[c.index as usize], c.node))
-                        .collect(),
-                );
-            }
+        thread_local! {
+            // One cursor per thread: it keeps its buffers from file to file.
+            static CURSOR: std::cell::RefCell<QueryCursor> = std::cell::RefCell::new(QueryCursor::new());
         }
-        Captures { by_name, matches }
+        let names = query.capture_names();
+        let mut by_index = vec![Vec::new(); names.len()];
+        let mut matches = Vec::new();
+        CURSOR.with_borrow_mut(|cursor| {
+            let mut it = cursor.matches(query, root, text);
+            while let Some(m) = it.next() {
+                let caps = m.captures();
+                for c in caps {
+                    by_index[c.index as usize].push(c.node);
+                }
+                // Only matches that pair captures are kept whole.
+                if caps.len() > 1 {
+                    matches.push(
+                        caps.iter()
+                            .map(|c| (names[c.index as usize], c.node))
+                            .collect(),
+                    );
+                }
+            }
+        });
+        Captures {
+            query,
+            root,
+            by_index,
+            matches,
+        }
+    }
+
+    /// The node the query ran over.
+    pub fn root(&self) -> Node<'t> {
+        self.root
     }
 
     pub fn get(&self, name: &str) -> &[Node<'t>] {
-        self.by_name.get(name).map(Vec::as_slice).unwrap_or(&[])
+        self.query
+            .capture_index_for_name(name)
+            .map_or(&[], |i| &self.by_index[i as usize])
     }
 
     /// Node ids captured under `name`.
-    pub fn ids(&self, name: &str) -> std::collections::HashSet<usize> {
+    pub fn ids(&self, name: &str) -> IdSet {
         self.get(name).iter().map(Node::id).collect()
     }
 }
+
+/// Hashes node ids (addresses) with one multiply: SipHash cost more than the look-ups it served.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only node ids are hashed")
+    }
+    fn write_usize(&mut self, id: usize) {
+        // The high bits of the product are the well-mixed ones; the table indexes by the low.
+        self.0 = (id as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(32);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type IdSet = HashSet<usize, BuildHasherDefault<IdHasher>>;
+pub type IdMap<V> = HashMap<usize, V, BuildHasherDefault<IdHasher>>;
 
 #[cfg(test)]
 mod tests {

@@ -4,8 +4,7 @@
 
 use crate::device_code::{Access, AccessKind};
 use crate::edits::{Edit, Slot};
-use crate::queries::Captures;
-use std::collections::{HashMap, HashSet};
+use crate::queries::{Captures, IdMap, IdSet};
 use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -77,15 +76,16 @@ pub struct Placed<'t> {
     pub unplaced: Vec<Node<'t>>,
 }
 
-struct Roles {
-    role: HashMap<usize, Role>,
-    bodies: HashSet<usize>,
-    blocks: HashSet<usize>,
+struct Roles<'t> {
+    root: Node<'t>,
+    role: IdMap<Role>,
+    bodies: IdSet,
+    blocks: IdSet,
 }
 
-impl Roles {
-    fn new(caps: &Captures) -> Roles {
-        let mut role: HashMap<usize, Role> = HashMap::new();
+impl<'t> Roles<'t> {
+    fn new(caps: &Captures<'t>) -> Roles<'t> {
+        let mut role: IdMap<Role> = IdMap::default();
         for (name, r) in ROLES {
             for node in caps.get(name) {
                 let e = role.entry(node.id()).or_insert(*r);
@@ -93,6 +93,7 @@ impl Roles {
             }
         }
         Roles {
+            root: caps.root(),
             role,
             bodies: caps.ids("body"),
             blocks: caps.ids("block"),
@@ -104,25 +105,69 @@ impl Roles {
     }
 }
 
-fn depth(mut n: Node) -> usize {
-    let mut d = 0;
-    while let Some(p) = n.parent() {
-        d += 1;
-        n = p;
+/// A node and how deep it is. Depths order insertions at one byte; they are counted once, on
+/// the walk down to an access, because each `Node::parent` call walks down from the root.
+#[derive(Clone, Copy)]
+struct Deep<'t> {
+    node: Node<'t>,
+    depth: usize,
+}
+
+impl<'t> Deep<'t> {
+    fn child(self, node: Node<'t>) -> Deep<'t> {
+        Deep {
+            node,
+            depth: self.depth + 1,
+        }
     }
-    d
+}
+
+/// The node that decides where an access's fence goes.
+struct Found<'t> {
+    site: Deep<'t>,
+    parent: Option<Node<'t>>,
+    role: Role,
+}
+
+impl<'t> Found<'t> {
+    /// The statement a condition belongs to.
+    fn statement(&self) -> Deep<'t> {
+        Deep {
+            node: self.parent.expect("a condition has a statement"),
+            depth: self.site.depth - 1,
+        }
+    }
+}
+
+/// The nodes from `root` down to `node`, both included.
+fn path<'t>(root: Node<'t>, node: Node<'t>) -> Vec<Node<'t>> {
+    let mut out = vec![root];
+    let mut n = root;
+    while n.id() != node.id() {
+        n = n
+            .child_with_descendant(node)
+            .expect("the node is in the tree");
+        out.push(n);
+    }
+    out
+}
+
+/// How deep `node` is below `root`.
+pub fn depth(root: Node, node: Node) -> usize {
+    path(root, node).len() - 1
 }
 
 pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>) -> Placed<'t> {
     let roles = Roles::new(caps);
-    let mut by_site: HashMap<usize, (Node<'t>, Role, Site)> = HashMap::new();
+    let mut by_site: IdMap<(Found<'t>, Site)> = IdMap::default();
     let mut order = Vec::new();
     let mut unplaced = Vec::new();
     for a in accesses {
-        let Some((node, role)) = find_site(a.node, &roles) else {
+        let Some(found) = find_site(a.node, &roles) else {
             unplaced.push(a.node);
             continue;
         };
+        let node = found.site.node;
         let entry = by_site.entry(node.id()).or_insert_with(|| {
             order.push(node.id());
             let site = Site {
@@ -132,15 +177,15 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>) -> Placed<'t> {
                 spots: vec![],
                 braces: vec![],
             };
-            (node, role, site)
+            (found, site)
         });
-        entry.2.accesses.push((a.node.byte_range(), a.kind));
+        entry.1.accesses.push((a.node.byte_range(), a.kind));
     }
     let mut sites = Vec::new();
     for id in order {
-        let (node, role, mut site) = by_site.remove(&id).expect("site recorded");
+        let (found, mut site) = by_site.remove(&id).expect("site recorded");
         let mut braces = Vec::new();
-        site.spots = spots(node, role, &roles, &mut |b| braces.extend(brace_edits(b)));
+        site.spots = spots(&found, &roles, &mut |b| braces.extend(brace_edits(b)));
         site.braces = braces;
         sites.push(site);
     }
@@ -148,46 +193,55 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>) -> Placed<'t> {
     Placed { sites, unplaced }
 }
 
-fn find_site<'t>(access: Node<'t>, roles: &Roles) -> Option<(Node<'t>, Role)> {
-    let mut n = access;
-    loop {
-        if let Some(r) = roles.role.get(&n.id()) {
-            return (*r != Role::Stop).then_some((n, *r));
-        }
-        n = n.parent()?;
-    }
+/// The innermost node with a role that holds the access: one walk down from the root, then up
+/// the path.
+fn find_site<'t>(access: Node<'t>, roles: &Roles<'t>) -> Option<Found<'t>> {
+    let path = path(roles.root, access);
+    let (depth, role) = path
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(d, n)| roles.role.get(&n.id()).map(|r| (d, *r)))?;
+    (role != Role::Stop).then(|| Found {
+        site: Deep {
+            node: path[depth],
+            depth,
+        },
+        parent: depth.checked_sub(1).map(|p| path[p]),
+        role,
+    })
 }
 
 /// Braces around an unbraced body. The `{` goes right after the token before the body (the
 /// `)` of the condition, `else`, `do`), so a `#pragma` between them stays inside.
-fn brace_edits(body: Node) -> [Edit; 2] {
+fn brace_edits(body: Deep) -> [Edit; 2] {
     let open_at = body
+        .node
         .prev_sibling()
-        .map_or(body.start_byte(), |p| p.end_byte());
-    let d = depth(body);
+        .map_or(body.node.start_byte(), |p| p.end_byte());
+    let d = body.depth;
     [
         Edit::insert(open_at, Slot::open(d, false), " {"),
-        Edit::insert(body.end_byte(), Slot::close(d, true), " }"),
+        Edit::insert(body.node.end_byte(), Slot::close(d, true), " }"),
     ]
 }
 
-fn spots(node: Node, role: Role, roles: &Roles, wrap: &mut dyn FnMut(Node)) -> Vec<Spot> {
+fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> {
     let mut out = Vec::new();
-    let after = |n: Node, out: &mut Vec<Spot>, wrap: &mut dyn FnMut(Node)| {
-        if roles.unbraced_body(n) {
+    let after = |n: Deep, out: &mut Vec<Spot>, wrap: &mut dyn FnMut(Deep)| {
+        if roles.unbraced_body(n.node) {
             wrap(n);
         }
         out.push(Spot {
-            at: n.end_byte(),
-            slot: Slot::close(depth(n), false),
+            at: n.node.end_byte(),
+            slot: Slot::close(n.depth, false),
             piece: Piece::Fence,
         });
     };
-    let statement = || node.parent().expect("a condition has a statement");
-    match role {
-        Role::After => after(node, &mut out, wrap),
+    let (node, d) = (found.site.node, found.site.depth);
+    match found.role {
+        Role::After => after(found.site, &mut out, wrap),
         Role::Wrap => {
-            let d = depth(node);
             out.push(Spot {
                 at: node.start_byte(),
                 slot: Slot::open(d, false),
@@ -201,27 +255,27 @@ fn spots(node: Node, role: Role, roles: &Roles, wrap: &mut dyn FnMut(Node)) -> V
         }
         Role::Comma => out.push(Spot {
             at: node.end_byte(),
-            slot: Slot::close(depth(node), false),
+            slot: Slot::close(d, false),
             piece: Piece::CommaFence,
         }),
         Role::IfCond => {
-            let stmt = statement();
-            let then = stmt
-                .child_by_field_name("consequence")
-                .expect("if has a consequence");
-            out.push(top_of(then, roles, wrap));
-            match stmt
-                .child_by_field_name("alternative")
-                .and_then(|e| e.named_child(0))
-            {
+            let stmt = found.statement();
+            let then = stmt.node.child_by_field_name("consequence");
+            out.push(top_of(
+                stmt.child(then.expect("if has a consequence")),
+                roles,
+                wrap,
+            ));
+            let alternative = stmt.node.child_by_field_name("alternative");
+            match alternative.and_then(|e| Some(stmt.child(e).child(e.named_child(0)?))) {
                 Some(els) => out.push(top_of(els, roles, wrap)),
                 None => after(stmt, &mut out, wrap),
             }
         }
         Role::LoopCond => {
-            let stmt = statement();
-            if let Some(body) = stmt.child_by_field_name("body") {
-                out.push(top_of(body, roles, wrap));
+            let stmt = found.statement();
+            if let Some(body) = stmt.node.child_by_field_name("body") {
+                out.push(top_of(stmt.child(body), roles, wrap));
             }
             after(stmt, &mut out, wrap);
         }
@@ -231,13 +285,14 @@ fn spots(node: Node, role: Role, roles: &Roles, wrap: &mut dyn FnMut(Node)) -> V
 }
 
 /// A fence at the top of a body, which gets braces if it has none.
-fn top_of(body: Node, roles: &Roles, wrap: &mut dyn FnMut(Node)) -> Spot {
-    let d = depth(body);
-    if roles.unbraced_body(body) {
+fn top_of(body: Deep, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Spot {
+    let d = body.depth;
+    if roles.unbraced_body(body.node) {
         wrap(body);
         let at = body
+            .node
             .prev_sibling()
-            .map_or(body.start_byte(), |p| p.end_byte());
+            .map_or(body.node.start_byte(), |p| p.end_byte());
         Spot {
             at,
             slot: Slot::open(d, true),
@@ -246,9 +301,35 @@ fn top_of(body: Node, roles: &Roles, wrap: &mut dyn FnMut(Node)) -> Spot {
     } else {
         // After the `{` of a compound statement.
         Spot {
-            at: body.start_byte() + 1,
+            at: body.node.start_byte() + 1,
             slot: Slot::open(d + 1, true),
             piece: Piece::Fence,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn depth_is_the_number_of_parents() {
+        let text = include_str!("../tests/fixtures/constructs/control.cu");
+        let tree = crate::parse::parse(text);
+        let root = tree.root_node();
+        let mut cursor = root.walk();
+        let mut seen = 0;
+        loop {
+            let node = cursor.node();
+            let parents = std::iter::successors(node.parent(), |p| p.parent()).count();
+            assert_eq!(super::depth(root, node), parents, "{node:?}");
+            seen += 1;
+            if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                continue;
+            }
+            while cursor.goto_parent() && !cursor.goto_next_sibling() {}
+            if cursor.node() == root {
+                break;
+            }
+        }
+        assert!(seen > 500, "walked {seen} nodes");
     }
 }
