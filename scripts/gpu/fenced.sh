@@ -16,6 +16,6 @@ for spec in "$@"; do
   cmd=($W test case-studies/cbe-dot --out /tmp/f --env "$env" --runs "$runs" --seed "$seed" --jobs 8 --fences all)
   { echo; echo "\$ ${cmd[*]}"; } >> "$L"
   timeout -s INT $left "${cmd[@]}" 2>&1 | grep -v '^\s*$' >> "$L"
-  cp /tmp/f/test/summary.json "$OUT/fenced-$env-$seed.json" 2>/dev/null
+  cp /tmp/f/test/summary.json "$OUT/fenced-${env/+/p}-$seed.json" 2>/dev/null
 done
 kill $H
