@@ -340,11 +340,15 @@ fn run_reduce(args: ReduceArgs) -> anyhow::Result<i32> {
 
 fn run_tune(args: TuneArgs) -> anyhow::Result<i32> {
     let done = match args.analyse {
-        Some(raw) => wmfix::tune_analysis::run(&wmfix::tune_analysis::Options {
-            raw,
-            out: args.out,
-            epsilon: args.epsilon,
-        })?,
+        Some(raw) => {
+            let done = wmfix::tune_analysis::run(&wmfix::tune_analysis::Options {
+                raw,
+                out: args.out,
+                epsilon: args.epsilon,
+            })?;
+            print!("{}", done.report);
+            done
+        }
         None => {
             let mut sizes = if args.quick {
                 wmfix::tuning::Sizes::quick()
