@@ -178,14 +178,14 @@ fn bad_input_is_reported_with_the_file_name() {
 }
 
 #[test]
-fn analyse_is_required_until_the_gpu_engine_exists() {
+fn help_names_the_paper_sizes_and_the_gpu_free_analysis() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = tune(tmp.path(), &[]);
-    assert_eq!(o.status.code(), Some(64));
-    assert!(stderr(&o).contains("--analyse <FILE>"), "{}", stderr(&o));
     let o = tune(tmp.path(), &["--help"]);
     assert!(o.status.success());
-    assert!(stdout(&o).contains("not implemented yet"), "{}", stdout(&o));
+    for flag in ["--analyse <FILE>", "--quick", "--distances", "--executions", "--patch-size", "--sync"] {
+        assert!(stdout(&o).contains(flag), "{flag}: {}", stdout(&o));
+    }
+    assert!(stdout(&o).contains("(paper: 256)"), "{}", stdout(&o));
 }
 
 /// The profile is read by runtime-cu's own parser (`wmfix::parse_profile_text`, host code built
