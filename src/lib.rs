@@ -34,5 +34,6 @@ pub mod testing;
 pub mod toolchain;
 pub mod trial;
 pub mod tune_analysis;
+pub mod tune_structure;
 pub mod tuning;
 pub mod walk;

@@ -1168,6 +1168,8 @@ impl Profile {
 pub struct Analysis {
     pub gpu: String,
     pub patch: Option<PatchAnalysis>,
+    /// Whether the patch counts vary with the stressed location or with the distance.
+    pub structure: Option<crate::tune_structure::Structure>,
     pub sequence: Option<SequenceChoice>,
     pub spread: Option<SpreadChoice>,
     /// Inconsistencies between phases, choices made on no data.
@@ -1178,7 +1180,10 @@ pub struct Analysis {
 /// Analyses every phase of `raw` (which must have passed [`RawCounts::validate`]), with the
 /// file's epsilon unless `epsilon` overrides it, and builds the profile.
 ///
-/// The profile's patch size is the critical patch size, else the fallback of
+/// When no test's counts vary with the stressed location and the tests agree on the distance
+/// where weak behaviours step up (`tune_structure`), the profile's patch size is that distance:
+/// a patch size read from location noise would mean nothing. Otherwise it is the critical
+/// patch size, else the fallback of
 /// [`critical_patch_size`], else (no patch phase, or no epsilon-patch) the patch size the
 /// sequence or spread phase was run with. Its sequence and spread are the choices of the
 /// sequence and spread phases; a phase that is missing leaves its key out.
@@ -1199,8 +1204,21 @@ pub fn analyse(raw: &RawCounts, epsilon: Option<u64>) -> Result<Analysis> {
         None => None,
     };
 
-    let measured_p = patch.as_ref().and_then(PatchAnalysis::chosen);
+    let structure = raw
+        .patch
+        .as_ref()
+        .map(|ph| crate::tune_structure::Structure::of(&ph.counts));
+    let from_distance = structure.as_ref().and_then(|s| s.patch_from_distance());
+    let measured_p = from_distance.or(patch.as_ref().and_then(PatchAnalysis::chosen));
     let (patch_size, patch_note) = match (&patch, measured_p) {
+        (Some(_), Some(size)) if from_distance.is_some() => (
+            Some(size),
+            format!(
+                "from distance, not location: no test's weak behaviours vary with the stressed \
+                 location, and they change in aligned blocks of {size} words of distance in \
+                 every test that shows such blocks"
+            ),
+        ),
         (Some(pa), Some(size)) if pa.critical.is_some() => {
             (Some(size), format!("epsilon = {epsilon}; {}", pa.verdict()))
         }
@@ -1318,6 +1336,7 @@ pub fn analyse(raw: &RawCounts, epsilon: Option<u64>) -> Result<Analysis> {
     Ok(Analysis {
         gpu: p.gpu.clone(),
         patch,
+        structure,
         sequence,
         spread,
         warnings,
@@ -1382,6 +1401,15 @@ pub fn report(raw: &RawCounts, a: &Analysis) -> String {
             );
         }
         out += &format!("{}\n", pa.verdict());
+        if let Some(st) = &a.structure {
+            out += "what the counts depend on (the stressed location, or the distance):\n";
+            for line in st.lines() {
+                out += &format!("{line}\n");
+            }
+            if let Some(d) = st.patch_from_distance() {
+                out += &format!("patch size {d}: from the distance blocks, not the location\n");
+            }
+        }
     }
     if let Some(c) = &a.sequence {
         let ph = raw.sequence.as_ref().expect("a choice comes from a phase");

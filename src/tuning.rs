@@ -85,6 +85,9 @@ pub struct PhaseTime {
 
 struct Tuner {
     engine: Engine,
+    /// Orders each phase's configurations: run in a random order, a slow drift of the GPU
+    /// (clocks, temperature) spreads over all of them instead of posing as structure along l.
+    seed: u64,
     sizes: Sizes,
     bar: ProgressBar,
     executions: u64,
@@ -98,6 +101,7 @@ pub fn run(opts: &Options) -> Result<Done> {
     let cubin = litmus::compile(&opts.out.join("cache"), gpu.arch)?;
     let engine = Engine::new(ctx, &cubin, opts.settings.clone())?;
     let mut t = Tuner {
+        seed: opts.settings.seed,
         engine,
         sizes: opts.sizes.clone(),
         bar: progress(),
@@ -130,8 +134,9 @@ pub fn run(opts: &Options) -> Result<Done> {
             log_phase(&t.bar, &time);
             phases.push(time);
             save(&raw_path, &raw)?;
-            let a = ta::analyse(&raw, None)?;
-            a.patch.and_then(|p| p.chosen()).unwrap_or(64)
+            // The profile's choice: the critical size, or the distance blocks when the stressed
+            // location makes no difference (tune_structure).
+            ta::analyse(&raw, None)?.profile.patch_size.unwrap_or(64)
         }
     };
     let (ph, time) = t.sequence_phase(patch)?;
@@ -163,6 +168,15 @@ pub fn run(opts: &Options) -> Result<Done> {
         phases,
         gpu,
     })
+}
+
+/// `items` in a random order (Fisher-Yates, seeded).
+fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
+    for i in (1..items.len()).rev() {
+        let j = (crate::batch::seed(seed, 0x5f, i) % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+    items
 }
 
 /// Executions each distance gets: C rounded up so that every launch is full (the engine gives
@@ -285,13 +299,12 @@ impl Tuner {
         let sequence = Sequence::parse("st ld").expect("valid");
         let mut time = Timer::new("patch");
         let mut counts = PerTest::from_fn(|_| vec![vec![0u64; nl]; nd]);
-        for test in Test::ALL {
-            for l in 0..nl {
-                let (w, secs, n) = self.weak(test, &sequence, Locations::Fixed(vec![l as u32]))?;
-                time.add(secs, n, &w);
-                for (d, &x) in w.iter().enumerate() {
-                    counts.get_mut(test)[d][l] = x;
-                }
+        let configs = Test::ALL.into_iter().flat_map(|t| (0..nl).map(move |l| (t, l)));
+        for (test, l) in shuffled(configs.collect(), self.seed) {
+            let (w, secs, n) = self.weak(test, &sequence, Locations::Fixed(vec![l as u32]))?;
+            time.add(secs, n, &w);
+            for (d, &x) in w.iter().enumerate() {
+                counts.get_mut(test)[d][l] = x;
             }
         }
         let phase = PatchPhase {
@@ -311,15 +324,20 @@ impl Tuner {
         let nd = self.sizes.distances;
         let mut counts =
             PerTest::from_fn(|_| vec![vec![vec![0u64; locations.len()]; nd]; sequences.len()]);
+        let mut configs = vec![];
         for test in Test::ALL {
-            for (s, seq) in sequences.iter().enumerate() {
-                for (k, &l) in locations.iter().enumerate() {
-                    let (w, secs, n) = self.weak(test, seq, Locations::Fixed(vec![l as u32]))?;
-                    time.add(secs, n, &w);
-                    for (d, &x) in w.iter().enumerate() {
-                        counts.get_mut(test)[s][d][k] = x;
-                    }
+            for s in 0..sequences.len() {
+                for k in 0..locations.len() {
+                    configs.push((test, s, k));
                 }
+            }
+        }
+        for (test, s, k) in shuffled(configs, self.seed) {
+            let l = locations[k] as u32;
+            let (w, secs, n) = self.weak(test, &sequences[s], Locations::Fixed(vec![l]))?;
+            time.add(secs, n, &w);
+            for (d, &x) in w.iter().enumerate() {
+                counts.get_mut(test)[s][d][k] = x;
             }
         }
         let scores = counts.map(|_, per_seq| {
@@ -346,16 +364,15 @@ impl Tuner {
         self.start("spread", 3 * m_max);
         let mut time = Timer::new("spread");
         let mut counts = PerTest::from_fn(|_| vec![vec![]; m_max]);
-        for test in Test::ALL {
-            for m in 1..=m_max {
-                let locs = Locations::Random {
-                    from: starts.clone(),
-                    count: m,
-                };
-                let (w, secs, n) = self.weak(test, &sequence, locs)?;
-                time.add(secs, n, &w);
-                counts.get_mut(test)[m - 1] = w;
-            }
+        let configs = Test::ALL.into_iter().flat_map(|t| (1..=m_max).map(move |m| (t, m)));
+        for (test, m) in shuffled(configs.collect(), self.seed) {
+            let locs = Locations::Random {
+                from: starts.clone(),
+                count: m,
+            };
+            let (w, secs, n) = self.weak(test, &sequence, locs)?;
+            time.add(secs, n, &w);
+            counts.get_mut(test)[m - 1] = w;
         }
         let scores = counts.map(|_, rows| rows.iter().map(|r| r.iter().sum()).collect());
         let phase = SpreadPhase {
@@ -420,6 +437,16 @@ mod tests {
         assert!(now.starts_with("20") && now.ends_with('Z'), "{now}");
         assert_eq!(&now[4..5], "-");
         assert_eq!(&now[10..11], "T");
+    }
+
+    #[test]
+    fn shuffling_keeps_every_config_once_and_moves_them() {
+        let order = shuffled((0..768).collect::<Vec<_>>(), 1);
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..768).collect::<Vec<_>>());
+        assert!(order.iter().enumerate().filter(|(i, v)| i == *v).count() < 20);
+        assert_eq!(order, shuffled((0..768).collect::<Vec<_>>(), 1), "seeded");
     }
 
     #[test]
