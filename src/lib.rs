@@ -12,6 +12,7 @@ pub mod edits;
 pub mod environment;
 pub mod exit_code;
 pub mod fence_set;
+pub mod hold;
 pub mod insert;
 pub mod instrument;
 pub mod interrupt;

@@ -23,6 +23,8 @@ pub struct Options {
     pub settings: Settings,
     pub jobs: usize,
     pub gpus: Vec<String>,
+    /// Hold a CUDA context open while the runs go (`hold`).
+    pub hold: bool,
     pub seed: u64,
     pub resume: bool,
     pub scope: FenceScope,
@@ -68,6 +70,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     let dir = reduce_dir(&out);
     std::fs::create_dir_all(dir.join("logs"))?;
     // C-Vise's lesson: check the unmodified program before reducing anything.
+    let _held = opts.hold.then(|| crate::hold::hold(&opts.gpus));
     crate::trial::baseline(&app, &built.original, &dir.join("baseline.log"))?;
     let records = fence_records(&out)?;
     let all: Fences = (0..records.len()).collect();

@@ -27,6 +27,8 @@ pub struct Options {
     pub jobs: usize,
     /// GPUs to spread the runs over (see `batch::Batch::gpus`).
     pub gpus: Vec<String>,
+    /// Hold a CUDA context open while the runs go (`hold`).
+    pub hold: bool,
     pub fences: FenceSet,
     pub scope: FenceScope,
 }
@@ -88,6 +90,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
             ", build up to date"
         }
     );
+    let _held = opts.hold.then(|| crate::hold::hold(&opts.gpus));
     trial::baseline(&app, &built.original, &opts.out.join("baseline.log"))?;
     let dir = test_dir(&opts.out.canonicalize()?);
     fresh_dir(&dir)?;
