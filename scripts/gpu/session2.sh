@@ -9,16 +9,7 @@ set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 W=$PWD/carry/wmfix
 START=$(date +%s); DEADLINE=$((START + ${BUDGET_S:-560}))
-left() { echo $((DEADLINE - $(date +%s))); }
-step() { # step LOG TITLE LIMIT CMD...: runs CMD (ctrl-c at LIMIT s or the deadline), logs it
-  local log=$1 title=$2 limit=$3; shift 3
-  local l; l=$(left); [ "$limit" -lt "$l" ] && l=$limit
-  [ "$l" -gt 5 ] || { echo "## $title: skipped, no time left" >> "$log"; return; }
-  { echo; echo "## $title ($(date -u +%T), limit $l s)"; echo "\$ $*"; } >> "$log"
-  local t0; t0=$(date +%s.%N)
-  timeout -s INT "$l" "$@" 2>&1 | grep -v '^\s*$' >> "$log"
-  echo "(${PIPESTATUS[0]}; $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s)" >> "$log"
-}
+. scripts/gpu/lib.sh
 per_run() { # per_run N CMD...: mean wall seconds of N sequential runs
   local n=$1; shift; local t0; t0=$(date +%s.%N)
   for _ in $(seq 1 "$n"); do "$@" > /dev/null 2>&1; done
@@ -31,18 +22,18 @@ header() {
 
 lane_a() {
   export CUDA_VISIBLE_DEVICES=0
-  local L=$OUT/lane-a.txt; header > "$L"
+  L=$OUT/lane-a.txt; header > "$L"
   for t in mp lb sb; do
     for s in none default; do
-      step "$L" "litmus $t, stress $s" 60 $W litmus $t --distance 64 --stress $s --iterations 200 --cache /tmp/lc
+      step "litmus $t, stress $s" 60 $W litmus $t --distance 64 --stress $s --iterations 200 --cache /tmp/lc
     done
   done
-  step "$L" "litmus mp, sync incantation" 60 $W litmus mp --distance 64 --sync --iterations 200 --cache /tmp/lc
-  step "$L" "litmus mp, distances 0..255" 60 $W litmus mp --distance 0 --distances 256 --iterations 200 --cache /tmp/lc
-  step "$L" "tune, paper sizes" 300 $W tune --out /tmp/tune
+  step "litmus mp, sync incantation" 60 $W litmus mp --distance 64 --sync --iterations 200 --cache /tmp/lc
+  step "litmus mp, distances 0..255" 60 $W litmus mp --distance 0 --distances 256 --iterations 200 --cache /tmp/lc
+  step "tune, paper sizes" 300 $W tune --out /tmp/tune
   tar czf "$OUT/tune.tar.gz" -C /tmp tune --exclude tune/cache 2>/dev/null
   /tmp/hold & local h=$!
-  step "$L" "issue 3: cbe-dot, every fence, 1000 runs" 600 \
+  step "issue 3: cbe-dot, every fence, 1000 runs" 600 \
     $W test case-studies/cbe-dot --out /tmp/fa --env rand-str-,rand-str+,cache-str-,cache-str+ --runs 1000 --jobs 6 --fences all
   kill $h
   cp /tmp/fa/test/summary.json "$OUT/fenced-a.json" 2>/dev/null
@@ -50,7 +41,7 @@ lane_a() {
 
 lane_b() {
   export CUDA_VISIBLE_DEVICES=$(( $(nvidia-smi -L | wc -l) > 1 ? 1 : 0 ))
-  local L=$OUT/lane-b.txt; header > "$L"
+  L=$OUT/lane-b.txt; header > "$L"
   $W build case-studies/cbe-dot --out /tmp/fb > /dev/null 2>&1
   {
     echo; echo "## seconds per run, 20 sequential runs each"
@@ -65,7 +56,7 @@ lane_b() {
     kill $h
   } >> "$L" 2>&1
   /tmp/hold & local h=$!
-  step "$L" "issue 3: cbe-dot, every fence, 1000 runs" 600 \
+  step "issue 3: cbe-dot, every fence, 1000 runs" 600 \
     $W test case-studies/cbe-dot --out /tmp/fb --env no-str-,no-str+,sys-str-,sys-str+ --runs 1000 --jobs 6 --fences all
   kill $h
   cp /tmp/fb/test/summary.json "$OUT/fenced-b.json" 2>/dev/null

@@ -9,16 +9,7 @@ OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 W=$PWD/carry/wmfix
 START=$(date +%s); DEADLINE=$((START + ${BUDGET_S:-560}))
 L=$OUT/tune.txt
-left() { echo $((DEADLINE - $(date +%s))); }
-step() { # step TITLE LIMIT CMD...: runs CMD (ctrl-c at LIMIT s or the deadline), logs it
-  local title=$1 limit=$2; shift 2
-  local l; l=$(left); [ "$limit" -lt "$l" ] && l=$limit
-  [ "$l" -gt 5 ] || { echo "## $title: skipped, no time left" >> "$L"; return; }
-  { echo; echo "## $title ($(date -u +%T), limit $l s)"; echo "\$ $*"; } >> "$L"
-  local t0; t0=$(date +%s.%N)
-  timeout -s INT "$l" "$@" 2>&1 | grep -v '^\s*$' >> "$L"
-  echo "(exit ${PIPESTATUS[0]}; $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s)" >> "$L"
-}
+. scripts/gpu/lib.sh
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader), $(nvcc --version | tail -n 1)" > "$L"
 nvcc -O2 -o /tmp/hold scripts/gpu/hold.cu || exit 1
 
