@@ -23,6 +23,8 @@
 
 ; File-scope __device__ variables are global memory too; @global.var names them.
 (translation_unit (declaration "__device__" declarator: (_) @global.var))
+; Names of functions: a prototype such as `__device__ int f(int);` declares no variable.
+(function_declarator declarator: (_) @function.name)
 
 ; Not accesses: taking an address, and unevaluated operands.
 (pointer_expression operator: "&" argument: (_) @not_access)

@@ -14,3 +14,13 @@
           (pointer_expression operator: "&"
             argument: (subscript_expression argument: (subscript_expression argument: (identifier) @alias.value)))
           (binary_expression left: (identifier) @alias.value)]))
+
+; Every declarator, so that an inner declaration hides an outer one of the same name. A
+; @param.decl counts only where it belongs to a function or lambda (@scope.function).
+(declaration declarator: (_) @var.decl)
+(for_range_loop declarator: (_) @var.decl)
+(parameter_declaration declarator: (_) @param.decl)
+; Where names declared in them are visible: the statement, by its byte range.
+[(compound_statement) (for_statement) (for_range_loop) (if_statement) (while_statement)
+ (switch_statement)] @scope
+[(function_definition) (lambda_expression)] @scope.function

@@ -1,9 +1,12 @@
 //! Device code: the `__global__`/`__device__` functions of a file, and the expressions in them
 //! that may access global memory.
 
-use crate::queries::{Captures, IdMap, IdSet};
+use crate::queries::{self, Captures, IdMap, IdSet};
+use crate::scopes::{Bindings, Scopes};
 use serde::Serialize;
 use std::collections::HashSet;
+use std::num::NonZeroU16;
+use std::sync::OnceLock;
 use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -56,11 +59,24 @@ pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFuncti
 
 /// The name a declaration declares: follow `declarator` fields to the innermost one.
 pub fn declared_name<'s>(node: Node, text: &'s str) -> &'s str {
+    &text[name_node(node).byte_range()]
+}
+
+fn name_node(node: Node) -> Node {
     let mut n = node;
-    while let Some(d) = n.child_by_field_name("declarator") {
+    while let Some(d) = n.child_by_field_id(declarator_field().get()) {
         n = d;
     }
-    &text[n.byte_range()]
+    n
+}
+
+/// The field's id, found once: by name, each look-up is a string search.
+fn declarator_field() -> NonZeroU16 {
+    static ID: OnceLock<NonZeroU16> = OnceLock::new();
+    *ID.get_or_init(|| {
+        let id = queries::language().field_id_for_name("declarator");
+        id.expect("the grammar has a declarator field")
+    })
 }
 
 /// The innermost device function body containing `node`, as an index into `functions`.
@@ -74,55 +90,89 @@ fn enclosing(functions: &[DeviceFunction], node: Node) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// Names that are not global memory, per device function (`None`: the whole file):
-/// `__shared__` variables, arrays local to a function, and pointers initialised from those.
-fn local_names<'s>(
-    functions: &[DeviceFunction],
-    caps: &Captures,
-    text: &'s str,
-) -> HashSet<(Option<usize>, &'s str)> {
-    let mut names = HashSet::new();
-    let mut decls: Vec<(usize, &str, Node)> = Vec::new();
-    for cap in ["shared.decl", "local.decl"] {
-        decls.extend(caps.get(cap).iter().map(|n| (n.start_byte(), cap, *n)));
+/// Whether each declared name is not global memory where it is visible: `__shared__`
+/// variables, arrays local to a block, and pointers initialised from those. Every declaration of
+/// such a name is bound, so that a parameter or inner variable of the same name hides it.
+fn locality<'s>(scopes: &Scopes, caps: &Captures, text: &'s str) -> Bindings<'s, bool> {
+    let locals = local_declarators(caps);
+    // A name never declared local is global memory wherever it is used: it needs no binding.
+    let candidates: HashSet<&str> = locals.names.iter().map(|n| &text[n.byte_range()]).collect();
+    let mut names: Vec<(Node, bool)> = Vec::new();
+    for (cap, param) in [("var.decl", false), ("param.decl", true)] {
+        for name in caps.get(cap).iter().map(|d| name_node(*d)) {
+            if candidates.contains(&text[name.byte_range()]) {
+                names.push((name, param));
+            }
+        }
     }
+    // Source order, so that an alias sees the declarations before it.
+    names.sort_by_key(|(n, _)| n.start_byte());
+
+    let mut bindings = Bindings::new();
+    for (name, param) in names {
+        let at = name.start_byte();
+        let scope = scopes.at(at);
+        if param && !scope.is_some_and(|s| scopes.is_function(s)) {
+            continue; // a prototype's parameter
+        }
+        let from_local = |v: &Node| {
+            let value = &text[v.byte_range()];
+            bindings.lookup(scopes, value, v.start_byte()) == Some(&true)
+        };
+        let local = locals.always.contains(&at) || locals.aliases.get(&at).is_some_and(from_local);
+        bindings.declare(scope, &text[name.byte_range()], name.end_byte(), local);
+    }
+    bindings
+}
+
+/// The declared names that may not be global memory, keyed by the byte each starts at.
+struct LocalDeclarators<'t> {
+    /// `__shared__` variables and local arrays.
+    always: IdSet,
+    /// Pointers, with the variable their initial value points into: local when that one is.
+    aliases: IdMap<Node<'t>>,
+    /// The names of both.
+    names: Vec<Node<'t>>,
+}
+
+fn local_declarators<'t>(caps: &Captures<'t>) -> LocalDeclarators<'t> {
+    let mut names: Vec<Node> = Vec::new();
+    for decl in caps.get("shared.decl") {
+        // One __shared__ declaration may declare several variables.
+        let mut c = decl.walk();
+        names.extend(
+            decl.children_by_field_id(declarator_field(), &mut c)
+                .map(name_node),
+        );
+    }
+    names.extend(caps.get("local.decl").iter().map(|d| name_node(*d)));
+    let always = names.iter().map(Node::start_byte).collect();
+    let mut aliases = IdMap::default();
     for m in &caps.matches {
         let alias = m.iter().find(|(c, _)| *c == "alias.decl");
         let value = m.iter().find(|(c, _)| *c == "alias.value");
         if let (Some((_, a)), Some((_, v))) = (alias, value) {
-            decls.push((a.start_byte(), "alias", *a));
-            decls.push((v.start_byte(), "alias.value", *v));
+            let name = name_node(*a);
+            aliases.insert(name.start_byte(), *v);
+            names.push(name);
         }
     }
-    // Source order, so that an alias sees the arrays declared before it.
-    decls.sort_by_key(|d| d.0);
-    let mut pending_alias: Option<(Option<usize>, &str)> = None;
-    for (_, cap, node) in decls {
-        let scope = enclosing(functions, node);
-        match cap {
-            "alias" => pending_alias = Some((scope, declared_name(node, text))),
-            "alias.value" => {
-                let value = &text[node.byte_range()];
-                let from_local = |s| names.contains(&(s, value)) || names.contains(&(None, value));
-                if let Some((s, alias)) = pending_alias.take().filter(|(s, _)| from_local(*s)) {
-                    names.insert((s, alias));
-                }
-            }
-            _ => {
-                // A __shared__ declaration may declare several variables.
-                let mut c = node.walk();
-                let declarators: Vec<Node> =
-                    node.children_by_field_name("declarator", &mut c).collect();
-                if declarators.is_empty() {
-                    names.insert((scope, declared_name(node, text)));
-                }
-                for d in declarators {
-                    names.insert((scope, declared_name(d, text)));
-                }
-            }
-        }
+    LocalDeclarators {
+        always,
+        aliases,
+        names,
     }
-    names
+}
+
+/// Names of file-scope `__device__` variables; a function declarator declares none.
+fn global_variables<'s>(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
+    let functions = caps.ids("function.name");
+    caps.get("global.var")
+        .iter()
+        .map(|n| name_node(*n))
+        .filter(|n| !functions.contains(&n.id()))
+        .map(|n| &text[n.byte_range()])
+        .collect()
 }
 
 fn within_any(node: Node, ranges: &[std::ops::Range<usize>]) -> bool {
@@ -136,9 +186,12 @@ pub fn accesses<'t>(
     caps: &Captures<'t>,
     text: &str,
 ) -> Vec<Access<'t>> {
-    let locals = local_names(functions, caps, text);
-    let is_local =
-        |f: usize, name: &str| locals.contains(&(Some(f), name)) || locals.contains(&(None, name));
+    let scopes = Scopes::new(caps);
+    let locality = locality(&scopes, caps, text);
+    let is_local = |base: &Node| {
+        let name = &text[base.byte_range()];
+        locality.lookup(&scopes, name, base.start_byte()) == Some(&true)
+    };
     let not_access = caps.ids("not_access");
     let stores = caps.ids("store");
     let unevaluated: Vec<_> = caps
@@ -148,21 +201,17 @@ pub fn accesses<'t>(
         .collect();
 
     // Base identifier of each access, where the query found one.
-    let mut base: IdMap<&str> = IdMap::default();
+    let mut base: IdMap<Node> = IdMap::default();
     for m in &caps.matches {
         let acc = m
             .iter()
             .find(|(c, _)| matches!(*c, "access" | "access.atomic"));
         let b = m.iter().find(|(c, _)| *c == "access.base");
         if let (Some((_, a)), Some((_, b))) = (acc, b) {
-            base.insert(a.id(), &text[b.byte_range()]);
+            base.insert(a.id(), *b);
         }
     }
-    let globals: HashSet<&str> = caps
-        .get("global.var")
-        .iter()
-        .map(|n| declared_name(*n, text))
-        .collect();
+    let globals = global_variables(caps, text);
 
     let mut seen = IdSet::default();
     let mut out = Vec::new();
@@ -176,7 +225,7 @@ pub fn accesses<'t>(
         let Some(function) = enclosing(functions, node) else {
             return;
         };
-        if base.get(&node.id()).is_some_and(|b| is_local(function, b)) {
+        if base.get(&node.id()).is_some_and(is_local) {
             return;
         }
         let kind = if kind == AccessKind::Load && is_store(node, &stores) {

@@ -27,6 +27,7 @@ pub mod queries;
 pub mod reduce;
 pub mod reducing;
 pub mod runtime;
+pub mod scopes;
 pub mod sites;
 pub mod source;
 pub mod stats;

@@ -85,6 +85,54 @@ fn shared_local_and_address_of_get_no_fence() {
     );
 }
 
+/// `function: kind: access` for each access of each fence in one file of fences.json.
+fn fenced_accesses(json: &serde_json::Value, file: &str) -> Vec<String> {
+    let fences = json["fences"].as_array().unwrap();
+    let in_file = fences.iter().filter(|f| f["file"] == file);
+    in_file
+        .flat_map(|f| {
+            let accesses = f["accesses"].as_array().unwrap();
+            accesses.iter().map(move |a| {
+                format!(
+                    "{}: {}",
+                    f["function"].as_str().unwrap(),
+                    a.as_str().unwrap()
+                )
+            })
+        })
+        .collect()
+}
+
+fn scoping_fences(file: &str) -> Vec<String> {
+    let (tmp, root) = fixture("scoping");
+    let o = run(tmp.path(), &["insert", "scoping", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    fenced_accesses(&fences_json(&tmp.path().join("out"), &root), file)
+}
+
+#[test]
+fn local_arrays_are_not_global_memory_only_in_their_scope() {
+    assert_eq!(
+        scoping_fences("locals.cu"),
+        [
+            "params: store: buf[1]",
+            "params: store: alias[0]",
+            "params: store: tile[0]",
+            "blocks: store: local[1]",
+            "blocks: store: p[0]",
+            "blocks: store: q[1]",
+        ]
+    );
+}
+
+#[test]
+fn function_prototypes_are_not_variables() {
+    assert_eq!(
+        scoping_fences("prototypes.cu"),
+        ["calls: store: counter", "calls: store: *p"]
+    );
+}
+
 #[test]
 fn a_tree_with_headers_is_mirrored() {
     let (tmp, root) = fixture("multi");

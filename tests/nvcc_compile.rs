@@ -86,6 +86,17 @@ fn kernel_launched_from_another_unit_links() {
     }
 }
 
+#[test]
+fn scoping_fixture_compiles() {
+    let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/scoping"));
+    for dir in [&orig, &tree] {
+        for f in ["locals.cu", "prototypes.cu"] {
+            let flags = "-arch=sm_90 -std=c++17 -Werror all-warnings";
+            sh(dir, &format!("nvcc {flags} -c -o {f}.o {f}"));
+        }
+    }
+}
+
 /// The build command of a case study's wmfix.toml.
 fn build_command(dir: &Path) -> String {
     let cfg: toml::Table = std::fs::read_to_string(dir.join("wmfix.toml"))

@@ -1,0 +1,133 @@
+//! Lexical scopes by byte range, and which declaration a name used at some byte refers to.
+//! Ranges, not `parent()`: tree-sitter finds a parent by walking down from the root.
+
+use crate::queries::Captures;
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// The scopes of one file (`@scope`, `@scope.function`), nested by byte range; `None` is the
+/// file scope.
+pub struct Scopes {
+    /// Sorted by start, each scope before the scopes inside it.
+    ranges: Vec<Range<usize>>,
+    parent: Vec<Option<usize>>,
+    function: Vec<bool>,
+}
+
+impl Scopes {
+    pub fn new(caps: &Captures) -> Scopes {
+        let blocks = caps.get("scope").iter().map(|n| (n.byte_range(), false));
+        let functions = caps
+            .get("scope.function")
+            .iter()
+            .map(|n| (n.byte_range(), true));
+        let mut all: Vec<(Range<usize>, bool)> = blocks.chain(functions).collect();
+        all.sort_by_key(|(r, _)| (r.start, std::cmp::Reverse(r.end)));
+        let mut parent = Vec::with_capacity(all.len());
+        let mut open: Vec<usize> = Vec::new();
+        for (i, (r, _)) in all.iter().enumerate() {
+            while open.last().is_some_and(|&o| all[o].0.end <= r.start) {
+                open.pop();
+            }
+            parent.push(open.last().copied());
+            open.push(i);
+        }
+        let (ranges, function) = all.into_iter().unzip();
+        Scopes {
+            ranges,
+            parent,
+            function,
+        }
+    }
+
+    /// The innermost scope containing byte `at`.
+    pub fn at(&self, at: usize) -> Option<usize> {
+        let mut s = self
+            .ranges
+            .partition_point(|r| r.start <= at)
+            .checked_sub(1)?;
+        while !self.ranges[s].contains(&at) {
+            s = self.parent[s]?;
+        }
+        Some(s)
+    }
+
+    /// A function's or lambda's own scope, where its parameters live.
+    pub fn is_function(&self, scope: usize) -> bool {
+        self.function[scope]
+    }
+
+    /// The scopes containing byte `at`, innermost first, then the file scope.
+    fn outward(&self, at: usize) -> impl Iterator<Item = Option<usize>> + '_ {
+        std::iter::successors(Some(self.at(at)), |s| s.map(|s| self.parent[s]))
+    }
+}
+
+/// A value for each declared name, per scope, visible from the end of its declarator on.
+pub struct Bindings<'s, T> {
+    /// By name, then (scope, visible from, value): one hash per look-up, not one per scope.
+    by_name: HashMap<&'s str, Vec<(Option<usize>, usize, T)>>,
+}
+
+impl<'s, T> Bindings<'s, T> {
+    pub fn new() -> Self {
+        Bindings {
+            by_name: HashMap::new(),
+        }
+    }
+
+    /// `name`, declared in `scope`, is `value` from byte `from` on.
+    pub fn declare(&mut self, scope: Option<usize>, name: &'s str, from: usize, value: T) {
+        self.by_name
+            .entry(name)
+            .or_default()
+            .push((scope, from, value));
+    }
+
+    /// The value of the declaration that `name`, used at byte `at`, refers to: the latest one
+    /// before `at` in the innermost scope that has one.
+    pub fn lookup(&self, scopes: &Scopes, name: &str, at: usize) -> Option<&T> {
+        let decls = self.by_name.get(name)?;
+        scopes.outward(at).find_map(|s| {
+            let visible = decls.iter().filter(|d| d.0 == s && d.1 <= at);
+            visible.max_by_key(|d| d.1).map(|d| &d.2)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queries;
+
+    const TEXT: &str = "int x;\nvoid f(int x) {\n  { int x; x; }\n  x;\n}\nint y = x;\n";
+
+    /// Declares each `x` as the line it is on, then looks up the `x` used at each offset.
+    fn lookups(at: &[usize]) -> Vec<Option<usize>> {
+        let tree = crate::parse::parse(TEXT);
+        let caps = Captures::run(queries::all(), tree.root_node(), TEXT.as_bytes());
+        let scopes = Scopes::new(&caps);
+        let mut b = Bindings::new();
+        for (i, _) in TEXT.match_indices("int x") {
+            let name = i + "int ".len();
+            let line = TEXT[..name].matches('\n').count() + 1;
+            b.declare(scopes.at(name), "x", name + 1, line);
+        }
+        at.iter()
+            .map(|&a| b.lookup(&scopes, "x", a).copied())
+            .collect()
+    }
+
+    #[test]
+    fn the_innermost_visible_declaration_wins() {
+        let inner_use = TEXT.find("x; }").unwrap();
+        let body_use = TEXT.find("  x;\n}").unwrap() + 2;
+        let file_use = TEXT.rfind('x').unwrap();
+        assert_eq!(
+            lookups(&[inner_use, body_use, file_use, 0]),
+            // The parameter's scope is the function, which holds the body; the first `x` is
+            // not visible before its own declarator ends.
+            [Some(3), Some(2), Some(1), None]
+        );
+    }
+}
