@@ -4,19 +4,13 @@
 //
 // Usage: placement [blocks=128] [threads=256] [buckets=1024] [launches=20]. Prints the device's
 // SM count, then per launch the SMs used, the most blocks on one SM and the pairs of blocks that
-// share buckets and ran on one SM. Exit status 0, 3 on a CUDA error, 64 on a bad command line.
+// share buckets and ran on one SM. Exit status 0, 2 on a CUDA error, 64 on a bad command line.
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    cudaError_t err_ = (call);                                                   \
-    if (err_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      exit(3);                                                                   \
-    }                                                                            \
-  } while (0)
+#include "../../runtime-cu/tests/cuda_check.cuh"
+#define CHECK CUDA_CHECK
 
 // Thread 0 records its SM; every block stays about 100 us, so that all are resident together (as
 // ht's blocks are while they contend for the locks).
