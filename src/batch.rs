@@ -67,7 +67,8 @@ pub fn run(
             let (next, stop) = (&next, &stop);
             scope.spawn(move || {
                 let scratch = batch.logs.join(format!("worker-{w}.log"));
-                let gpu = (!batch.gpus.is_empty()).then(|| batch.gpus[w % batch.gpus.len()].as_str());
+                let gpu =
+                    (!batch.gpus.is_empty()).then(|| batch.gpus[w % batch.gpus.len()].as_str());
                 loop {
                     if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
                         break;
@@ -140,14 +141,20 @@ pub fn parse_gpus(spec: &str) -> Result<Vec<String>> {
     if spec == "all" {
         // SAFETY: only probes for the library.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(fail(exit_code::UNAVAILABLE, "--gpus all: no CUDA driver on this machine"));
+            return Err(fail(
+                exit_code::UNAVAILABLE,
+                "--gpus all: no CUDA driver on this machine",
+            ));
         }
         let n = cudarc::driver::CudaContext::device_count()
             .map_err(|e| fail(exit_code::UNAVAILABLE, format!("--gpus all: {e}")))?;
         return Ok((0..n).map(|i| i.to_string()).collect());
     }
     let gpus: Vec<String> = spec.split(',').map(|g| g.trim().to_string()).collect();
-    if gpus.iter().any(|g| g.is_empty() || g.contains(char::is_whitespace)) {
+    if gpus
+        .iter()
+        .any(|g| g.is_empty() || g.contains(char::is_whitespace))
+    {
         return Err(fail(exit_code::USAGE, format!("--gpus: bad list {spec:?}")));
     }
     Ok(gpus)

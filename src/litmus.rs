@@ -63,8 +63,29 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         ($($f:ident),*) => { vec![$((stringify!($f), std::mem::offset_of!(Args, $f))),*] };
     }
     fields!(
-        mem, results, barrier, scratch, locs, done, hist, test, instances, stride, d0, ndist,
-        test_blocks, stress_blocks, nlocs, max_iters, sync, mul0, add0, mul1, add1, rot, pad
+        mem,
+        results,
+        barrier,
+        scratch,
+        locs,
+        done,
+        hist,
+        test,
+        instances,
+        stride,
+        d0,
+        ndist,
+        test_blocks,
+        stress_blocks,
+        nlocs,
+        max_iters,
+        sync,
+        mul0,
+        add0,
+        mul1,
+        add1,
+        rot,
+        pad
     )
 }
 
@@ -355,8 +376,12 @@ impl Engine {
             );
         }
         let scratch_words = scratch_needed(&job.locations);
-        self.bufs
-            .grow(&self.stream, job.ndist, scratch_words, max_locs(&job.locations))?;
+        self.bufs.grow(
+            &self.stream,
+            job.ndist,
+            scratch_words,
+            max_locs(&job.locations),
+        )?;
         self.stream.memset_zeros(&mut self.bufs.hist)?;
         let kernel = self.kernel(&job.sequence)?;
         let launches = (job.executions * job.ndist as u64).div_ceil(s.instances as u64);
@@ -429,7 +454,10 @@ impl Engine {
         // point into is owned by `self.bufs`, sized by `grow` for this job.
         unsafe {
             self.stream.launch_builder(kernel).arg(&args).launch(grid)?;
-            self.stream.launch_builder(&self.eval).arg(&args).launch(eval)?;
+            self.stream
+                .launch_builder(&self.eval)
+                .arg(&args)
+                .launch(eval)?;
         }
         Ok(())
     }
@@ -460,7 +488,11 @@ fn resident_blocks(ctx: &Arc<CudaContext>, kernel: &CudaFunction) -> Result<u32>
 }
 
 fn prev_power_of_two(n: u32) -> u32 {
-    if n == 0 { 0 } else { 1 << (31 - n.leading_zeros()) }
+    if n == 0 {
+        0
+    } else {
+        1 << (31 - n.leading_zeros())
+    }
 }
 
 fn check_settings(s: &Settings) -> Result<()> {
@@ -573,8 +605,8 @@ pub const DEFAULT_PROFILE: &str = include_str!("../runtime-cu/profiles/hopper-de
 
 impl ProfileStress {
     pub fn parse(text: &str, origin: &str) -> Result<ProfileStress> {
-        let p: ProfileStress = toml::from_str(text)
-            .map_err(|e| fail(exit_code::CONFIG, format!("{origin}: {e}")))?;
+        let p: ProfileStress =
+            toml::from_str(text).map_err(|e| fail(exit_code::CONFIG, format!("{origin}: {e}")))?;
         if p.patch_size == 0 || p.spread == 0 || p.spread > 64 {
             return Err(fail(
                 exit_code::CONFIG,
@@ -585,8 +617,12 @@ impl ProfileStress {
     }
 
     pub fn sequence(&self) -> Result<Sequence> {
-        Sequence::parse(&self.sequence)
-            .map_err(|e| fail(exit_code::CONFIG, format!("sequence {:?}: {e}", self.sequence)))
+        Sequence::parse(&self.sequence).map_err(|e| {
+            fail(
+                exit_code::CONFIG,
+                format!("sequence {:?}: {e}", self.sequence),
+            )
+        })
     }
 
     pub fn locations(&self) -> Locations {
@@ -624,7 +660,10 @@ pub fn report(test: Test, job: &Job, c: &Counts) -> String {
         out += &format!("  {name}: {:>14}{tag}\n", totals[k]);
     }
     if c.missing > 0 {
-        out += &format!("  missing: {:>12}  (instances that did not report)\n", c.missing);
+        out += &format!(
+            "  missing: {:>12}  (instances that did not report)\n",
+            c.missing
+        );
     }
     let secs = c.seconds.max(1e-9);
     out += &format!(
@@ -705,7 +744,10 @@ mod tests {
         let r = report(Test::Mp, &job, &c);
         assert!(r.contains("MP at distance 64: 8 instances"), "{r}");
         assert!(r.contains("r0=1 r1=0:              1  <- weak"), "{r}");
-        assert!(r.contains("weak: 1 (1.250e-1 of instances); 2.000e0 weak/s; 1.600e1 instances/s"), "{r}");
+        assert!(
+            r.contains("weak: 1 (1.250e-1 of instances); 2.000e0 weak/s; 1.600e1 instances/s"),
+            "{r}"
+        );
     }
 
     #[test]

@@ -68,12 +68,20 @@ struct EngineArgs {
 
 impl EngineArgs {
     fn settings(&self) -> anyhow::Result<wmfix::litmus::Settings> {
-        let bad = || usage(format!("--stress-blocks wants MIN..MAX, not {:?}", self.stress_blocks));
+        let bad = || {
+            usage(format!(
+                "--stress-blocks wants MIN..MAX, not {:?}",
+                self.stress_blocks
+            ))
+        };
         let (lo, hi) = self.stress_blocks.split_once("..").ok_or_else(bad)?;
         Ok(wmfix::litmus::Settings {
             instances: self.instances,
             stride: self.stride,
-            stress_blocks: (lo.parse().map_err(|_| bad())?, hi.parse().map_err(|_| bad())?),
+            stress_blocks: (
+                lo.parse().map_err(|_| bad())?,
+                hi.parse().map_err(|_| bad())?,
+            ),
             max_iters: self.stress_iters,
             sync: self.sync,
             seed: self.seed,
@@ -405,11 +413,13 @@ fn run_litmus(args: LitmusArgs) -> anyhow::Result<i32> {
         "none" => (Sequence::parse("ld").expect("valid"), Locations::None),
         spec => {
             let (text, origin) = if spec == "default" {
-                (litmus::DEFAULT_PROFILE.to_string(), "built-in profile".to_string())
+                (
+                    litmus::DEFAULT_PROFILE.to_string(),
+                    "built-in profile".to_string(),
+                )
             } else {
-                let text = std::fs::read_to_string(spec).map_err(|e| {
-                    exit_code::fail(exit_code::NO_INPUT, format!("{spec}: {e}"))
-                })?;
+                let text = std::fs::read_to_string(spec)
+                    .map_err(|e| exit_code::fail(exit_code::NO_INPUT, format!("{spec}: {e}")))?;
                 (text, spec.to_string())
             };
             let p = ProfileStress::parse(&text, &origin)?;
@@ -431,7 +441,10 @@ fn run_litmus(args: LitmusArgs) -> anyhow::Result<i32> {
         locations,
     };
     // One launch first, untimed: module loading and first-touch costs stay out of the rate.
-    engine.run(&Job { executions: 1, ..job.clone() })?;
+    engine.run(&Job {
+        executions: 1,
+        ..job.clone()
+    })?;
     let counts = engine.run(&job)?;
     println!("GPU: {} (sm_{}), driver {}", gpu.name, gpu.arch, gpu.driver);
     print!("{}", litmus::report(test, &job, &counts));

@@ -104,7 +104,10 @@ fn lag1_autocorrelation(x: &[f64]) -> f64 {
 /// four times the quietest and above one weak behaviour per distance. It finds a step (none
 /// below 64, many from 64) as well as the H200's alternation (weak only where d mod 128 >= 64).
 pub fn distance_onset(table: &[Vec<u64>]) -> Option<usize> {
-    let t: Vec<f64> = table.iter().map(|row| row.iter().sum::<u64>() as f64).collect();
+    let t: Vec<f64> = table
+        .iter()
+        .map(|row| row.iter().sum::<u64>() as f64)
+        .collect();
     let n = t.len();
     let mean = t.iter().sum::<f64>() / n.max(1) as f64;
     let total: f64 = t.iter().map(|v| (v - mean).powi(2)).sum();
@@ -113,14 +116,19 @@ pub fn distance_onset(table: &[Vec<u64>]) -> Option<usize> {
     }
     let mut p = 1usize << (usize::BITS - 1 - (n / 2).max(1).leading_zeros());
     while p >= 2 {
-        let means: Vec<f64> = t.chunks(p).map(|c| c.iter().sum::<f64>() / c.len() as f64).collect();
+        let means: Vec<f64> = t
+            .chunks(p)
+            .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+            .collect();
         let explained: f64 = t
             .chunks(p)
             .zip(&means)
             .map(|(c, m)| c.len() as f64 * (m - mean).powi(2))
             .sum::<f64>()
             / total;
-        let (lo, hi) = means.iter().fold((f64::MAX, 0f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
+        let (lo, hi) = means
+            .iter()
+            .fold((f64::MAX, 0f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
         if explained >= 0.9 && hi >= 4.0 * lo && hi >= 1.0 {
             return Some(p);
         }
@@ -135,7 +143,9 @@ mod tests {
 
     /// A deterministic pseudo-random count in 0..n (an LCG; no crate needed for test noise).
     fn noise(seed: &mut u64, n: u64) -> u64 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (*seed >> 33) % n
     }
 
@@ -167,33 +177,75 @@ mod tests {
         let t = table(256, 16, |d, _, s| if d >= 64 { 5 + noise(s, 5) } else { 0 });
         assert_eq!(distance_onset(&t), Some(64));
         // The H200's pattern: weak only where d mod 128 >= 64.
-        let t = table(256, 16, |d, _, s| if d % 128 >= 64 { 10 + noise(s, 10) } else { 0 });
+        let t = table(
+            256,
+            16,
+            |d, _, s| if d % 128 >= 64 { 10 + noise(s, 10) } else { 0 },
+        );
         assert_eq!(distance_onset(&t), Some(64));
         // SB-like: some weak behaviour everywhere, fifty times more from 64 on.
-        let t = table(256, 16, |d, _, s| if d >= 64 { 190 + noise(s, 20) } else { noise(s, 8) });
+        let t = table(256, 16, |d, _, s| {
+            if d >= 64 {
+                190 + noise(s, 20)
+            } else {
+                noise(s, 8)
+            }
+        });
         assert_eq!(distance_onset(&t), Some(64));
     }
 
     #[test]
     fn flat_or_empty_distances_have_no_onset() {
-        assert_eq!(distance_onset(&table(128, 8, |_, _, s| 3 + noise(s, 3))), None);
+        assert_eq!(
+            distance_onset(&table(128, 8, |_, _, s| 3 + noise(s, 3))),
+            None
+        );
         assert_eq!(distance_onset(&table(128, 8, |_, _, _| 0)), None);
         // A rise of less than four times is not a step.
-        assert_eq!(distance_onset(&table(128, 8, |d, _, _| if d >= 64 { 6 } else { 2 })), None);
+        assert_eq!(
+            distance_onset(&table(128, 8, |d, _, _| if d >= 64 { 6 } else { 2 })),
+            None
+        );
     }
 
     #[test]
     fn the_patch_comes_from_distance_only_without_location_structure_and_with_agreement() {
         let flat = |d: usize, s: &mut u64| if d >= 64 { 3 + noise(s, 6) } else { 0 };
         let mp = table(256, 256, |d, _, s| flat(d, s));
-        let patched = table(256, 256, |d, l, s| if d >= 64 { [0, 9][(l / 32) % 2] + noise(s, 2) } else { 0 });
-        let st = Structure::of(&PerTest { mp: mp.clone(), lb: mp.clone(), sb: mp.clone() });
+        let patched = table(256, 256, |d, l, s| {
+            if d >= 64 {
+                [0, 9][(l / 32) % 2] + noise(s, 2)
+            } else {
+                0
+            }
+        });
+        let st = Structure::of(&PerTest {
+            mp: mp.clone(),
+            lb: mp.clone(),
+            sb: mp.clone(),
+        });
         assert_eq!(st.patch_from_distance(), Some(64));
-        assert!(st.lines()[0].contains("location structure no"), "{:?}", st.lines());
-        let st = Structure::of(&PerTest { mp: mp.clone(), lb: patched, sb: mp.clone() });
+        assert!(
+            st.lines()[0].contains("location structure no"),
+            "{:?}",
+            st.lines()
+        );
+        let st = Structure::of(&PerTest {
+            mp: mp.clone(),
+            lb: patched,
+            sb: mp.clone(),
+        });
         assert_eq!(st.patch_from_distance(), None, "LB has patches");
-        let late = table(256, 256, |d, _, s| if d >= 128 { 3 + noise(s, 6) } else { 0 });
-        let st = Structure::of(&PerTest { mp: mp.clone(), lb: late, sb: mp });
+        let late = table(
+            256,
+            256,
+            |d, _, s| if d >= 128 { 3 + noise(s, 6) } else { 0 },
+        );
+        let st = Structure::of(&PerTest {
+            mp: mp.clone(),
+            lb: late,
+            sb: mp,
+        });
         assert_eq!(st.patch_from_distance(), None, "onsets disagree");
     }
 }

@@ -160,7 +160,9 @@ pub fn run(opts: &Options) -> Result<Done> {
         out: opts.out.clone(),
         epsilon: None,
     })?;
-    let named = opts.out.join(format!("{}.toml", analysis.analysis.profile.name));
+    let named = opts
+        .out
+        .join(format!("{}.toml", analysis.analysis.profile.name));
     std::fs::copy(&analysis.written[0], &named)?;
     Ok(Done {
         raw: raw_path,
@@ -265,9 +267,17 @@ impl Tuner {
     }
 
     /// Weak behaviours per distance for one configuration.
-    fn weak(&mut self, test: Test, sequence: &Sequence, locations: Locations) -> Result<(Vec<u64>, f64, u64)> {
+    fn weak(
+        &mut self,
+        test: Test,
+        sequence: &Sequence,
+        locations: Locations,
+    ) -> Result<(Vec<u64>, f64, u64)> {
         if crate::interrupt::interrupted() {
-            return Err(fail(exit_code::INTERRUPTED, "interrupted; raw counts so far are kept"));
+            return Err(fail(
+                exit_code::INTERRUPTED,
+                "interrupted; raw counts so far are kept",
+            ));
         }
         let job = Job {
             test,
@@ -279,7 +289,10 @@ impl Tuner {
         };
         let c = self.engine.run(&job)?;
         if c.missing > 0 {
-            anyhow::bail!("{test}: {} instances lost a result (an engine bug)", c.missing);
+            anyhow::bail!(
+                "{test}: {} instances lost a result (an engine bug)",
+                c.missing
+            );
         }
         let weak = c.weak(test);
         self.executions += c.instances;
@@ -299,7 +312,9 @@ impl Tuner {
         let sequence = Sequence::parse("st ld").expect("valid");
         let mut time = Timer::new("patch");
         let mut counts = PerTest::from_fn(|_| vec![vec![0u64; nl]; nd]);
-        let configs = Test::ALL.into_iter().flat_map(|t| (0..nl).map(move |l| (t, l)));
+        let configs = Test::ALL
+            .into_iter()
+            .flat_map(|t| (0..nl).map(move |l| (t, l)));
         for (test, l) in shuffled(configs.collect(), self.seed) {
             let (w, secs, n) = self.weak(test, &sequence, Locations::Fixed(vec![l as u32]))?;
             time.add(secs, n, &w);
@@ -358,13 +373,19 @@ impl Tuner {
     }
 
     /// Sec. 3.4: spreads 1..M over patch-sized regions, a random subset per launch.
-    fn spread_phase(&mut self, patch: usize, sequence: Sequence) -> Result<(SpreadPhase, PhaseTime)> {
+    fn spread_phase(
+        &mut self,
+        patch: usize,
+        sequence: Sequence,
+    ) -> Result<(SpreadPhase, PhaseTime)> {
         let m_max = self.sizes.max_spread;
         let starts: Vec<u32> = (0..m_max).map(|i| (i * patch) as u32).collect();
         self.start("spread", 3 * m_max);
         let mut time = Timer::new("spread");
         let mut counts = PerTest::from_fn(|_| vec![vec![]; m_max]);
-        let configs = Test::ALL.into_iter().flat_map(|t| (1..=m_max).map(move |m| (t, m)));
+        let configs = Test::ALL
+            .into_iter()
+            .flat_map(|t| (1..=m_max).map(move |m| (t, m)));
         for (test, m) in shuffled(configs.collect(), self.seed) {
             let locs = Locations::Random {
                 from: starts.clone(),
@@ -475,6 +496,9 @@ pub fn summary(done: &Done) -> String {
             p.instances as f64 / p.gpu.max(1e-9)
         );
     }
-    out += &format!("   total: {wall:.1} s wall; raw counts in {}\n", done.raw.display());
+    out += &format!(
+        "   total: {wall:.1} s wall; raw counts in {}\n",
+        done.raw.display()
+    );
     out
 }

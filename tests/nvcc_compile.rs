@@ -181,7 +181,10 @@ fn litmus_kernels_compile_for_hopper_and_are_cached() {
     assert!(has("litmus_eval"));
     let modified = std::fs::metadata(&cubin).unwrap().modified().unwrap();
     assert_eq!(wmfix::litmus::compile(tmp.path(), 90).unwrap(), cubin);
-    assert_eq!(std::fs::metadata(&cubin).unwrap().modified().unwrap(), modified);
+    assert_eq!(
+        std::fs::metadata(&cubin).unwrap().modified().unwrap(),
+        modified
+    );
 }
 
 #[test]
@@ -189,14 +192,18 @@ fn litmus_parameter_struct_matches_the_cuda_layout() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("litmus.cu"), wmfix::litmus::SOURCE).unwrap();
     let fields = wmfix::litmus::layout();
-    let mut main = String::from("#include <cstdio>\n#include <cstddef>\n#include \"litmus.cu\"\nint main() {\n");
+    let mut main = String::from(
+        "#include <cstdio>\n#include <cstddef>\n#include \"litmus.cu\"\nint main() {\n",
+    );
     for (f, _) in &fields {
         main += &format!("    printf(\"{f} %zu\\n\", offsetof(LitmusArgs, {f}));\n");
     }
     main += "    printf(\"size %zu\\n\", sizeof(LitmusArgs));\n}\n";
     std::fs::write(tmp.path().join("layout.cu"), main).unwrap();
     sh(tmp.path(), "nvcc -arch=sm_90 -o layout layout.cu");
-    let out = std::process::Command::new(tmp.path().join("layout")).output().unwrap();
+    let out = std::process::Command::new(tmp.path().join("layout"))
+        .output()
+        .unwrap();
     let mut want: String = fields.iter().map(|(f, o)| format!("{f} {o}\n")).collect();
     want += "size 120\n";
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);

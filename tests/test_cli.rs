@@ -269,14 +269,21 @@ fn gpus_spread_the_workers_and_replay_keeps_the_device() {
     let env = [("STANDIN_MODE", "gpu"), ("STANDIN_BAD_GPU", "7")];
     let o = test(
         &dir,
-        &["--env", "sys-str+", "--runs", "40", "--jobs", "4", "--gpus", "3,7"],
+        &[
+            "--env", "sys-str+", "--runs", "40", "--jobs", "4", "--gpus", "3,7",
+        ],
         &env,
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let recs = records(&tmp.path().join("out"));
     assert_eq!(recs.len(), 40);
     let on = |g: &str| recs.iter().filter(|r| r["gpu"] == g).count();
-    assert!(on("3") > 0 && on("7") > 0, "both GPUs used: {} and {}", on("3"), on("7"));
+    assert!(
+        on("3") > 0 && on("7") > 0,
+        "both GPUs used: {} and {}",
+        on("3"),
+        on("7")
+    );
     assert_eq!(on("3") + on("7"), 40);
     for r in &recs {
         let bad = r["gpu"] == "7";
@@ -284,7 +291,12 @@ fn gpus_spread_the_workers_and_replay_keeps_the_device() {
     }
     let failing = recs.iter().find(|r| r["gpu"] == "7").unwrap()["id"].to_string();
     let o = test(&dir, &["--replay", &failing], &env);
-    assert_eq!(o.status.code(), Some(2), "replay on the same GPU fails again: {}", stdout(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "replay on the same GPU fails again: {}",
+        stdout(&o)
+    );
     let o = test(&dir, &["--gpus", "0,,1"], &env);
     assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
 }

@@ -182,7 +182,14 @@ fn help_names_the_paper_sizes_and_the_gpu_free_analysis() {
     let tmp = tempfile::tempdir().unwrap();
     let o = tune(tmp.path(), &["--help"]);
     assert!(o.status.success());
-    for flag in ["--analyse <FILE>", "--quick", "--distances", "--executions", "--patch-size", "--sync"] {
+    for flag in [
+        "--analyse <FILE>",
+        "--quick",
+        "--distances",
+        "--executions",
+        "--patch-size",
+        "--sync",
+    ] {
         assert!(stdout(&o).contains(flag), "{flag}: {}", stdout(&o));
     }
     assert!(stdout(&o).contains("(paper: 256)"), "{}", stdout(&o));
@@ -241,7 +248,10 @@ fn litmus_and_tune_without_a_gpu_exit_69_with_a_clear_message() {
         return; // a GPU machine: the commands would run
     }
     let tmp = tempfile::tempdir().unwrap();
-    for args in [&["litmus", "mp"][..], &["tune", "--quick", "--out", "t"][..]] {
+    for args in [
+        &["litmus", "mp"][..],
+        &["tune", "--quick", "--out", "t"][..],
+    ] {
         let o = run(tmp.path(), args);
         assert_eq!(o.status.code(), Some(69), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("needs a GPU"), "{}", stderr(&o));
