@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/nvcc-env.sh
 nvcc --version | tail -n 1
+cargo fmt --check
 cargo test --release --locked "$@"

@@ -139,8 +139,7 @@ fn run_one(
 pub fn parse_gpus(spec: &str) -> Result<Vec<String>> {
     use crate::exit_code::{self, fail};
     if spec == "all" {
-        // SAFETY: only probes for the library.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        if !crate::hold::driver_present() {
             return Err(fail(
                 exit_code::UNAVAILABLE,
                 "--gpus all: no CUDA driver on this machine",

@@ -19,12 +19,17 @@ impl Held {
     }
 }
 
+/// Whether the CUDA driver library can be loaded (cudarc panics on first use when it cannot).
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to load the library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
 /// Opens a context on each of `gpus` (ordinals as wmfix sees them; empty: device 0). Nothing
 /// on a machine without a CUDA driver, and nothing for a device that cannot be opened (a UUID,
 /// a bad ordinal): the runs themselves report what is wrong.
 pub fn hold(gpus: &[String]) -> Held {
-    // SAFETY: only probes for the library.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+    if !driver_present() {
         return Held(vec![]);
     }
     let ordinals: Vec<usize> = if gpus.is_empty() {
@@ -44,8 +49,7 @@ pub fn hold(gpus: &[String]) -> Held {
 mod tests {
     #[test]
     fn nothing_is_held_without_a_driver() {
-        // SAFETY: only probes for the library.
-        if unsafe { cudarc::driver::sys::is_culib_present() } {
+        if super::driver_present() {
             return; // a GPU machine: covered by the GPU scripts
         }
         assert_eq!(super::hold(&["0".into(), "1".into()]).count(), 0);

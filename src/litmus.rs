@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
-    LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
+    PushKernelArg,
 };
 
 use crate::exit_code::{self, fail};
@@ -90,7 +90,7 @@ pub fn layout() -> Vec<(&'static str, usize)> {
 }
 
 /// How launches are shaped; the same for every job of an engine.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Settings {
     /// Test instances per launch: a power of two, at least `BLOCK`.
     pub instances: u32,
@@ -221,9 +221,8 @@ pub fn compile(cache: &Path, arch: u32) -> Result<PathBuf> {
 
 /// The GPU side: a context, the module, and buffers sized for the largest job so far.
 pub struct Engine {
-    ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    module: Arc<CudaModule>,
+    /// Every stressing sequence's kernel, by name (they keep the module loaded).
     kernels: std::collections::HashMap<String, CudaFunction>,
     eval: CudaFunction,
     settings: Settings,
@@ -244,6 +243,8 @@ struct Buffers {
     hist: CudaSlice<u64>,
     /// What `locs` holds, to skip copying the same locations before every launch.
     last_locs: Vec<u32>,
+    /// The buffers' device pointers, refreshed when one is reallocated.
+    pointers: Args,
 }
 
 /// The device's name, driver version and compute capability, for records.
@@ -258,7 +259,7 @@ pub struct DeviceInfo {
 /// Opens device `ordinal`; a machine without a driver or GPU gets exit code 69.
 pub fn open(ordinal: usize) -> Result<Arc<CudaContext>> {
     // cudarc panics when libcuda is missing; ask first.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+    if !crate::hold::driver_present() {
         return Err(fail(
             exit_code::UNAVAILABLE,
             "no CUDA driver (libcuda) on this machine: this command needs a GPU",
@@ -311,10 +312,14 @@ impl Engine {
         let eval = module.load_function("litmus_eval")?;
         let bufs = Buffers::new(&stream, &settings, 1, 1, 1)?;
         let rng = settings.seed;
+        // Every kernel now: the grid cap must hold for the one with the most registers.
+        let mut kernels = std::collections::HashMap::new();
         let mut resident = u32::MAX;
         for seq in crate::tune_analysis::all_sequences(5) {
-            let k = module.load_function(&kernel_name(&seq))?;
+            let name = kernel_name(&seq);
+            let k = module.load_function(&name)?;
             resident = resident.min(resident_blocks(&ctx, &k)?);
+            kernels.insert(name, k);
         }
         let test_blocks = 2 * settings.instances / BLOCK;
         if test_blocks > resident {
@@ -328,10 +333,8 @@ impl Engine {
             ));
         }
         Ok(Engine {
-            ctx,
             stream,
-            module,
-            kernels: Default::default(),
+            kernels,
             eval,
             settings,
             bufs,
@@ -340,23 +343,16 @@ impl Engine {
         })
     }
 
-    /// Blocks that fit on the GPU at once (see the field).
-    pub fn resident_blocks(&self) -> u32 {
-        self.resident
-    }
-
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
 
-    fn kernel(&mut self, seq: &Sequence) -> Result<CudaFunction> {
+    fn kernel(&self, seq: &Sequence) -> Result<CudaFunction> {
         let name = kernel_name(seq);
-        if let Some(k) = self.kernels.get(&name) {
-            return Ok(k.clone());
-        }
-        let k = self.module.load_function(&name)?;
-        self.kernels.insert(name, k.clone());
-        Ok(k)
+        self.kernels
+            .get(&name)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no kernel {name} for sequence {seq}"))
     }
 
     fn next(&mut self) -> u32 {
@@ -366,7 +362,7 @@ impl Engine {
 
     /// Runs one job to completion and returns its counts.
     pub fn run(&mut self, job: &Job) -> Result<Counts> {
-        let s = self.settings.clone();
+        let s = self.settings;
         if job.ndist == 0 || job.d0 + job.ndist > s.stride {
             anyhow::bail!(
                 "distances {}..{} do not fit the stride of {} words",
@@ -405,7 +401,7 @@ impl Engine {
     }
 
     fn launch(&mut self, kernel: &CudaFunction, job: &Job) -> Result<()> {
-        let s = self.settings.clone();
+        let s = self.settings;
         let (lo, hi) = s.stress_blocks;
         let locs = match &job.locations {
             Locations::None => vec![],
@@ -473,10 +469,6 @@ impl Engine {
         pool.truncate(count);
         pool
     }
-
-    pub fn context(&self) -> &Arc<CudaContext> {
-        &self.ctx
-    }
 }
 
 fn resident_blocks(ctx: &Arc<CudaContext>, kernel: &CudaFunction) -> Result<u32> {
@@ -542,7 +534,7 @@ impl Buffers {
         locs: usize,
     ) -> Result<Buffers> {
         let n = s.instances as usize;
-        Ok(Buffers {
+        let mut bufs = Buffers {
             mem: stream.alloc_zeros(n * s.stride as usize)?,
             results: stream.alloc_zeros(2 * n)?,
             barrier: stream.alloc_zeros(n)?,
@@ -551,7 +543,10 @@ impl Buffers {
             locs: stream.alloc_zeros(locs.max(1))?,
             hist: stream.alloc_zeros(ndist as usize * 4 + 1)?,
             last_locs: vec![],
-        })
+            pointers: Args::default(),
+        };
+        bufs.refresh_pointers(stream);
+        Ok(bufs)
     }
 
     fn grow(
@@ -572,21 +567,25 @@ impl Buffers {
         if self.hist.len() != want {
             self.hist = stream.alloc_zeros(want)?;
         }
+        self.refresh_pointers(stream);
         Ok(())
     }
 
-    fn args(&self) -> Args {
-        let st = self.mem.stream().clone();
-        Args {
-            mem: raw(&self.mem, &st),
-            results: raw(&self.results, &st),
-            barrier: raw(&self.barrier, &st),
-            scratch: raw(&self.scratch, &st),
-            locs: raw(&self.locs, &st),
-            done: raw(&self.done, &st),
-            hist: raw(&self.hist, &st),
+    fn refresh_pointers(&mut self, st: &CudaStream) {
+        self.pointers = Args {
+            mem: raw(&self.mem, st),
+            results: raw(&self.results, st),
+            barrier: raw(&self.barrier, st),
+            scratch: raw(&self.scratch, st),
+            locs: raw(&self.locs, st),
+            done: raw(&self.done, st),
+            hist: raw(&self.hist, st),
             ..Args::default()
-        }
+        };
+    }
+
+    fn args(&self) -> Args {
+        self.pointers
     }
 }
 

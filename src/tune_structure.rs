@@ -28,14 +28,14 @@ pub struct LocationStructure {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Structure {
     pub location: PerTest<LocationStructure>,
-    pub onset: PerTest<Option<usize>>,
+    pub blocks: PerTest<Option<usize>>,
 }
 
 impl Structure {
     pub fn of(counts: &PerTest<Vec<Vec<u64>>>) -> Structure {
         Structure {
             location: counts.map(|_, t| location_structure(t)),
-            onset: counts.map(|_, t| distance_onset(t)),
+            blocks: counts.map(|_, t| distance_blocks(t)),
         }
     }
 
@@ -45,9 +45,9 @@ impl Structure {
         if self.location.iter().any(|(_, l)| l.present) {
             return None;
         }
-        let onsets: Vec<usize> = self.onset.iter().filter_map(|(_, o)| *o).collect();
-        let first = *onsets.first()?;
-        onsets.iter().all(|&o| o == first).then_some(first)
+        let sizes: Vec<usize> = self.blocks.iter().filter_map(|(_, b)| *b).collect();
+        let first = *sizes.first()?;
+        sizes.iter().all(|&b| b == first).then_some(first)
     }
 
     /// One line per test, for the report.
@@ -56,12 +56,12 @@ impl Structure {
             .iter()
             .map(|&t| {
                 let l = self.location.get(t);
-                let onset = match self.onset.get(t) {
+                let blocks = match self.blocks.get(t) {
                     Some(d) => format!("weak behaviours change in aligned blocks of {d} distances"),
                     None => "no block structure in distance".to_string(),
                 };
                 format!(
-                    "  {t}: location structure {} (lag-1 r = {:.3}, noise < {:.3}); {onset}",
+                    "  {t}: location structure {} (lag-1 r = {:.3}, noise < {:.3}); {blocks}",
                     if l.present { "yes" } else { "no" },
                     l.r,
                     l.threshold
@@ -103,7 +103,7 @@ fn lag1_autocorrelation(x: &[f64]) -> f64 {
 /// at least 90% of the variance of the per-distance totals, with the busiest block at least
 /// four times the quietest and above one weak behaviour per distance. It finds a step (none
 /// below 64, many from 64) as well as the H200's alternation (weak only where d mod 128 >= 64).
-pub fn distance_onset(table: &[Vec<u64>]) -> Option<usize> {
+pub fn distance_blocks(table: &[Vec<u64>]) -> Option<usize> {
     let t: Vec<f64> = table
         .iter()
         .map(|row| row.iter().sum::<u64>() as f64)
@@ -175,14 +175,14 @@ mod tests {
     #[test]
     fn a_step_in_distance_is_found_where_it_is() {
         let t = table(256, 16, |d, _, s| if d >= 64 { 5 + noise(s, 5) } else { 0 });
-        assert_eq!(distance_onset(&t), Some(64));
+        assert_eq!(distance_blocks(&t), Some(64));
         // The H200's pattern: weak only where d mod 128 >= 64.
         let t = table(
             256,
             16,
             |d, _, s| if d % 128 >= 64 { 10 + noise(s, 10) } else { 0 },
         );
-        assert_eq!(distance_onset(&t), Some(64));
+        assert_eq!(distance_blocks(&t), Some(64));
         // SB-like: some weak behaviour everywhere, fifty times more from 64 on.
         let t = table(256, 16, |d, _, s| {
             if d >= 64 {
@@ -191,19 +191,19 @@ mod tests {
                 noise(s, 8)
             }
         });
-        assert_eq!(distance_onset(&t), Some(64));
+        assert_eq!(distance_blocks(&t), Some(64));
     }
 
     #[test]
-    fn flat_or_empty_distances_have_no_onset() {
+    fn flat_or_empty_distances_have_no_blocks() {
         assert_eq!(
-            distance_onset(&table(128, 8, |_, _, s| 3 + noise(s, 3))),
+            distance_blocks(&table(128, 8, |_, _, s| 3 + noise(s, 3))),
             None
         );
-        assert_eq!(distance_onset(&table(128, 8, |_, _, _| 0)), None);
+        assert_eq!(distance_blocks(&table(128, 8, |_, _, _| 0)), None);
         // A rise of less than four times is not a step.
         assert_eq!(
-            distance_onset(&table(128, 8, |d, _, _| if d >= 64 { 6 } else { 2 })),
+            distance_blocks(&table(128, 8, |d, _, _| if d >= 64 { 6 } else { 2 })),
             None
         );
     }
@@ -246,6 +246,6 @@ mod tests {
             lb: late,
             sb: mp,
         });
-        assert_eq!(st.patch_from_distance(), None, "onsets disagree");
+        assert_eq!(st.patch_from_distance(), None, "block sizes disagree");
     }
 }
