@@ -6,8 +6,8 @@ use crate::trial::{self, RunRecord, TrialSpec};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::time::Instant;
+use std::sync::{Condvar, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 pub struct Batch<'a> {
     pub app: &'a App,
@@ -58,13 +58,15 @@ pub fn run(
     std::fs::create_dir_all(batch.logs)?;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    let processed = Processed::default();
+    let jobs = batch.jobs.max(1);
     let (tx, rx) = mpsc::channel::<std::io::Result<RunRecord>>();
     let mut delivered = 0;
     let mut first_error = None;
     std::thread::scope(|scope| {
-        for w in 0..batch.jobs.max(1) {
+        for w in 0..jobs {
             let tx = tx.clone();
-            let (next, stop) = (&next, &stop);
+            let (next, stop, processed) = (&next, &stop, &processed);
             scope.spawn(move || {
                 let scratch = batch.logs.join(format!("worker-{w}.log"));
                 let gpu =
@@ -74,7 +76,9 @@ pub fn run(
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
-                    if !budget.allows(i) {
+                    // Start run i only once the runs before it but `jobs` are judged: a run
+                    // started while the caller decides to stop would be wasted GPU time.
+                    if !processed.wait_below(i, jobs, stop) || !budget.allows(i) {
                         break;
                     }
                     let result = run_one(batch, first_id + i, &spec(i), gpu, &scratch);
@@ -96,6 +100,7 @@ pub fn run(
         }
         drop(tx);
         for msg in rx {
+            let _count = processed.bump_after();
             match msg {
                 Ok(rec) => {
                     delivered += 1;
@@ -113,6 +118,46 @@ pub fn run(
     match first_error {
         Some(e) => Err(e.into()),
         None => Ok(delivered),
+    }
+}
+
+/// How many records the calling thread has judged, for workers to wait on.
+#[derive(Default)]
+struct Processed {
+    count: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl Processed {
+    /// Waits until fewer than `jobs` runs before run `i` are unjudged; false on stop or ctrl-c.
+    fn wait_below(&self, i: usize, jobs: usize, stop: &AtomicBool) -> bool {
+        let mut n = self.count.lock().unwrap();
+        while i >= *n + jobs {
+            if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
+                return false;
+            }
+            n = self
+                .changed
+                .wait_timeout(n, Duration::from_millis(50))
+                .unwrap()
+                .0;
+        }
+        !stop.load(Ordering::SeqCst)
+    }
+
+    /// Counts one record as judged when the returned guard drops (after the caller's verdict
+    /// and any stop flag are set).
+    fn bump_after(&self) -> Bump<'_> {
+        Bump(self)
+    }
+}
+
+struct Bump<'a>(&'a Processed);
+
+impl Drop for Bump<'_> {
+    fn drop(&mut self) {
+        *self.0.count.lock().unwrap() += 1;
+        self.0.changed.notify_all();
     }
 }
 
@@ -167,4 +212,60 @@ pub fn seed(base: u64, stream: u64, i: usize) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{App, Config};
+    use crate::environment::TestEnv;
+
+    /// Runs a program that appends a line to `count` per run; the caller stops after `stop_at`
+    /// records. Returns how many runs the program saw.
+    fn runs_seen(jobs: usize, stop_at: usize) -> usize {
+        let tmp = tempfile::tempdir().unwrap();
+        let count = tmp.path().join("count");
+        let app = App {
+            root: tmp.path().to_path_buf(),
+            config: Config {
+                sources: vec![],
+                build: "true".into(),
+                run: format!("echo run >> {}; sleep 0.05", count.display()),
+                timeout_s: 10.0,
+                check: None,
+                crash_exit_codes: vec![],
+            },
+        };
+        let logs = tmp.path().join("logs");
+        let batch = Batch {
+            app: &app,
+            tree: tmp.path(),
+            jobs,
+            gpus: &[],
+            logs: &logs,
+        };
+        let spec = |i: usize| TrialSpec {
+            env: TestEnv::parse("no-str-").unwrap(),
+            seed: i as u64,
+            fences: "all".into(),
+        };
+        let mut judged = 0;
+        run(&batch, Budget::Runs(100), 0, &spec, &mut |_| {
+            judged += 1;
+            judged < stop_at
+        })
+        .unwrap();
+        std::fs::read_to_string(&count).unwrap().lines().count()
+    }
+
+    #[test]
+    fn no_run_starts_after_the_caller_stops() {
+        // One worker: exactly the judged runs. Several: at most jobs - 1 more were in flight.
+        assert_eq!(runs_seen(1, 3), 3);
+        let seen = runs_seen(3, 4);
+        assert!(
+            (4..=6).contains(&seen),
+            "{seen} runs for 4 judged with 3 jobs"
+        );
+    }
 }
