@@ -26,6 +26,7 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
 pub fn build(app: &App, out: &Path, scope: FenceScope) -> Result<Built> {
     std::fs::create_dir_all(out)
         .map_err(|e| fail(exit_code::CANT_WRITE, format!("{}: {e}", out.display())))?;
+    crate::claim::claim(out)?;
     let out = out.canonicalize()?;
     let input = walk::collect(std::slice::from_ref(&app.root), &out)?;
     let stamp = fingerprint(app, &input, scope)?;

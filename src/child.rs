@@ -37,6 +37,7 @@ pub fn run(spec: &Spec) -> std::io::Result<Finished> {
         .arg(spec.command)
         .current_dir(spec.dir)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .envs(crate::claim::owner_env())
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)

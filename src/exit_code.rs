@@ -22,6 +22,8 @@ pub const UNAVAILABLE: i32 = 69;
 pub const INTERNAL: i32 = 70;
 /// The output directory could not be written.
 pub const CANT_WRITE: i32 = 73;
+/// Another wmfix is using the same output directory.
+pub const BUSY: i32 = 75;
 /// `wmfix.toml` is missing or wrong.
 pub const CONFIG: i32 = 78;
 /// Interrupted by ctrl-c.

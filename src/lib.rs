@@ -4,6 +4,7 @@
 pub mod batch;
 pub mod builder;
 pub mod child;
+pub mod claim;
 pub mod config;
 pub mod device_code;
 pub mod digest;

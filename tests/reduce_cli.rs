@@ -276,3 +276,88 @@ fn ctrl_c_leaves_a_resumable_reduction() {
     assert_eq!(kept(&r), [17]);
     assert_eq!(r["replayed_checks"].as_u64().unwrap() as usize, kept_checks);
 }
+
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// The pid the stand-in's first run writes to `pids`, once it has.
+fn first_pid(pids: &Path) -> i32 {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(p) = std::fs::read_to_string(pids)
+            .ok()
+            .and_then(|t| t.lines().next()?.trim().parse::<i32>().ok())
+        {
+            return p;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "no run started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Starts a reduction whose runs sleep for a minute, waits for its first run, and kills the
+/// reduction with SIGKILL; returns that run's pid, orphaned.
+fn orphan_a_run(dir: &Path, pids: &Path, extra: &[&str]) -> i32 {
+    let mut args = vec!["--jobs", "1"];
+    args.extend_from_slice(extra);
+    let mut child = reduce_cmd(dir, "out", "3", 100, &args)
+        .env("STANDIN_SLEEP", "60")
+        .env("STANDIN_PIDS", pids)
+        .spawn()
+        .unwrap();
+    let pid = first_pid(pids);
+    child.kill().unwrap(); // SIGKILL: wmfix cannot clean up after itself
+    child.wait().unwrap();
+    pid
+}
+
+#[test]
+fn a_run_orphaned_by_kill_minus_9_is_killed_when_the_directory_is_next_used() {
+    let (tmp, dir) = standin(10);
+    let first = orphan_a_run(&dir, &tmp.path().join("pids1"), &[]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(running(first), "the run died with wmfix: nothing to test");
+
+    // The resumed reduction kills it before its own first run.
+    let second = orphan_a_run(&dir, &tmp.path().join("pids2"), &["--resume"]);
+    assert!(!running(first), "the orphaned run outlived the next claim");
+
+    // While a wmfix holds the directory, another is refused.
+    let pids3 = tmp.path().join("pids3");
+    let mut holder = reduce_cmd(&dir, "out", "3", 100, &["--resume", "--jobs", "1"])
+        .env("STANDIN_SLEEP", "60")
+        .env("STANDIN_PIDS", &pids3)
+        .spawn()
+        .unwrap();
+    let third = first_pid(&pids3);
+    assert!(!running(second));
+    let o = reduce_cmd(&dir, "out", "3", 100, &["--resume"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("another wmfix is using"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(running(third), "a refused wmfix killed the holder's run");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+
+    let o = reduce_cmd(&dir, "out", "3", 100, &["--resume"])
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(
+        stderr(&o).contains("killed 1 process group(s) left running"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!running(third));
+    assert_eq!(kept(&report(&dir, "out")), [3]);
+}

@@ -1,0 +1,195 @@
+//! One wmfix process per output directory, and no leftovers from a killed one.
+//!
+//! A wmfix killed with SIGKILL cannot kill its runs' process groups, and a run left on the GPU
+//! would compete with the next command's runs. So every child carries `WMFIX_OWNER=<token of
+//! the output directory>` in its environment; the next wmfix that claims the directory takes
+//! an exclusive `flock` on `<out>/.wmfix-lock` (the kernel drops it when its holder dies, however
+//! it dies) and then kills every process group that still carries the token.
+
+use crate::exit_code::{self, fail};
+use anyhow::Result;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub const OWNER_VAR: &str = "WMFIX_OWNER";
+
+struct Claimed {
+    out: PathBuf,
+    token: String,
+    /// Holds the lock until the process exits.
+    _lock: std::fs::File,
+}
+
+/// The directory this process works in; a command claims one, a library caller may move on.
+static CLAIMED: Mutex<Option<Claimed>> = Mutex::new(None);
+
+/// The `(name, value)` every child of this process gets, once it has claimed a directory.
+pub fn owner_env() -> Option<(String, String)> {
+    let claimed = CLAIMED.lock().unwrap();
+    claimed
+        .as_ref()
+        .map(|c| (OWNER_VAR.to_string(), c.token.clone()))
+}
+
+/// Takes `out` (an existing directory) for this process and kills what a killed earlier wmfix
+/// left running there. Claiming the directory already held is a no-op.
+pub fn claim(out: &Path) -> Result<()> {
+    let out = out.canonicalize()?;
+    let mut claimed = CLAIMED.lock().unwrap();
+    if claimed.as_ref().is_some_and(|c| c.out == out) {
+        return Ok(());
+    }
+    let lock = lock(&out)?;
+    let token = token(&out);
+    let killed = kill_owned_by(&token);
+    if killed > 0 {
+        eprintln!(
+            "wmfix: killed {killed} process group(s) left running in {} by an earlier wmfix",
+            out.display()
+        );
+    }
+    *claimed = Some(Claimed {
+        out,
+        token,
+        _lock: lock,
+    });
+    Ok(())
+}
+
+pub fn token(out: &Path) -> String {
+    crate::digest::Fnv::of(out.as_os_str().as_encoded_bytes())
+}
+
+fn lock(out: &Path) -> Result<std::fs::File> {
+    let path = out.join(".wmfix-lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| fail(exit_code::CANT_WRITE, format!("{}: {e}", path.display())))?;
+    // SAFETY: flock(2) on a descriptor we own; no memory is involved.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(fail(
+                exit_code::BUSY,
+                format!(
+                    "{}: another wmfix is using this output directory (give each its own --out)",
+                    out.display()
+                ),
+            ));
+        }
+        // A file system without locks: go on unguarded rather than refuse to work.
+        eprintln!("wmfix: warning: cannot lock {}: {e}", path.display());
+    }
+    Ok(file)
+}
+
+/// Kills the process groups of every process whose environment holds `WMFIX_OWNER=token`, and
+/// waits (up to 5 s) for them to go. Returns how many groups it signalled.
+pub fn kill_owned_by(token: &str) -> usize {
+    let needle = format!("{OWNER_VAR}={token}");
+    // SAFETY: getpgrp(2) cannot fail and touches no memory.
+    let own = unsafe { libc::getpgrp() };
+    let mut groups: Vec<i32> = owned_pids(&needle)
+        .into_iter()
+        .filter_map(group_of)
+        .filter(|&g| g > 1 && g != own)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    for &g in &groups {
+        // SAFETY: kill(2) with a negative pid signals the process group; no memory is involved.
+        unsafe {
+            libc::kill(-g, libc::SIGKILL);
+        }
+    }
+    let t0 = Instant::now();
+    while !groups.is_empty()
+        && owned_pids(&needle).into_iter().any(running)
+        && t0.elapsed() < Duration::from_secs(5)
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    groups.len()
+}
+
+/// Processes (other than this one) whose initial environment holds `needle`.
+fn owned_pids(needle: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// Fields after the command name in /proc/PID/stat (the name may hold spaces and parentheses).
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+fn group_of(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(2)?.parse().ok()
+}
+
+/// Alive and not a zombie waiting for its parent.
+pub fn running(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn kills_the_groups_that_carry_the_token_and_only_those() {
+        let spawn = |token: &str| {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg("sleep 60 & wait")
+                .env(OWNER_VAR, token)
+                .process_group(0)
+                .spawn()
+                .unwrap()
+        };
+        let mut mine = spawn("test-token-mine");
+        let mut other = spawn("test-token-other");
+        std::thread::sleep(Duration::from_millis(100));
+        // The sleeps of both groups carry the token too.
+        assert_eq!(owned_pids("WMFIX_OWNER=test-token-mine").len(), 2);
+        assert_eq!(kill_owned_by("test-token-mine"), 1);
+        assert!(mine.wait().is_ok());
+        assert!(
+            owned_pids("WMFIX_OWNER=test-token-mine")
+                .into_iter()
+                .all(|p| !running(p))
+        );
+        assert!(running(other.id() as i32), "another owner's run was killed");
+        assert_eq!(kill_owned_by("test-token-other"), 1);
+        other.wait().unwrap();
+    }
+
+    #[test]
+    fn a_second_lock_on_the_same_directory_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let first = lock(tmp.path()).unwrap();
+        let e = lock(tmp.path()).unwrap_err();
+        assert_eq!(exit_code::code_of(&e), exit_code::BUSY);
+        assert!(e.to_string().contains("another wmfix"), "{e}");
+        drop(first);
+        lock(tmp.path()).unwrap();
+    }
+}
