@@ -63,10 +63,19 @@ impl Scopes {
     }
 }
 
+/// One declaration: its scope (None: the file), the byte it is visible from, its value.
+type Declared<T> = (Option<usize>, usize, T);
+
 /// A value for each declared name, per scope, visible from the end of its declarator on.
 pub struct Bindings<'s, T> {
-    /// By name, then (scope, visible from, value): one hash per look-up, not one per scope.
-    by_name: HashMap<&'s str, Vec<(Option<usize>, usize, T)>>,
+    /// By name: one hash per look-up, not one per scope.
+    by_name: HashMap<&'s str, Vec<Declared<T>>>,
+}
+
+impl<T> Default for Bindings<'_, T> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<'s, T> Bindings<'s, T> {

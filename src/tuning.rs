@@ -99,7 +99,7 @@ pub fn run(opts: &Options) -> Result<Done> {
     let ctx = litmus::open(opts.device)?;
     let gpu = litmus::device_info(&ctx)?;
     let cubin = litmus::compile(&opts.out.join("cache"), gpu.arch)?;
-    let engine = Engine::new(ctx, &cubin, opts.settings.clone())?;
+    let engine = Engine::new(ctx, &cubin, opts.settings)?;
     let mut t = Tuner {
         seed: opts.settings.seed,
         engine,
@@ -447,6 +447,31 @@ impl Timer {
     }
 }
 
+/// The lines `wmfix tune` prints after the analysis's report.
+pub fn summary(done: &Done) -> String {
+    let mut out = format!(
+        "GPU: {} (sm_{}, {} SMs), driver {}\n",
+        done.gpu.name, done.gpu.arch, done.gpu.multiprocessors, done.gpu.driver
+    );
+    let mut wall = 0.0;
+    for p in &done.phases {
+        wall += p.wall;
+        out += &format!(
+            "{:>8}: {:>8.1} s wall, {:>14} instances, {:>10} weak, {:.3e} instances/s\n",
+            p.name,
+            p.wall,
+            p.instances,
+            p.weak,
+            p.instances as f64 / p.gpu.max(1e-9)
+        );
+    }
+    out += &format!(
+        "   total: {wall:.1} s wall; raw counts in {}\n",
+        done.raw.display()
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,29 +501,4 @@ mod tests {
         assert_eq!(per_distance(1000, 1, 1 << 16), 1 << 16);
         assert_eq!(per_distance(1 << 16, 256, 1 << 16), 1 << 16);
     }
-}
-
-/// The lines `wmfix tune` prints after the analysis's report.
-pub fn summary(done: &Done) -> String {
-    let mut out = format!(
-        "GPU: {} (sm_{}, {} SMs), driver {}\n",
-        done.gpu.name, done.gpu.arch, done.gpu.multiprocessors, done.gpu.driver
-    );
-    let mut wall = 0.0;
-    for p in &done.phases {
-        wall += p.wall;
-        out += &format!(
-            "{:>8}: {:>8.1} s wall, {:>14} instances, {:>10} weak, {:.3e} instances/s\n",
-            p.name,
-            p.wall,
-            p.instances,
-            p.weak,
-            p.instances as f64 / p.gpu.max(1e-9)
-        );
-    }
-    out += &format!(
-        "   total: {wall:.1} s wall; raw counts in {}\n",
-        done.raw.display()
-    );
-    out
 }
