@@ -84,7 +84,8 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
     }
 }
 
-fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
+/// Runs the config's build command in `dir`; a failure is BUILD_FAILED with the log's tail.
+pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
     let env = toolchain::build_env();
     let spec = child::Spec {
         command: &app.config.build,

@@ -31,6 +31,10 @@ enum Command {
     Reduce(ReduceArgs),
     /// Apply the last reduction's patch to the application's sources (only on request).
     Apply(ApplyArgs),
+    /// What the fences cost: build the program as written, with the reduced fences and with
+    /// every fence (plain fences, no wmfix runtime), run them in interleaved rounds and report
+    /// wall time, GPU energy (NVML) and the program's own `wmfix-time-ms:` timing.
+    Cost(CostArgs),
     /// Derive a chip's stress profile (critical patch size, access sequence, spread) from
     /// MP/LB/SB litmus micro-benchmarks on the GPU (paper 000, Sec. 3): writes raw.json,
     /// profile.toml, <gpu>.toml, analysis.json and SVG plots. --analyse re-runs the analysis
@@ -197,6 +201,31 @@ struct ReduceArgs {
 }
 
 #[derive(clap::Args)]
+struct CostArgs {
+    #[command(flatten)]
+    app: AppArgs,
+    /// The middle variant: `reduced` (the last `wmfix reduce` in the output directory), or
+    /// fence ids like `0,3,7-9`.
+    #[arg(long, default_value = "reduced")]
+    fences: String,
+    /// Timed rounds; each runs every variant once, in a random order.
+    #[arg(long, default_value_t = 30)]
+    rounds: usize,
+    /// Untimed rounds before them.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// NVML index of the GPU whose energy counter is read (PCI order).
+    #[arg(long, default_value_t = 0)]
+    nvml_index: u32,
+    /// Do not hold a CUDA context open in wmfix while the runs go.
+    #[arg(long)]
+    no_hold: bool,
+    /// Seed of the round orders.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(clap::Args)]
 struct ApplyArgs {
     /// The application's folder, holding wmfix.toml.
     #[arg(default_value = ".")]
@@ -301,6 +330,7 @@ fn main() {
         Command::Test(args) => run_test(args),
         Command::Reduce(args) => run_reduce(args),
         Command::Apply(args) => run_apply(args),
+        Command::Cost(args) => run_cost(args),
         Command::Tune(args) => run_tune(args),
         Command::Litmus(args) => run_litmus(args),
     };
@@ -451,37 +481,54 @@ fn run_litmus(args: LitmusArgs) -> anyhow::Result<i32> {
     Ok(exit_code::OK)
 }
 
+fn run_cost(args: CostArgs) -> anyhow::Result<i32> {
+    use wmfix::cost::Middle;
+    let middle = match args.fences.as_str() {
+        "reduced" => Middle::Reduced,
+        s => Middle::Given(wmfix::fence_set::FenceSet::parse(s).map_err(usage)?),
+    };
+    if args.rounds == 0 {
+        return Err(usage("--rounds must be at least 1".into()));
+    }
+    let opts = wmfix::cost::Options {
+        dir: args.app.dir,
+        out: args.app.out,
+        middle,
+        rounds: args.rounds,
+        warmup: args.warmup,
+        seed: args.seed,
+        hold: !args.no_hold,
+        nvml_index: args.nvml_index,
+        scope: args.app.fence,
+    };
+    let report = wmfix::cost::run(&opts)?;
+    print!("{}", wmfix::cost::table(&report));
+    println!(
+        "wmfix: {} of {} rounds; runs in {}",
+        report.rounds_done,
+        report.rounds_asked,
+        wmfix::cost::cost_dir(&opts.out)
+            .join("runs.jsonl")
+            .display()
+    );
+    Ok(if report.interrupted {
+        exit_code::INTERRUPTED
+    } else {
+        exit_code::OK
+    })
+}
+
 fn run_apply(args: ApplyArgs) -> anyhow::Result<i32> {
     let app = wmfix::config::App::load(&args.dir)?;
     let out = args.out.canonicalize().map_err(|e| {
         exit_code::fail(exit_code::NO_INPUT, format!("{}: {e}", args.out.display()))
     })?;
-    let report: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(wmfix::reducing::reduce_dir(&out).join("reduce.json")).map_err(
-            |e| {
-                exit_code::fail(
-                    exit_code::NO_INPUT,
-                    format!("no reduction to apply ({e}); run `wmfix reduce` first"),
-                )
-            },
-        )?,
-    )?;
-    let kept: wmfix::oracle::Fences = report["result"]["fences"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_u64())
-                .map(|v| v as usize)
-                .collect()
-        })
-        .unwrap_or_default();
-    let scope: FenceScope = serde_json::from_value(report["scope"].clone())?;
-    let recorded: wmfix::patch::SourceDigests = serde_json::from_value(report["sources"].clone())?;
-    let (files, now) = wmfix::patch::harden(&app, &out, &kept, scope)?;
-    let n = wmfix::patch::apply(&app, &files, &now, &recorded)?;
+    let saved = wmfix::reducing::load_result(&out)?;
+    let (files, now) = wmfix::patch::harden(&app, &out, &saved.kept, saved.scope)?;
+    let n = wmfix::patch::apply(&app, &files, &now, &saved.sources)?;
     println!(
         "wmfix: added {} fences to {n} files in {}",
-        kept.len(),
+        saved.kept.len(),
         app.root.display()
     );
     Ok(exit_code::OK)

@@ -61,6 +61,44 @@ pub fn reduce_dir(out: &Path) -> PathBuf {
     out.join("reduce")
 }
 
+/// What a finished reduction left in `out` for `apply` and `cost`.
+pub struct Saved {
+    pub kept: Fences,
+    pub scope: FenceScope,
+    /// The sources its fence ids refer to.
+    pub sources: patch::SourceDigests,
+}
+
+pub fn load_result(out: &Path) -> Result<Saved> {
+    let path = reduce_dir(out).join("reduce.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        fail(
+            exit_code::NO_INPUT,
+            format!(
+                "no reduction in {} ({e}); run `wmfix reduce` first",
+                out.display()
+            ),
+        )
+    })?;
+    let report: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))?;
+    let kept = report["result"]["fences"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_u64())
+                .map(|v| v as usize)
+                .collect()
+        })
+        .unwrap_or_default();
+    let bad = |e: serde_json::Error| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display()));
+    Ok(Saved {
+        kept,
+        scope: serde_json::from_value(report["scope"].clone()).map_err(bad)?,
+        sources: serde_json::from_value(report["sources"].clone()).map_err(bad)?,
+    })
+}
+
 pub fn run(opts: &Options) -> Result<Report> {
     crate::interrupt::install();
     let started = Instant::now();
