@@ -179,19 +179,8 @@ struct ReduceArgs {
     /// Do not reuse the answers of earlier checks.
     #[arg(long)]
     no_cache: bool,
-    /// Runs at a time. The default, 4, doubled runs per hour on an H200 (cbe-dot: 10,561 with
-    /// one job, 20,537 with four, 19,608 with eight) with the same error rate.
-    #[arg(long, short, default_value_t = 4)]
-    jobs: usize,
-    /// Spread the runs over these GPUs (`all`, or ordinals like `0,1`): worker w runs with
-    /// CUDA_VISIBLE_DEVICES set to the (w mod n)-th. Raise --jobs with the number of GPUs.
-    #[arg(long)]
-    gpus: Option<String>,
-    /// Do not hold a CUDA context open in wmfix while the runs go. Holding one makes each
-    /// run's own context faster: a context held by another process cut a cbe-dot run on an
-    /// H200 from 0.45 s to 0.31 s.
-    #[arg(long)]
-    no_hold: bool,
+    #[command(flatten)]
+    runs_at_once: RunArgs,
     /// Base seed of the runs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -235,6 +224,33 @@ struct ApplyArgs {
     out: PathBuf,
 }
 
+/// How `test` and `reduce` run the program.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Runs at a time. The default, 4, doubled runs per hour on an H200 (cbe-dot: 10,561 with
+    /// one job, 20,537 with four, 19,608 with eight) with the same error rate.
+    #[arg(long, short, default_value_t = 4)]
+    jobs: usize,
+    /// Spread the runs over these GPUs (`all`, or ordinals like `0,1`): worker w runs with
+    /// CUDA_VISIBLE_DEVICES set to the (w mod n)-th. Raise --jobs with the number of GPUs.
+    #[arg(long)]
+    gpus: Option<String>,
+    /// Do not hold a CUDA context open in wmfix while the runs go. Holding one makes each
+    /// run's own context faster: a context held by another process cut a cbe-dot run on an
+    /// H200 from 0.45 s to 0.31 s.
+    #[arg(long)]
+    no_hold: bool,
+}
+
+impl RunArgs {
+    fn gpus(&self) -> anyhow::Result<Vec<String>> {
+        match &self.gpus {
+            Some(g) => wmfix::batch::parse_gpus(g),
+            None => Ok(vec![]),
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct AppArgs {
     /// The application's folder, holding wmfix.toml.
@@ -265,19 +281,8 @@ struct TestArgs {
     /// Base seed; each run gets its own seed derived from it.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Runs at a time. The default, 4, doubled runs per hour on an H200 (cbe-dot: 10,561 with
-    /// one job, 20,537 with four, 19,608 with eight) with the same error rate.
-    #[arg(long, short, default_value_t = 4)]
-    jobs: usize,
-    /// Spread the runs over these GPUs (`all`, or ordinals like `0,1`): worker w runs with
-    /// CUDA_VISIBLE_DEVICES set to the (w mod n)-th. Raise --jobs with the number of GPUs.
-    #[arg(long)]
-    gpus: Option<String>,
-    /// Do not hold a CUDA context open in wmfix while the runs go. Holding one makes each
-    /// run's own context faster: a context held by another process cut a cbe-dot run on an
-    /// H200 from 0.45 s to 0.31 s.
-    #[arg(long)]
-    no_hold: bool,
+    #[command(flatten)]
+    runs_at_once: RunArgs,
     /// Fences enabled in the instrumented program: `none` (the program as written), `all`, or
     /// ids like `0,3,7-9`.
     #[arg(long, default_value = "none")]
@@ -372,12 +377,9 @@ fn run_reduce(args: ReduceArgs) -> anyhow::Result<i32> {
         },
         dir: args.app.dir,
         out: args.app.out,
-        jobs: args.jobs.max(1),
-        gpus: match &args.gpus {
-            Some(g) => wmfix::batch::parse_gpus(g)?,
-            None => vec![],
-        },
-        hold: !args.no_hold,
+        jobs: args.runs_at_once.jobs.max(1),
+        gpus: args.runs_at_once.gpus()?,
+        hold: !args.runs_at_once.no_hold,
         seed: args.seed,
         resume: args.resume,
         scope: args.app.fence,
@@ -584,12 +586,9 @@ fn run_test(args: TestArgs) -> anyhow::Result<i32> {
         runs: args.runs,
         minutes: args.minutes,
         seed: args.seed,
-        jobs: args.jobs.max(1),
-        gpus: match &args.gpus {
-            Some(g) => wmfix::batch::parse_gpus(g)?,
-            None => vec![],
-        },
-        hold: !args.no_hold,
+        jobs: args.runs_at_once.jobs.max(1),
+        gpus: args.runs_at_once.gpus()?,
+        hold: !args.runs_at_once.no_hold,
         fences,
         scope: args.app.fence,
     };
