@@ -52,20 +52,24 @@ fn each_variant_gets_its_fences_and_is_timed_in_interleaved_rounds() {
     assert_eq!(names, ["none", "chosen", "all"]);
     let fences: Vec<u64> = rows.iter().map(|r| r["fences"].as_u64().unwrap()).collect();
     assert_eq!(fences, [0, 2, 6]);
-    // The stand-in reports 1 + 10 ms per fence and sleeps 40 + 25 ms per fence.
+    // The stand-in reports 1 + 10 ms per fence and sleeps 40 + 40 ms per fence.
     let reported: Vec<f64> = rows
         .iter()
         .map(|r| r["reported_ms"]["mean"].as_f64().unwrap())
         .collect();
     assert_eq!(reported, [1.0, 21.0, 61.0]);
-    let wall_ratio: Vec<f64> = rows
+    // Wall time: the sleeps add 80 and 240 ms to the program as written; start-up costs vary
+    // with the machine's load, so only the differences are checked, with room to spare.
+    let wall: Vec<f64> = rows
         .iter()
-        .map(|r| r["wall_ratio"][0].as_f64().unwrap())
+        .map(|r| r["wall_s"]["mean"].as_f64().unwrap())
         .collect();
     assert!(
-        (wall_ratio[0] - 1.0).abs() < 1e-9 && wall_ratio[1] > 1.5 && wall_ratio[2] > 3.0,
-        "{wall_ratio:?}"
+        wall[1] - wall[0] > 0.05 && wall[2] - wall[1] > 0.1,
+        "{wall:?}"
     );
+    assert_eq!(rows[0]["wall_ratio"][0].as_f64(), Some(1.0));
+    assert!(rows[2]["wall_ratio"][0].as_f64().unwrap() > 1.0);
     for row in rows {
         assert_eq!(row["runs"], 4);
         assert_eq!(row["errors"], 0);
