@@ -85,8 +85,21 @@ int main(int argc, char **argv) {
   CHECK(cudaMemset(dc, 0, sizeof(float)));
   CHECK(cudaMemset(mutex, 0, sizeof(int)));
 
+  // The program's own timing of its GPU work, read by `wmfix cost`: CUDA events on the default
+  // stream, like the launches, from the first launch to the last.
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start));
   dot<<<blocks, threads>>>(mutex, da, db, dc, n);
   CHECK(cudaGetLastError());
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaEventSynchronize(stop));
+  float gpu_ms = 0;
+  CHECK(cudaEventElapsedTime(&gpu_ms, start, stop));
+  printf("wmfix-time-ms: %.4f\n", gpu_ms);
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
   float got = 0;
   CHECK(cudaMemcpy(&got, dc, sizeof(float), cudaMemcpyDeviceToHost));
 

@@ -118,8 +118,21 @@ int main(int argc, char **argv) {
   CHECK(cudaMemset(dflag, 0, blocks * sizeof(unsigned)));
   CHECK(cudaMemset(dprefix, 0, blocks * sizeof(unsigned)));
 
+  // The program's own timing of its GPU work, read by `wmfix cost`: CUDA events on the default
+  // stream, like the launches, from the first launch to the last.
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start));
   scan<<<blocks, threads>>>(din, dout, n, dnext, dflag, dprefix);
   CHECK(cudaGetLastError());
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaEventSynchronize(stop));
+  float gpu_ms = 0;
+  CHECK(cudaEventElapsedTime(&gpu_ms, start, stop));
+  printf("wmfix-time-ms: %.4f\n", gpu_ms);
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
   CHECK(cudaDeviceSynchronize());
   CHECK(cudaMemcpy(got.data(), dout, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
 

@@ -99,8 +99,21 @@ int main(int argc, char **argv) {
   CHECK(cudaMemset(dcount, 0, sizeof(unsigned)));
   CHECK(cudaMemset(dtotal, 0, sizeof(unsigned)));
 
+  // The program's own timing of its GPU work, read by `wmfix cost`: CUDA events on the default
+  // stream, like the launches, from the first launch to the last.
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start));
   reduce<<<blocks, threads>>>(din, n, dpartial, dcount, dtotal);
   CHECK(cudaGetLastError());
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaEventSynchronize(stop));
+  float gpu_ms = 0;
+  CHECK(cudaEventElapsedTime(&gpu_ms, start, stop));
+  printf("wmfix-time-ms: %.4f\n", gpu_ms);
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
   CHECK(cudaDeviceSynchronize());
   unsigned got = 0;
   CHECK(cudaMemcpy(&got, dtotal, sizeof(unsigned), cudaMemcpyDeviceToHost));

@@ -281,8 +281,21 @@ int main(int argc, char **argv) {
   c.outstanding = blocks * roots;
   CHECK(cudaMemcpy(ctr, &c, sizeof(Counters), cudaMemcpyHostToDevice));
 
+  // The program's own timing of its GPU work, read by `wmfix cost`: CUDA events on the default
+  // stream, like the launches, from the first launch to the last.
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start));
   run_tasks<<<blocks, threads>>>(queues, slots, executed, ctr, w);
   CHECK(cudaGetLastError());
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaEventSynchronize(stop));
+  float gpu_ms = 0;
+  CHECK(cudaEventElapsedTime(&gpu_ms, start, stop));
+  printf("wmfix-time-ms: %.4f\n", gpu_ms);
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
   std::vector<int> count(w.total);
   CHECK(cudaMemcpy(count.data(), executed, w.total * sizeof(int), cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(&c, ctr, sizeof(Counters), cudaMemcpyDeviceToHost));
