@@ -291,6 +291,11 @@ struct TestArgs {
     /// environment and fences.
     #[arg(long, value_name = "RUN")]
     replay: Option<usize>,
+    /// Continue the test recorded in wmfix-out/test/ (after ctrl-c, kill -9 or a crash) with
+    /// the same settings: only the runs not yet recorded are run, with the seeds they would
+    /// have had.
+    #[arg(long, conflicts_with_all = ["replay", "minutes"])]
+    resume: bool,
 }
 
 #[derive(clap::Args)]
@@ -591,6 +596,7 @@ fn run_test(args: TestArgs) -> anyhow::Result<i32> {
         hold: !args.runs_at_once.no_hold,
         fences,
         scope: args.app.fence,
+        resume: args.resume,
     };
     let summary = wmfix::testing::run(&opts)?;
     print!("{}", wmfix::testing::table(&summary));

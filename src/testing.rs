@@ -31,6 +31,8 @@ pub struct Options {
     pub hold: bool,
     pub fences: FenceSet,
     pub scope: FenceScope,
+    /// Continue the runs recorded in `out/test/` (same settings), instead of starting afresh.
+    pub resume: bool,
 }
 
 /// One row of the result table: one environment.
@@ -67,8 +69,23 @@ pub struct Summary {
     pub fences: String,
     pub seed: u64,
     pub jobs: usize,
+    /// What a resumed test must match: the environments and runs asked for, the build.
+    #[serde(default)]
+    pub plan: Plan,
     pub rows: Vec<Row>,
     pub interrupted: bool,
+    /// Runs taken over from an interrupted test by `--resume`.
+    #[serde(default)]
+    pub resumed_runs: usize,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Plan {
+    pub envs: Vec<String>,
+    /// Runs per environment; None for a time budget (which cannot be resumed).
+    pub runs: Option<usize>,
+    /// Digest of the build stamp: the same sources, config, fence scope and wmfix.
+    pub build: String,
 }
 
 /// Where `test` writes: `out/test/{runs.jsonl, summary.json, logs/}`.
@@ -92,10 +109,27 @@ pub fn run(opts: &Options) -> Result<Summary> {
     );
     let _held = opts.hold.then(|| crate::hold::hold(&opts.gpus));
     trial::baseline(&app, &built.original, &opts.out.join("baseline.log"))?;
-    let dir = test_dir(&opts.out.canonicalize()?);
-    fresh_dir(&dir)?;
+    let out = opts.out.canonicalize()?;
+    let dir = test_dir(&out);
+    let plan = Plan {
+        envs: opts.envs.iter().map(|e| e.to_string()).collect(),
+        runs: match (opts.runs, opts.minutes) {
+            (_, Some(_)) => None,
+            (n, None) => Some(n.unwrap_or(100)),
+        },
+        build: crate::digest::Fnv::of(&std::fs::read(out.join("build.stamp"))?),
+    };
+    let previous = if opts.resume {
+        previous_runs(&dir, opts, &plan)?
+    } else {
+        fresh_dir(&dir)?;
+        Previous::default()
+    };
     let logs = dir.join("logs");
-    let mut jsonl = std::fs::File::create(dir.join("runs.jsonl"))?;
+    let mut jsonl = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("runs.jsonl"))?;
     let batch = Batch {
         app: &app,
         tree: &built.instrumented,
@@ -108,29 +142,51 @@ pub fn run(opts: &Options) -> Result<Summary> {
         fences: opts.fences.to_string(),
         seed: opts.seed,
         jobs: opts.jobs,
+        plan,
         rows: vec![],
         interrupted: false,
+        resumed_runs: previous.records.len(),
     };
-    let mut next_id = 0;
+    let mut next_id = previous.records.iter().map(|r| r.id + 1).max().unwrap_or(0);
     for (k, env) in opts.envs.iter().enumerate() {
-        let budget = match (opts.runs, opts.minutes) {
-            (_, Some(m)) => Budget::Until(Instant::now() + Duration::from_secs_f64(m * 60.0)),
-            (Some(n), None) => Budget::Runs(n),
-            (None, None) => Budget::Runs(100),
-        };
-        let bar = progress(env, opts.runs.filter(|_| opts.minutes.is_none()));
-        summary.rows.push(Row {
-            env: env.to_string(),
-            ..Row::default()
+        let seed_of = |i: usize| batch::seed(opts.seed, k as u64, i);
+        let done: Vec<&RunRecord> = previous
+            .records
+            .iter()
+            .filter(|r| r.spec.env == *env)
+            .collect();
+        // The run indices still to do, so a resumed test runs exactly the seeds it would have.
+        let todo: Option<Vec<usize>> = summary.plan.runs.map(|n| {
+            let seeds: std::collections::HashSet<u64> = done.iter().map(|r| r.spec.seed).collect();
+            (0..n).filter(|&i| !seeds.contains(&seed_of(i))).collect()
         });
+        let budget = match (&todo, opts.minutes) {
+            (Some(t), _) => Budget::Runs(t.len()),
+            (None, Some(m)) => Budget::Until(Instant::now() + Duration::from_secs_f64(m * 60.0)),
+            (None, None) => unreachable!("a plan without runs has minutes"),
+        };
+        let bar = progress(env, summary.plan.runs);
+        let mut row = Row {
+            env: env.to_string(),
+            seconds: previous.seconds.get(k).copied().unwrap_or(0.0),
+            ..Row::default()
+        };
+        for r in &done {
+            row.add(r.outcome);
+        }
+        bar.inc(row.runs as u64);
+        summary.rows.push(row);
         let start = Instant::now();
+        let earlier = summary.rows[k].seconds;
         let fences = opts.fences.clone();
-        let spec =
-            move |i| trial::TrialSpec::new(*env, batch::seed(opts.seed, k as u64, i), &fences);
+        let spec = move |j| {
+            let i = todo.as_ref().map_or(j, |t| t[j]);
+            trial::TrialSpec::new(*env, seed_of(i), &fences)
+        };
         let mut on_record = |rec: RunRecord| {
             let row = summary.rows.last_mut().expect("row pushed");
             row.add(rec.outcome);
-            row.seconds = start.elapsed().as_secs_f64();
+            row.seconds = earlier + start.elapsed().as_secs_f64();
             let _ = writeln!(
                 jsonl,
                 "{}",
@@ -151,6 +207,58 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
     write_summary(&dir, &summary)?;
     Ok(summary)
+}
+
+/// What an interrupted test left: its complete records, and each environment's seconds.
+#[derive(Default)]
+struct Previous {
+    records: Vec<RunRecord>,
+    seconds: Vec<f64>,
+}
+
+/// Reads `dir` for `--resume`: the settings must match, and `runs.jsonl` is cut back to its
+/// complete records (a kill can leave half a line).
+fn previous_runs(dir: &Path, opts: &Options, plan: &Plan) -> Result<Previous> {
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        fail(
+            exit_code::NO_INPUT,
+            format!("{}: {e}: nothing to resume", path.display()),
+        )
+    })?;
+    let old: Summary = serde_json::from_str(&text)
+        .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))?;
+    if plan.runs.is_none() {
+        return Err(fail(
+            exit_code::USAGE,
+            "--resume needs a number of runs (--runs), not --minutes",
+        ));
+    }
+    if old.plan != *plan || old.seed != opts.seed || old.fences != opts.fences.to_string() {
+        return Err(fail(
+            exit_code::BAD_INPUT,
+            format!(
+                "{} was made with other settings (environments, runs, seed, fences or build); run without --resume to start afresh",
+                path.display()
+            ),
+        ));
+    }
+    let runs = dir.join("runs.jsonl");
+    let text = std::fs::read_to_string(&runs).unwrap_or_default();
+    let mut records: Vec<RunRecord> = Vec::new();
+    let mut kept = String::new();
+    for line in text.lines() {
+        let Ok(r) = serde_json::from_str(line) else {
+            break;
+        };
+        records.push(r);
+        kept += line;
+        kept.push('\n');
+    }
+    std::fs::write(&runs, kept)?;
+    std::fs::create_dir_all(dir.join("logs"))?;
+    let seconds = old.rows.iter().map(|r| r.seconds).collect();
+    Ok(Previous { records, seconds })
 }
 
 fn fresh_dir(dir: &Path) -> Result<()> {

@@ -300,3 +300,100 @@ fn gpus_spread_the_workers_and_replay_keeps_the_device() {
     let o = test(&dir, &["--gpus", "0,,1"], &env);
     assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
 }
+
+/// (env, seed, outcome) of every record, sorted: what a test measured, whatever the order.
+fn measured(out: &Path) -> Vec<(String, u64, String)> {
+    let mut m: Vec<_> = records(out)
+        .iter()
+        .map(|r| {
+            (
+                r["env"].as_str().unwrap().to_string(),
+                r["seed"].as_u64().unwrap(),
+                r["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    m.sort();
+    m
+}
+
+#[test]
+fn kill_minus_9_then_resume_measures_exactly_what_one_test_would() {
+    let (tmp, dir) = standin();
+    let args = ["--env", "sys-str+,no-str-", "--runs", "60", "--jobs", "3"];
+    let env = [("STANDIN_MODE", "rate"), ("STANDIN_PERCENT", "25")];
+    let straight = test(&dir, &args, &env);
+    assert_eq!(straight.status.code(), Some(2), "{}", stderr(&straight));
+    let want = measured(&tmp.path().join("out"));
+    std::fs::rename(tmp.path().join("out"), tmp.path().join("straight")).unwrap();
+
+    let mut child = wmfix()
+        .current_dir(tmp.path())
+        .args(["test", dir.to_str().unwrap(), "--out", "out"])
+        .args(args)
+        .envs(env)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = tmp.path().join("out/test/runs.jsonl");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count()) < 70 {
+        assert!(t0.elapsed().as_secs() < 60, "the test did not progress");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL, in the second environment
+    child.wait().unwrap();
+    let before = std::fs::read_to_string(&runs).unwrap();
+    let complete = before.lines().count();
+    assert!(complete < 120, "the kill came too late to test anything");
+    // A kill can cut a record in half; resume drops it.
+    std::fs::write(&runs, format!("{before}{{\"id\": 9")).unwrap();
+
+    let o = test(&dir, &[&args[..], &["--resume"]].concat(), &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let out = tmp.path().join("out");
+    assert_eq!(measured(&out), want, "the resumed test measured other runs");
+    let after = std::fs::read_to_string(&runs).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "earlier records were not kept as they were"
+    );
+    let mut ids: Vec<u64> = records(&out)
+        .iter()
+        .map(|r| r["id"].as_u64().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 120);
+    let summary = |p: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(p.join("test/summary.json")).unwrap())
+            .unwrap()
+    };
+    let (s, w) = (summary(&out), summary(&tmp.path().join("straight")));
+    assert_eq!(s["resumed_runs"].as_u64().unwrap() as usize, complete);
+    for (a, b) in s["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(w["rows"].as_array().unwrap())
+    {
+        for k in ["env", "runs", "pass", "fail"] {
+            assert_eq!(a[k], b[k], "{k}: {a} vs {b}");
+        }
+    }
+
+    // Other settings, a time budget, or nothing to resume: refused.
+    let o = test(
+        &dir,
+        &["--env", "sys-str+,no-str-", "--runs", "61", "--resume"],
+        &env,
+    );
+    assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
+    assert!(stderr(&o).contains("other settings"), "{}", stderr(&o));
+    let o = test(&dir, &["--minutes", "1", "--resume"], &env);
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    std::fs::remove_dir_all(out.join("test")).unwrap();
+    let o = test(&dir, &["--resume"], &env);
+    assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing to resume"), "{}", stderr(&o));
+}
