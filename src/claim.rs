@@ -167,8 +167,14 @@ mod tests {
         };
         let mut mine = spawn("test-token-mine");
         let mut other = spawn("test-token-other");
-        std::thread::sleep(Duration::from_millis(100));
-        // The sleeps of both groups carry the token too.
+        // The sleeps of both groups carry the token too (once the shells have started them).
+        let started = |t: &str| owned_pids(&format!("{OWNER_VAR}={t}")).len() == 2;
+        let t0 = Instant::now();
+        while !(started("test-token-mine") && started("test-token-other"))
+            && t0.elapsed().as_secs() < 10
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert_eq!(owned_pids("WMFIX_OWNER=test-token-mine").len(), 2);
         assert_eq!(kill_owned_by("test-token-mine"), 1);
         assert!(mine.wait().is_ok());
