@@ -321,7 +321,12 @@ fn measured(out: &Path) -> Vec<(String, u64, String)> {
 fn kill_minus_9_then_resume_measures_exactly_what_one_test_would() {
     let (tmp, dir) = standin();
     let args = ["--env", "sys-str+,no-str-", "--runs", "60", "--jobs", "3"];
-    let env = [("STANDIN_MODE", "rate"), ("STANDIN_PERCENT", "25")];
+    // Runs of 20 ms leave time to kill the test before it ends.
+    let env = [
+        ("STANDIN_MODE", "rate"),
+        ("STANDIN_PERCENT", "25"),
+        ("STANDIN_SLEEP", "0.02"),
+    ];
     let straight = test(&dir, &args, &env);
     assert_eq!(straight.status.code(), Some(2), "{}", stderr(&straight));
     let want = measured(&tmp.path().join("out"));
