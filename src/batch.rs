@@ -77,8 +77,12 @@ pub fn run(
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     // Start run i only once the runs before it but `jobs` are judged: a run
-                    // started while the caller decides to stop would be wasted GPU time.
-                    if !processed.wait_below(i, jobs, stop) || !budget.allows(i) {
+                    // started while the caller decides to stop would be wasted GPU time. (The
+                    // budget is asked again after the wait, which a deadline may have passed.)
+                    if !budget.allows(i)
+                        || !processed.wait_below(i, jobs, stop)
+                        || !budget.allows(i)
+                    {
                         break;
                     }
                     let result = run_one(batch, first_id + i, &spec(i), gpu, &scratch);
