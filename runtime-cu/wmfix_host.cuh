@@ -394,11 +394,6 @@ inline std::vector<TuInitFn>& tu_registry() {
   return r;
 }
 
-inline bool register_tu(TuInitFn fn) {
-  tu_registry().push_back(fn);
-  return true;
-}
-
 // ---- runtime state -------------------------------------------------------------------------------
 
 struct LaunchInfo {
@@ -412,6 +407,7 @@ struct LaunchInfo {
 
 struct DeviceState {
   unsigned generation = 0;  // runtime generation whose TU constants are on this device
+  size_t uploaded = 0;      // registry entries whose constants are on it (this generation)
   ScratchInfo scratch;
   LaunchTable* table = nullptr;
   cudaEvent_t last_kernel = nullptr;  // recorded after each remapped launch
@@ -433,6 +429,14 @@ inline Runtime& runtime() {
   return r;
 }
 
+// Runs in each TU's static initialisation, and again for a library loaded later (dlopen),
+// perhaps while another thread launches: hence the lock.
+inline bool register_tu(TuInitFn fn) {
+  std::lock_guard<std::mutex> lock(runtime().mu);
+  tu_registry().push_back(fn);
+  return true;
+}
+
 inline bool cuda_ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return true;
   std::fprintf(stderr, "wmfix: warning: %s failed: %s; this launch runs unchanged\n", what, cudaGetErrorString(e));
@@ -443,6 +447,18 @@ inline bool is_capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &st) != cudaSuccess) return true;  // assume the worst
   return st != cudaStreamCaptureStatusNone;
+}
+
+// Uploads the constants of registry entries from `from` on. A TU registered after its device
+// was set up (a library loaded later) gets them at the next launch; without them its extra
+// blocks would run application code and its fence switches would be ignored.
+inline bool upload_tus(const Settings& s, DeviceState& d, size_t from, cudaStream_t stream) {
+  const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table};
+  const std::vector<TuInitFn>& reg = tu_registry();
+  for (size_t i = from; i < reg.size(); ++i)
+    if (!cuda_ok(reg[i](c, s, stream), "uploading wmfix constants")) return false;
+  d.uploaded = reg.size();
+  return true;
 }
 
 // First launch on a device (per generation): scratchpad, launch table, event, and every TU's
@@ -474,9 +490,7 @@ inline bool init_device(Runtime& rt, DeviceState& d, int dev, cudaStream_t strea
       d.scratch.cap_threads = (unsigned)std::max(1, sms * per_sm);
     }
   }
-  const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table};
-  for (TuInitFn fn : tu_registry())
-    if (!cuda_ok(fn(c, s, stream), "uploading wmfix constants")) return false;
+  if (!upload_tus(s, d, 0, stream)) return false;
   if (!is_capturing(stream) && !cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) return false;
   d.have_last = false;
   d.generation = rt.generation;
@@ -520,6 +534,10 @@ inline LaunchGrid launch(dim3 grid, cudaStream_t stream) {
   if ((size_t)dev >= rt.devices.size()) rt.devices.resize(dev + 1);
   DeviceState& d = rt.devices[dev];
   if (d.generation != rt.generation && !init_device(rt, d, dev, stream)) return LaunchGrid(grid);
+  if (d.uploaded < tu_registry().size()) {
+    if (!upload_tus(rt.settings, d, d.uploaded, stream)) return LaunchGrid(grid);
+    if (!is_capturing(stream) && !cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) return LaunchGrid(grid);
+  }
   const Settings& s = rt.settings;
   if (!s.active) return LaunchGrid(grid);  // no-str-: nothing per launch
 

@@ -410,6 +410,16 @@ impl Engine {
         };
         let test_blocks = 2 * s.instances / BLOCK;
         let room = self.resident - test_blocks;
+        if !locs.is_empty() && room < lo {
+            // Fewer stressing blocks than asked would label weaker stress as the profile's.
+            return Err(fail(
+                exit_code::USAGE,
+                format!(
+                    "{} test blocks leave room for {room} stressing blocks on this GPU, fewer than the {lo} asked for: use fewer --instances or a smaller --stress-blocks range",
+                    test_blocks
+                ),
+            ));
+        }
         let stress_blocks = if locs.is_empty() {
             0
         } else {
