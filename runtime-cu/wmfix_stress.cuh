@@ -22,11 +22,14 @@ __device__ __forceinline__ unsigned long long global_timer_ns() {
   return t;
 }
 
-// Relaxed, GPU-scope accesses: the compiler may neither remove nor merge them, and they go to
-// the L2, where the weak behaviours of inter-block communication come from.
-// The loaded value goes to a PTX-local register nobody reads: the thread never waits for it.
+// Strong accesses, which go to the L2, where the weak behaviours of inter-block communication
+// come from. The loaded value goes to a PTX-local register nobody reads, so the thread never
+// waits for it; the load is `ld.volatile` because ptxas deletes an unused `ld.relaxed.gpu` (seen
+// in the SASS of nvcc 13.0 for sm_90: every `ld` of a profile was no access at all), and keeps a
+// volatile one (tests/nvcc_compile.rs checks the SASS). The litmus kernels that tune the
+// profiles load with volatile too.
 __device__ __forceinline__ void stress_load(const unsigned* p) {
-  asm volatile("{ .reg .u32 wmfix_v; ld.relaxed.gpu.global.u32 wmfix_v, [%0]; }" ::"l"(p));
+  asm volatile("{ .reg .u32 wmfix_v; ld.volatile.global.u32 wmfix_v, [%0]; }" ::"l"(p));
 }
 
 __device__ __forceinline__ void stress_store(unsigned* p, unsigned v) {

@@ -20,4 +20,18 @@ if ! command -v nvcc >/dev/null 2>&1; then
     export LIBRARY_PATH="$_cu/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
   fi
 fi
+# cuobjdump and nvdisasm read the SASS of the litmus kernels (the optcheck in
+# tests/nvcc_compile.rs). PyPI has them from 13.2 on only; they disassemble 13.0's sm_90 code.
+if ! command -v cuobjdump >/dev/null 2>&1 || ! command -v nvdisasm >/dev/null 2>&1; then
+  _venv="$_wmfix_root/.venv-nvcc"
+  [ -x "$_venv/bin/python" ] || python3 -m venv "$_venv"
+  if ! ls "$_venv"/lib/python3*/site-packages/nvidia/cu13/bin/nvdisasm >/dev/null 2>&1; then
+    echo "wmfix: installing cuobjdump and nvdisasm 13.2 from PyPI into $_venv" >&2
+    "$_venv/bin/pip" install -q --disable-pip-version-check \
+      nvidia-cuda-cuobjdump==13.2.86 nvidia-cuda-nvdisasm==13.2.86 >&2 ||
+      echo "wmfix: cuobjdump/nvdisasm install failed; the SASS check will fail" >&2
+  fi
+  _cu=$(ls -d "$_venv"/lib/python3*/site-packages/nvidia/cu13 2>/dev/null | head -n 1)
+  [ -n "$_cu" ] && export PATH="$PATH:$_cu/bin"
+fi
 unset _wmfix_root _venv _cu

@@ -208,3 +208,102 @@ fn litmus_parameter_struct_matches_the_cuda_layout() {
     want += "size 120\n";
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }
+
+/// The strong (`.STRONG.GPU`) global loads and stores of one SASS function, in order: (is a
+/// store, address operand). Atomics and the stress loop's `.STRONG.SYS` (volatile) accesses are
+/// left out.
+fn strong_accesses(sass: &str) -> Vec<(bool, String)> {
+    sass.lines()
+        .filter_map(|l| {
+            let code = l.split(';').next()?;
+            let store = code.contains("STG.E.STRONG.GPU");
+            if !store && !code.contains("LDG.E.STRONG.GPU") {
+                return None;
+            }
+            // `desc[UR6][R4.64+0x4]`: the last bracket is the address.
+            let addr = code.rsplit('[').next()?.split(']').next()?.to_string();
+            Some((store, addr))
+        })
+        .collect()
+}
+
+/// The paper's optcheck (001, Sec. 4.4): the compiler must not reorder a litmus thread's two
+/// accesses, or the "weak" outcomes counted would be the compiler's. Disassembles every litmus
+/// kernel (cuobjdump/nvdisasm from scripts/nvcc-env.sh) and finds each test's accesses in
+/// program order: MP's writer stores x then y and its reader loads y then x; LB loads one
+/// location then stores the other; SB stores one then loads the other.
+#[test]
+fn litmus_accesses_keep_their_program_order_in_sass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cubin = wmfix::litmus::compile(tmp.path(), 90).unwrap();
+    let o = nvcc_command(tmp.path())
+        .arg("-c")
+        .arg(format!("cuobjdump -sass {}", cubin.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sass = String::from_utf8_lossy(&o.stdout).into_owned();
+    let functions: Vec<&str> = sass.split("Function : ").skip(1).collect();
+    let kernels: Vec<&&str> = functions
+        .iter()
+        .filter(|f| f.starts_with("litmus_") && !f.starts_with("litmus_eval"))
+        .collect();
+    assert_eq!(kernels.len(), 62, "one kernel per stress sequence");
+    for f in kernels {
+        let name = f.lines().next().unwrap().trim();
+        let a = strong_accesses(f);
+        let pair = |first: bool, second: bool| {
+            a.windows(2)
+                .any(|w| w[0].0 == first && w[1].0 == second && w[0].1 != w[1].1)
+        };
+        let mp = a.windows(4).any(|w| {
+            w[0].0
+                && w[1].0
+                && !w[2].0
+                && !w[3].0
+                && w[0].1 != w[1].1
+                && w[2].1 == w[1].1
+                && w[3].1 == w[0].1
+        });
+        assert!(
+            mp,
+            "{name}: MP's stores x, y and loads y, x not found in order: {a:?}"
+        );
+        assert!(
+            pair(false, true),
+            "{name}: LB's load-then-store not found: {a:?}"
+        );
+        assert!(
+            pair(true, false),
+            "{name}: SB's store-then-load not found: {a:?}"
+        );
+        // Nothing else: each location of a pair is one of the test's (x or y).
+        assert!(a.len() <= 12, "{name}: unexpected strong accesses: {a:?}");
+    }
+}
+
+/// `cuobjdump -sass` of `file` compiled for sm_90 in `dir`.
+fn sass_of(dir: &Path, file: &str) -> String {
+    sh(
+        dir,
+        &format!(
+            "nvcc -cubin -arch=sm_90 -O3 -o k.cubin {file} && cuobjdump -sass k.cubin > k.sass"
+        ),
+    );
+    std::fs::read_to_string(dir.join("k.sass")).unwrap()
+}
+
+/// The stress loops' loads must survive ptxas, which deletes an unused relaxed load: otherwise
+/// every `ld` of a profile, and half of rand-str and cache-str, would be no access at all.
+#[test]
+fn stress_loads_survive_in_sass() {
+    let (_tmp, orig, tree) = instrument(&repo().join("case-studies/cbe-dot"));
+    let volatile_loads = |dir: &Path| sass_of(dir, "dot.cu").matches("LDG.E.STRONG.SYS").count();
+    // cbe-dot has none of its own, so each one is the runtime's.
+    assert_eq!(volatile_loads(&orig), 0);
+    let n = volatile_loads(&tree);
+    assert!(
+        n >= 3,
+        "{n} stress loads in the SASS: sys-str, rand-str and cache-str need one each"
+    );
+}
