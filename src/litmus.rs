@@ -549,7 +549,7 @@ impl Buffers {
             results: stream.alloc_zeros(2 * n)?,
             barrier: stream.alloc_zeros(n)?,
             done: stream.alloc_zeros(2)?,
-            scratch: stream.alloc_zeros(scratch.max(1))?,
+            scratch: stream.alloc_zeros(scratch + SCRATCH_ALIGN_WORDS)?,
             locs: stream.alloc_zeros(locs.max(1))?,
             hist: stream.alloc_zeros(ndist as usize * 4 + 1)?,
             last_locs: vec![],
@@ -566,8 +566,8 @@ impl Buffers {
         scratch: usize,
         locs: usize,
     ) -> Result<()> {
-        if self.scratch.len() < scratch {
-            self.scratch = stream.alloc_zeros(scratch)?;
+        if self.scratch.len() < scratch + SCRATCH_ALIGN_WORDS {
+            self.scratch = stream.alloc_zeros(scratch + SCRATCH_ALIGN_WORDS)?;
         }
         if self.locs.len() < locs {
             self.locs = stream.alloc_zeros(locs)?;
@@ -586,7 +586,7 @@ impl Buffers {
             mem: raw(&self.mem, st),
             results: raw(&self.results, st),
             barrier: raw(&self.barrier, st),
-            scratch: raw(&self.scratch, st),
+            scratch: align_up(raw(&self.scratch, st), 4 * SCRATCH_ALIGN_WORDS as u64),
             locs: raw(&self.locs, st),
             done: raw(&self.done, st),
             hist: raw(&self.hist, st),
@@ -597,6 +597,15 @@ impl Buffers {
     fn args(&self) -> Args {
         self.pointers
     }
+}
+
+/// The stressed locations are offsets from a 4 KiB boundary. An allocator guarantees only 256
+/// bytes, so patches of more than 64 words could straddle other boundaries in the tune than in
+/// the runtime's scratchpad (one large allocation) that uses the profile.
+const SCRATCH_ALIGN_WORDS: usize = 1024;
+
+fn align_up(p: u64, to: u64) -> u64 {
+    p.div_ceil(to) * to
 }
 
 /// The stress of a chip profile (the runtime's TOML: patch_size, sequence, spread; other keys
@@ -688,6 +697,14 @@ pub fn report(test: Test, job: &Job, c: &Counts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scratchpad_starts_on_a_4_kib_boundary() {
+        assert_eq!(align_up(0x7f00_0000_0100, 4096), 0x7f00_0000_1000);
+        assert_eq!(align_up(0x7f00_0000_1000, 4096), 0x7f00_0000_1000);
+        // The extra words cover the largest shift.
+        assert!(4 * SCRATCH_ALIGN_WORDS as u64 >= 4096 - 256);
+    }
 
     #[test]
     fn kernel_names_encode_length_and_stores() {
