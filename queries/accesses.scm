@@ -1,41 +1,55 @@
-; Expressions that may read or write global memory. @access.base names the variable the access
-; goes through when it is a plain identifier, so that __shared__ and local arrays can be excluded.
-(subscript_expression argument: (identifier) @access.base) @access
-(subscript_expression argument: (subscript_expression argument: (identifier) @access.base)) @access
+; Expressions that may read or write global memory.
 (subscript_expression) @access
-(pointer_expression operator: "*" argument: (identifier) @access.base) @access
-(pointer_expression operator: "*"
-  argument: (parenthesized_expression (binary_expression left: (identifier) @access.base))) @access
 (pointer_expression operator: "*") @access
-(field_expression argument: (identifier) @access.base operator: "->") @access
 (field_expression operator: "->") @access
+; The range of a range `for` when it names an array (a __device__ one, or a __shared__ or
+; local one, which the base finds): each pass reads an element.
+(for_range_loop right: (identifier) @access)
 
-; Atomics and the explicit cache-operator loads/stores (__ldg, __ldcg, __stcg, ...).
+; Atomics, and the explicit cache-operator loads/stores (__ldg, __ldcg, __stcg, ...), which
+; fences.json counts as atomics too.
 ((call_expression function: (identifier) @access.atomic.name) @access.atomic
-  (#match? @access.atomic.name "^(atomic[A-Z]|__(ld|st)(g|cg|ca|cs|cv|lu|wb|wt)$)"))
-; The variable an atomic's address points into: `atomicAdd(&s, 1)`, `atomicAdd(&s[i], 1)`, `atomicAdd(p, 1)`.
-((call_expression function: (identifier) @access.atomic.name
-   arguments: (argument_list . [(identifier) @access.base
-                                (pointer_expression operator: "&" argument: (identifier) @access.base)
-                                (pointer_expression operator: "&"
-                                  argument: (subscript_expression argument: (identifier) @access.base))])) @access.atomic
   (#match? @access.atomic.name "^atomic[A-Z]"))
+((call_expression function: (identifier) @access.cached.name) @access.cached
+  (#match? @access.cached.name "^__(ld|st)(g|cg|ca|cs|cv|lu|wb|wt)$"))
 
-; File-scope __device__ variables are global memory too; @global.var names them.
+; The way from an access to the variable whose memory it touches (`base` in
+; src/device_code.rs), so that __shared__ and local arrays can be excluded: `a` in `a[i][j][k]`,
+; `p` in `*(p + i)` and `p->f`, `s` in `atomicAdd(&s[i][j], 1)`. The way goes through the
+; @access and @access.atomic nodes above (`a[i]`: the memory `a` points into, or the array `a`
+; itself; `*p`, `p->f`, an atomic's address: the memory `p` points into) and the nodes captured
+; here: member (`s.f`), address (`&x`), and those that keep the pointer (parentheses, `p + i`,
+; casts).
+(field_expression operator: ".") @via.member
+(pointer_expression operator: "&") @via.address
+(parenthesized_expression) @via.paren
+(binary_expression operator: ["+" "-"]) @via.arith
+(cast_expression) @via.cast
+
+; File-scope __device__ variables are global memory too; @global.var names them. Naming an
+; array (@global.array) reads nothing: its subscripts and dereferences are the accesses.
 (translation_unit (declaration "__device__" declarator: (_) @global.var))
+(translation_unit (declaration "__device__"
+  declarator: [(array_declarator) (init_declarator declarator: (array_declarator))] @global.array))
 ; Names of functions: a prototype such as `__device__ int f(int);` declares no variable.
 (function_declarator declarator: (_) @function.name)
 
-; Not accesses: taking an address, and unevaluated operands.
+; Not accesses: taking an address, and unevaluated operands. Through `.` only: in `&p->f`, `p`
+; is read, and in `&a[i]->f` so is `a[i]`.
 (pointer_expression operator: "&" argument: (_) @not_access)
-(pointer_expression operator: "&" argument: (field_expression argument: (_) @not_access))
+(pointer_expression operator: "&" argument: (field_expression argument: (_) @not_access operator: "."))
 (sizeof_expression) @unevaluated
 (decltype) @unevaluated
 
-; Writes, to tell loads from stores in fences.json.
+; Writes, to tell loads from stores in fences.json: `x = `, `x++`, also through a member
+; (`a[i].f = `, where `a[i]` is the access) and parentheses (`(*p)++`). Not through `->`: in
+; `p->next->f = v`, `p->next` is only read.
 (assignment_expression left: (_) @store)
-(assignment_expression left: (field_expression argument: (_) @store))
+(assignment_expression left: (field_expression argument: (_) @store operator: "."))
+(assignment_expression left: (parenthesized_expression (_) @store))
 (update_expression argument: (_) @store)
+(update_expression argument: (field_expression argument: (_) @store operator: "."))
+(update_expression argument: (parenthesized_expression (_) @store))
 
 ; Identifiers, to find uses of file-scope __device__ variables.
 (identifier) @ident

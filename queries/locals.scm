@@ -1,19 +1,14 @@
 ; Declarations whose variables are not global memory: __shared__ variables (in a function or at
 ; file scope) and arrays declared in a block (a function body is one). @alias.decl is a pointer
-; declared from an initial value, which is not global memory when @alias.value is one of the
-; above.
+; declared from an initial value, which is not global memory when @alias.value points into one
+; of the above (found the way accesses.scm's @via captures lead).
 (declaration (type_qualifier "__shared__")) @shared.decl
 ; One pattern with an alternation: each pattern rooted at a compound statement keeps a state
 ; open over the statement's whole subtree, which made these the dearest part of the query walk.
 (compound_statement (declaration declarator: [(array_declarator) @local.decl
   (init_declarator declarator: (array_declarator) @local.decl)]))
 (declaration declarator: (init_declarator declarator: (pointer_declarator) @alias.decl
-  value: [(identifier) @alias.value
-          (subscript_expression argument: (identifier) @alias.value)
-          (pointer_expression operator: "&" argument: (subscript_expression argument: (identifier) @alias.value))
-          (pointer_expression operator: "&"
-            argument: (subscript_expression argument: (subscript_expression argument: (identifier) @alias.value)))
-          (binary_expression left: (identifier) @alias.value)]))
+  value: (_) @alias.value))
 
 ; Every declarator, so that an inner declaration hides an outer one of the same name. A
 ; @param.decl counts only where it belongs to a function or lambda (@scope.function).

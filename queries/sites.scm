@@ -12,4 +12,15 @@
 (for_statement initializer: (declaration declarator: (init_declarator value: (_) @site.wrap)))
 (for_statement initializer: (declaration) @site.stop)
 (for_statement initializer: (_) @site.comma)
+; Declarations and init-statements inside the parentheses of `if`/`while`/`switch`: `if (int v =
+; a[0])`, `if (int v = a[0]; v > 0)`, `switch (x = a[0]; x)`. A fence there could not be a
+; statement: values are wrapped, as in a `for` initialiser, and an expression gets a comma.
+(condition_clause value: (declaration value: (_) @site.wrap))
+(condition_clause value: (declaration declarator: (init_declarator value: (_) @site.wrap)))
+(condition_clause value: (declaration) @site.stop)
+(init_statement (declaration declarator: (init_declarator value: (_) @site.wrap)))
+(init_statement (declaration) @site.stop)
+(init_statement (expression_statement (_) @site.comma))
+; A range `for` over global memory (`for (int x : table)`) reads an element before each pass.
+(for_range_loop right: (_) @site.loop_cond)
 (comma_expression left: (_) @site.comma)

@@ -64,19 +64,120 @@ pub fn declared_name<'s>(node: Node, text: &'s str) -> &'s str {
 
 fn name_node(node: Node) -> Node {
     let mut n = node;
-    while let Some(d) = n.child_by_field_id(declarator_field().get()) {
+    while let Some(d) = n.child_by_field_id(fields().declarator.get()) {
         n = d;
     }
     n
 }
 
-/// The field's id, found once: by name, each look-up is a string search.
-fn declarator_field() -> NonZeroU16 {
-    static ID: OnceLock<NonZeroU16> = OnceLock::new();
-    *ID.get_or_init(|| {
-        let id = queries::language().field_id_for_name("declarator");
-        id.expect("the grammar has a declarator field")
+/// The ids of the fields this module follows, found once: by name, each look-up is a string
+/// search.
+struct Fields {
+    declarator: NonZeroU16,
+    indices: NonZeroU16,
+    argument: NonZeroU16,
+    arguments: NonZeroU16,
+    left: NonZeroU16,
+    value: NonZeroU16,
+}
+
+fn fields() -> &'static Fields {
+    static IDS: OnceLock<Fields> = OnceLock::new();
+    IDS.get_or_init(|| {
+        let id = |name: &str| {
+            let id = queries::language().field_id_for_name(name);
+            id.unwrap_or_else(|| panic!("the grammar has a {name} field"))
+        };
+        Fields {
+            declarator: id("declarator"),
+            indices: id("indices"),
+            argument: id("argument"),
+            arguments: id("arguments"),
+            left: id("left"),
+            value: id("value"),
+        }
     })
+}
+
+/// What an expression on the way to a variable stands for: the memory an lvalue designates, or
+/// the memory a pointer value points into.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Object,
+    Pointer,
+}
+
+/// The nodes of a file by what they do on the way from an access to its variable (accesses.scm:
+/// @access, @access.atomic and the @via captures).
+struct Ways {
+    /// Subscripts (`a[i]`, which have indices) and dereferences (`*p`, `p->f`).
+    access: IdSet,
+    atomic: IdSet,
+    member: IdSet,
+    address: IdSet,
+    paren: IdSet,
+    arith: IdSet,
+    cast: IdSet,
+}
+
+impl Ways {
+    fn new(caps: &Captures) -> Ways {
+        Ways {
+            access: caps.ids("access"),
+            atomic: caps.ids("access.atomic"),
+            member: caps.ids("via.member"),
+            address: caps.ids("via.address"),
+            paren: caps.ids("via.paren"),
+            arith: caps.ids("via.arith"),
+            cast: caps.ids("via.cast"),
+        }
+    }
+
+    /// The variable whose memory `node` (an lvalue or a pointer value, as `via` says) touches:
+    /// `a` for `a[i][j][k]` (a multi-dimensional array is one object), `p` for `*(p + i)`,
+    /// `p->f`, `atomicAdd(&p[i], 1)` and `(int *)p`, `s` for `&s[i].f`. None where the way
+    /// goes through a pointer read from memory (`p->next->f`, `(*pp)[i]`) or anything else.
+    fn base<'t>(&self, mut node: Node<'t>, mut via: Via) -> Option<Node<'t>> {
+        let f = fields();
+        loop {
+            let id = node.id();
+            if node.child_count() == 0 {
+                return Some(node); // an identifier (or a literal, which names nothing)
+            }
+            let argument = node.child_by_field_id(f.argument.get());
+            let subscript = || node.child_by_field_id(f.indices.get()).is_some();
+            let (next, then) = if self.access.contains(&id) && (via == Via::Object || subscript()) {
+                // `a[i]`, `*p`, `p->f` are in the memory `a` or `p` points into; `a[i]` as a
+                // pointer value is a row of a multi-dimensional array.
+                (argument, Via::Pointer)
+            } else if self.atomic.contains(&id) && via == Via::Object {
+                let args = node.child_by_field_id(f.arguments.get());
+                (args.and_then(first_named), Via::Pointer)
+            } else if (self.member.contains(&id) && via == Via::Object)
+                || (self.address.contains(&id) && via == Via::Pointer)
+            {
+                // `s.f` is in `s`; `&x` points into `x`.
+                (argument, Via::Object)
+            } else if self.paren.contains(&id) {
+                (first_named(node), via)
+            } else if self.arith.contains(&id) && via == Via::Pointer {
+                (node.child_by_field_id(f.left.get()), via)
+            } else if self.cast.contains(&id) && via == Via::Pointer {
+                (node.child_by_field_id(f.value.get()), via)
+            } else {
+                return None;
+            };
+            node = next?;
+            via = then;
+        }
+    }
+}
+
+/// The first named child that is not a comment.
+pub fn first_named(node: Node) -> Option<Node> {
+    let mut c = node.walk();
+    let mut children = node.named_children(&mut c);
+    children.find(|n| !n.is_extra())
 }
 
 /// The innermost device function body containing `node`, as an index into `functions`.
@@ -93,8 +194,13 @@ fn enclosing(functions: &[DeviceFunction], node: Node) -> Option<usize> {
 /// Whether each declared name is not global memory where it is visible: `__shared__`
 /// variables, arrays local to a block, and pointers initialised from those. Every declaration of
 /// such a name is bound, so that a parameter or inner variable of the same name hides it.
-fn locality<'s>(scopes: &Scopes, caps: &Captures, text: &'s str) -> Bindings<'s, bool> {
-    let locals = local_declarators(caps);
+fn locality<'s>(
+    scopes: &Scopes,
+    ways: &Ways,
+    caps: &Captures,
+    text: &'s str,
+) -> Bindings<'s, bool> {
+    let locals = local_declarators(caps, ways);
     // A name never declared local is global memory wherever it is used: it needs no binding.
     let candidates: HashSet<&str> = locals.names.iter().map(|n| &text[n.byte_range()]).collect();
     let mut names: Vec<(Node, bool)> = Vec::new();
@@ -115,9 +221,11 @@ fn locality<'s>(scopes: &Scopes, caps: &Captures, text: &'s str) -> Bindings<'s,
         if param && !scope.is_some_and(|s| scopes.is_function(s)) {
             continue; // a prototype's parameter
         }
-        let from_local = |v: &Node| {
-            let value = &text[v.byte_range()];
-            bindings.lookup(scopes, value, v.start_byte()) == Some(&true)
+        let from_local = |v: &Option<Node>| {
+            v.is_some_and(|v| {
+                let value = &text[v.byte_range()];
+                bindings.lookup(scopes, value, v.start_byte()) == Some(&true)
+            })
         };
         let local = locals.always.contains(&at) || locals.aliases.get(&at).is_some_and(from_local);
         bindings.declare(scope, &text[name.byte_range()], name.end_byte(), local);
@@ -129,19 +237,20 @@ fn locality<'s>(scopes: &Scopes, caps: &Captures, text: &'s str) -> Bindings<'s,
 struct LocalDeclarators<'t> {
     /// `__shared__` variables and local arrays.
     always: IdSet,
-    /// Pointers, with the variable their initial value points into: local when that one is.
-    aliases: IdMap<Node<'t>>,
+    /// Pointers, with the variable their initial value points into (if one is found): local
+    /// when that one is.
+    aliases: IdMap<Option<Node<'t>>>,
     /// The names of both.
     names: Vec<Node<'t>>,
 }
 
-fn local_declarators<'t>(caps: &Captures<'t>) -> LocalDeclarators<'t> {
+fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'t> {
     let mut names: Vec<Node> = Vec::new();
     for decl in caps.get("shared.decl") {
         // One __shared__ declaration may declare several variables.
         let mut c = decl.walk();
         names.extend(
-            decl.children_by_field_id(declarator_field(), &mut c)
+            decl.children_by_field_id(fields().declarator, &mut c)
                 .map(name_node),
         );
     }
@@ -153,7 +262,7 @@ fn local_declarators<'t>(caps: &Captures<'t>) -> LocalDeclarators<'t> {
         let value = m.iter().find(|(c, _)| *c == "alias.value");
         if let (Some((_, a)), Some((_, v))) = (alias, value) {
             let name = name_node(*a);
-            aliases.insert(name.start_byte(), *v);
+            aliases.insert(name.start_byte(), ways.base(*v, Via::Pointer));
             names.push(name);
         }
     }
@@ -164,11 +273,14 @@ fn local_declarators<'t>(caps: &Captures<'t>) -> LocalDeclarators<'t> {
     }
 }
 
-/// Names of file-scope `__device__` variables; a function declarator declares none.
+/// Names of file-scope `__device__` variables whose name alone reads them: not arrays, and not
+/// functions (a prototype's declarator declares none).
 fn global_variables<'s>(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
     let functions = caps.ids("function.name");
+    let arrays = caps.ids("global.array");
     caps.get("global.var")
         .iter()
+        .filter(|n| !arrays.contains(&n.id()))
         .map(|n| name_node(*n))
         .filter(|n| !functions.contains(&n.id()))
         .map(|n| &text[n.byte_range()])
@@ -187,7 +299,8 @@ pub fn accesses<'t>(
     text: &str,
 ) -> Vec<Access<'t>> {
     let scopes = Scopes::new(caps);
-    let locality = locality(&scopes, caps, text);
+    let ways = Ways::new(caps);
+    let locality = locality(&scopes, &ways, caps, text);
     let is_local = |base: &Node| {
         let name = &text[base.byte_range()];
         locality.lookup(&scopes, name, base.start_byte()) == Some(&true)
@@ -200,17 +313,6 @@ pub fn accesses<'t>(
         .map(Node::byte_range)
         .collect();
 
-    // Base identifier of each access, where the query found one.
-    let mut base: IdMap<Node> = IdMap::default();
-    for m in &caps.matches {
-        let acc = m
-            .iter()
-            .find(|(c, _)| matches!(*c, "access" | "access.atomic"));
-        let b = m.iter().find(|(c, _)| *c == "access.base");
-        if let (Some((_, a)), Some((_, b))) = (acc, b) {
-            base.insert(a.id(), *b);
-        }
-    }
     let globals = global_variables(caps, text);
 
     let mut seen = IdSet::default();
@@ -225,7 +327,7 @@ pub fn accesses<'t>(
         let Some(function) = enclosing(functions, node) else {
             return;
         };
-        if base.get(&node.id()).is_some_and(is_local) {
+        if ways.base(node, Via::Object).is_some_and(|b| is_local(&b)) {
             return;
         }
         let kind = if kind == AccessKind::Load && is_store(node, &stores) {
@@ -239,7 +341,11 @@ pub fn accesses<'t>(
             function,
         });
     };
-    for n in caps.get("access.atomic") {
+    for n in caps
+        .get("access.atomic")
+        .iter()
+        .chain(caps.get("access.cached"))
+    {
         push(*n, AccessKind::Atomic, &mut out);
     }
     for n in caps.get("access") {

@@ -2,7 +2,7 @@
 //! gives a role decides: after a statement, at the top of a body and after a loop or `if` whose
 //! condition accesses memory, around a returned or switched-on value, or as a comma operand.
 
-use crate::device_code::{Access, AccessKind};
+use crate::device_code::{Access, AccessKind, first_named};
 use crate::edits::{Edit, Slot};
 use crate::queries::{Captures, IdMap, IdSet};
 use tree_sitter::Node;
@@ -81,6 +81,7 @@ struct Roles<'t> {
     role: IdMap<Role>,
     bodies: IdSet,
     blocks: IdSet,
+    labeled: IdSet,
 }
 
 impl<'t> Roles<'t> {
@@ -97,6 +98,7 @@ impl<'t> Roles<'t> {
             role,
             bodies: caps.ids("body"),
             blocks: caps.ids("block"),
+            labeled: caps.ids("labeled"),
         }
     }
 
@@ -125,17 +127,36 @@ impl<'t> Deep<'t> {
 /// The node that decides where an access's fence goes.
 struct Found<'t> {
     site: Deep<'t>,
-    parent: Option<Node<'t>>,
+    /// The nodes from the root down to the site.
+    path: Vec<Node<'t>>,
     role: Role,
 }
 
 impl<'t> Found<'t> {
+    fn at(&self, depth: usize) -> Deep<'t> {
+        Deep {
+            node: self.path[depth],
+            depth,
+        }
+    }
+
     /// The statement a condition belongs to.
     fn statement(&self) -> Deep<'t> {
-        Deep {
-            node: self.parent.expect("a condition has a statement"),
-            depth: self.site.depth - 1,
+        self.at(self
+            .site
+            .depth
+            .checked_sub(1)
+            .expect("a condition has a statement"))
+    }
+
+    /// A statement on the path with the labels around it (`done: x;`): an unbraced body wraps
+    /// them all.
+    fn labeled(&self, n: Deep<'t>, roles: &Roles) -> Deep<'t> {
+        let mut d = n.depth;
+        while d > 0 && roles.labeled.contains(&self.path[d - 1].id()) {
+            d -= 1;
         }
+        self.at(d)
     }
 }
 
@@ -196,29 +217,37 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>) -> Placed<'t> {
 /// The innermost node with a role that holds the access: one walk down from the root, then up
 /// the path.
 fn find_site<'t>(access: Node<'t>, roles: &Roles<'t>) -> Option<Found<'t>> {
-    let path = path(roles.root, access);
+    let mut path = path(roles.root, access);
     let (depth, role) = path
         .iter()
         .enumerate()
         .rev()
         .find_map(|(d, n)| roles.role.get(&n.id()).map(|r| (d, *r)))?;
+    path.truncate(depth + 1);
     (role != Role::Stop).then(|| Found {
         site: Deep {
             node: path[depth],
             depth,
         },
-        parent: depth.checked_sub(1).map(|p| path[p]),
+        path,
         role,
     })
 }
 
-/// Braces around an unbraced body. The `{` goes right after the token before the body (the
-/// `)` of the condition, `else`, `do`), so a `#pragma` between them stays inside.
+/// Where the `{` before an unbraced body goes: right after the token before the body (the `)`
+/// of the condition, `else`, `do`), so a `#pragma` between them stays inside, and before any
+/// comment between them, which would otherwise swallow the brace (`if (c) // why`).
+fn before_body(body: Node) -> usize {
+    let mut prev = body.prev_sibling();
+    while let Some(p) = prev.filter(Node::is_extra) {
+        prev = p.prev_sibling();
+    }
+    prev.map_or(body.start_byte(), |p| p.end_byte())
+}
+
+/// Braces around an unbraced body.
 fn brace_edits(body: Deep) -> [Edit; 2] {
-    let open_at = body
-        .node
-        .prev_sibling()
-        .map_or(body.node.start_byte(), |p| p.end_byte());
+    let open_at = before_body(body.node);
     let d = body.depth;
     [
         Edit::insert(open_at, Slot::open(d, false), " {"),
@@ -229,8 +258,9 @@ fn brace_edits(body: Deep) -> [Edit; 2] {
 fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> {
     let mut out = Vec::new();
     let after = |n: Deep, out: &mut Vec<Spot>, wrap: &mut dyn FnMut(Deep)| {
-        if roles.unbraced_body(n.node) {
-            wrap(n);
+        let whole = found.labeled(n, roles);
+        if roles.unbraced_body(whole.node) {
+            wrap(whole);
         }
         out.push(Spot {
             at: n.node.end_byte(),
@@ -267,7 +297,8 @@ fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> 
                 wrap,
             ));
             let alternative = stmt.node.child_by_field_name("alternative");
-            match alternative.and_then(|e| Some(stmt.child(e).child(e.named_child(0)?))) {
+            // The statement of the `else`, not a comment before it.
+            match alternative.and_then(|e| Some(stmt.child(e).child(first_named(e)?))) {
                 Some(els) => out.push(top_of(els, roles, wrap)),
                 None => after(stmt, &mut out, wrap),
             }
@@ -289,10 +320,7 @@ fn top_of(body: Deep, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Spot {
     let d = body.depth;
     if roles.unbraced_body(body.node) {
         wrap(body);
-        let at = body
-            .node
-            .prev_sibling()
-            .map_or(body.node.start_byte(), |p| p.end_byte());
+        let at = before_body(body.node);
         Spot {
             at,
             slot: Slot::open(d, true),

@@ -380,3 +380,60 @@ fn grid_wide_synchronisation_is_reported() {
         "{err}"
     );
 }
+
+#[test]
+fn rewriter_bugs_found_by_the_random_test_stay_fixed() {
+    // tests/fixtures/regressions/random.cu: one function per bug that tests/rewriter_random.rs
+    // found; the text must also build (nvcc_compile.rs).
+    let (tmp, root) = fixture("regressions");
+    let o = run(tmp.path(), &["insert", "regressions", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "no warnings");
+    let out = tmp.path().join("out");
+    insta::assert_snapshot!("regressions_random.cu", instrumented(&out, "random.cu"));
+    let json = fences_json(&out, &root);
+    let hows: Vec<String> = json["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let p = f["placements"].as_array().unwrap().iter();
+            let hows: Vec<&str> = p.map(|p| p["how"].as_str().unwrap()).collect();
+            format!("{}: {}", f["line"], hows.join(" "))
+        })
+        .collect();
+    assert_eq!(
+        hows[8..13],
+        ["30: wrap", "31: comma", "32: wrap", "33: wrap", "34: wrap"],
+        "conditions: values wrapped, an expression init-statement gets a comma"
+    );
+    assert_eq!(
+        fenced_accesses(&json, "random.cu"),
+        [
+            "comments: load: a[0]",
+            "comments: store: a[1]",
+            "comments: store: a[2]",
+            "comments: load: a[3]",
+            "labels: store: a[0]",
+            "labels: store: a[1]",
+            "labels: store: a[2]",
+            "labels: load: a[3]",
+            "conditions: load: a[0]",
+            "conditions: load: a[1]",
+            "conditions: load: a[2]",
+            "conditions: load: a[3]",
+            "conditions: load: a[4]",
+            // not_global: none
+            "pointers: load: p->next",
+            "pointers: load: p->next",
+            "pointers: store: p->next->val",
+            "pointers: store: table[4]",
+            "pointers: store: out[0]",
+            "pointers: store: out[1]",
+            "stores: store: nodes[1]",
+            "stores: store: *p",
+            "ranges: load: table",
+            "ranges: load: table",
+        ]
+    );
+}

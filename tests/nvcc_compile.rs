@@ -97,6 +97,15 @@ fn scoping_fixture_compiles() {
     }
 }
 
+#[test]
+fn regressions_fixture_compiles() {
+    // Labels the fixture never jumps to warn: no -Werror here.
+    let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/regressions"));
+    for dir in [&orig, &tree] {
+        sh(dir, "nvcc -arch=sm_90 -std=c++17 -c -o random.o random.cu");
+    }
+}
+
 /// The build command of a case study's wmfix.toml.
 fn build_command(dir: &Path) -> String {
     let cfg: toml::Table = std::fs::read_to_string(dir.join("wmfix.toml"))
