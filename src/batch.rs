@@ -130,6 +130,8 @@ pub fn run(
 struct Processed {
     count: Mutex<usize>,
     changed: Condvar,
+    /// The caller panicked while judging: no more runs.
+    abandoned: AtomicBool,
 }
 
 impl Processed {
@@ -137,7 +139,10 @@ impl Processed {
     fn wait_below(&self, i: usize, jobs: usize, stop: &AtomicBool) -> bool {
         let mut n = self.count.lock().unwrap();
         while i >= *n + jobs {
-            if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
+            if stop.load(Ordering::SeqCst)
+                || self.abandoned.load(Ordering::SeqCst)
+                || crate::interrupt::interrupted()
+            {
                 return false;
             }
             n = self
@@ -146,7 +151,7 @@ impl Processed {
                 .unwrap()
                 .0;
         }
-        !stop.load(Ordering::SeqCst)
+        !stop.load(Ordering::SeqCst) && !self.abandoned.load(Ordering::SeqCst)
     }
 
     /// Counts one record as judged when the returned guard drops (after the caller's verdict
@@ -160,7 +165,11 @@ struct Bump<'a>(&'a Processed);
 
 impl Drop for Bump<'_> {
     fn drop(&mut self) {
-        *self.0.count.lock().unwrap() += 1;
+        // A panic in the caller's verdict must not leave workers waiting for judgements.
+        if std::thread::panicking() {
+            self.0.abandoned.store(true, Ordering::SeqCst);
+        }
+        *self.0.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         self.0.changed.notify_all();
     }
 }

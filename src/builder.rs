@@ -95,6 +95,9 @@ pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
         log,
     };
     let f = child::run(&spec)?;
+    if f.exit == child::Exit::Interrupted {
+        return Err(fail(exit_code::INTERRUPTED, "interrupted during the build"));
+    }
     if f.exit != child::Exit::Code(0) {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(30).collect();

@@ -41,9 +41,11 @@ pub fn claim(out: &Path) -> Result<()> {
     if claimed.as_ref().is_some_and(|c| c.out == out) {
         return Ok(());
     }
-    let lock = lock(&out)?;
+    let (lock, locked) = lock(&out)?;
     let token = token(&out);
-    let killed = kill_owned_by(&token);
+    // Unlocked (a file system without locks), another wmfix may be using the directory: its
+    // runs are not leftovers.
+    let killed = if locked { kill_owned_by(&token) } else { 0 };
     if killed > 0 {
         eprintln!(
             "wmfix: killed {killed} process group(s) left running in {} by an earlier wmfix",
@@ -62,7 +64,8 @@ pub fn token(out: &Path) -> String {
     crate::digest::Fnv::of(out.as_os_str().as_encoded_bytes())
 }
 
-fn lock(out: &Path) -> Result<std::fs::File> {
+/// The lock file, and whether the lock is held.
+fn lock(out: &Path) -> Result<(std::fs::File, bool)> {
     let path = out.join(".wmfix-lock");
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -84,9 +87,13 @@ fn lock(out: &Path) -> Result<std::fs::File> {
             ));
         }
         // A file system without locks: go on unguarded rather than refuse to work.
-        eprintln!("wmfix: warning: cannot lock {}: {e}", path.display());
+        eprintln!(
+            "wmfix: warning: cannot lock {}: {e}; runs a killed wmfix left will not be cleaned up",
+            path.display()
+        );
+        return Ok((file, false));
     }
-    Ok(file)
+    Ok((file, true))
 }
 
 /// Kills the process groups of every process whose environment holds `WMFIX_OWNER=token`, and
@@ -191,7 +198,8 @@ mod tests {
     #[test]
     fn a_second_lock_on_the_same_directory_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
-        let first = lock(tmp.path()).unwrap();
+        let (first, locked) = lock(tmp.path()).unwrap();
+        assert!(locked);
         let e = lock(tmp.path()).unwrap_err();
         assert_eq!(exit_code::code_of(&e), exit_code::BUSY);
         assert!(e.to_string().contains("another wmfix"), "{e}");

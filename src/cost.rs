@@ -288,9 +288,11 @@ fn rows(variants: &[Variant], samples: &[Sample]) -> Vec<Row> {
         .iter()
         .map(|v| {
             let mine: Vec<&Sample> = samples.iter().filter(|s| s.variant == v.name).collect();
+            // The runs that have the value: one crashed run without a timing line, or one
+            // failed NVML read, must not blank a column.
             let all = |f: fn(&Sample) -> Option<f64>| -> Option<Spread> {
-                let xs: Option<Vec<f64>> = mine.iter().map(|s| f(s)).collect();
-                stats::spread(&xs?)
+                let xs: Vec<f64> = mine.iter().filter_map(|s| f(s)).collect();
+                stats::spread(&xs)
             };
             Row {
                 variant: v.name.clone(),

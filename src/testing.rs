@@ -183,7 +183,11 @@ pub fn run(opts: &Options) -> Result<Summary> {
             let i = todo.as_ref().map_or(j, |t| t[j]);
             trial::TrialSpec::new(*env, seed_of(i), &fences)
         };
+        // Ids follow run indices, which a deadline can leave with gaps: the next environment
+        // starts after the largest id given, not after the count of runs.
+        let mut id_end = next_id;
         let mut on_record = |rec: RunRecord| {
+            id_end = id_end.max(rec.id + 1);
             let row = summary.rows.last_mut().expect("row pushed");
             row.add(rec.outcome);
             row.seconds = earlier + start.elapsed().as_secs_f64();
@@ -198,7 +202,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
             true
         };
         let done = batch::run(&batch, budget, next_id, &spec, &mut on_record)?;
-        next_id += done;
+        next_id = id_end.max(next_id + done);
         bar.finish_with_message(status(summary.rows.last().unwrap()));
         if crate::interrupt::interrupted() {
             summary.interrupted = true;
@@ -244,18 +248,36 @@ fn previous_runs(dir: &Path, opts: &Options, plan: &Plan) -> Result<Previous> {
         ));
     }
     let runs = dir.join("runs.jsonl");
-    let text = std::fs::read_to_string(&runs).unwrap_or_default();
+    let bytes = match std::fs::read(&runs) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
+        Err(e) => {
+            return Err(fail(
+                exit_code::NO_INPUT,
+                format!("{}: {e}", runs.display()),
+            ));
+        }
+    };
+    // Complete records only: a kill can leave half a line, which is cut off in place (the
+    // records before it are never rewritten).
     let mut records: Vec<RunRecord> = Vec::new();
-    let mut kept = String::new();
-    for line in text.lines() {
-        let Ok(r) = serde_json::from_str(line) else {
+    let mut keep = 0;
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let Some(body) = line.strip_suffix(b"\n") else {
+            break;
+        };
+        let Ok(r) = serde_json::from_slice(body) else {
             break;
         };
         records.push(r);
-        kept += line;
-        kept.push('\n');
+        keep += line.len();
     }
-    std::fs::write(&runs, kept)?;
+    if keep < bytes.len() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&runs)?
+            .set_len(keep as u64)?;
+    }
     std::fs::create_dir_all(dir.join("logs"))?;
     let seconds = old.rows.iter().map(|r| r.seconds).collect();
     Ok(Previous { records, seconds })

@@ -94,19 +94,24 @@ pub fn run_once(
         Exit::Code(c) if cfg.crash_exit_codes.contains(&c) => Outcome::Crash,
         Exit::Code(0) => match &cfg.check {
             None => Outcome::Pass,
-            Some(check) => check_output(check, tree, log, timeout)?,
+            // A check cut short by ctrl-c says nothing about the run: no record.
+            Some(check) => match check_output(check, tree, log, timeout)? {
+                Some(o) => o,
+                None => return Ok(None),
+            },
         },
         Exit::Code(_) => Outcome::Fail,
     };
     Ok(Some((outcome, f.exit, f.duration)))
 }
 
+/// The check's verdict on a run's output; None if ctrl-c stopped it.
 fn check_output(
     check: &str,
     tree: &Path,
     log: &Path,
     timeout: Duration,
-) -> std::io::Result<Outcome> {
+) -> std::io::Result<Option<Outcome>> {
     let check_log = log.with_extension("check");
     // The check runs in the tree: give it an absolute path.
     let env = [(
@@ -129,10 +134,10 @@ fn check_output(
         writeln!(l, "--- check: {check}")?;
         l.write_all(&extra)?;
     }
-    Ok(if f.exit == Exit::Code(0) {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
+    Ok(match f.exit {
+        Exit::Interrupted => None,
+        Exit::Code(0) => Some(Outcome::Pass),
+        _ => Some(Outcome::Fail),
     })
 }
 

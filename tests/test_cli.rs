@@ -402,3 +402,33 @@ fn kill_minus_9_then_resume_measures_exactly_what_one_test_would() {
     assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
     assert!(stderr(&o).contains("nothing to resume"), "{}", stderr(&o));
 }
+
+#[test]
+fn ctrl_c_during_the_check_records_no_error() {
+    let (tmp, dir) = standin();
+    // The check passes the baseline (its output has no environment); for the instrumented
+    // runs it writes a file, then hangs: it is running when ctrl-c comes.
+    let started = tmp.path().join("check-started");
+    let check = format!(
+        "check = \"grep -q 'env= ' \\\"$WMFIX_RUN_OUTPUT\\\" || {{ touch {}; sleep 100; }}\"\n",
+        started.display()
+    );
+    let cfg = std::fs::read_to_string(dir.join("wmfix.toml")).unwrap() + &check;
+    std::fs::write(dir.join("wmfix.toml"), cfg).unwrap();
+    let child = wmfix()
+        .current_dir(tmp.path())
+        .args(["test", dir.to_str().unwrap(), "--out", "out", "--runs", "3"])
+        .args(["--jobs", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        assert!(t0.elapsed().as_secs() < 30, "the check never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    interrupt(child);
+    let recs = records(&tmp.path().join("out"));
+    assert!(recs.is_empty(), "a check cut short was recorded: {recs:?}");
+}
