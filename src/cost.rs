@@ -100,6 +100,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     std::fs::create_dir_all(dir.join("logs"))?;
     let variants = variants(&app, &out, &built, opts)?;
     let meter = Meter::open(opts.nvml_index);
+    let device = device_env(opts.nvml_index);
     let _held = opts.hold.then(|| crate::hold::hold(&[]));
     let mut report = Report {
         app: app.root.clone(),
@@ -117,7 +118,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         for v in order(variants.len(), opts.seed, round) {
             let v = &variants[v];
             let log = dir.join("logs").join(format!("{}.log", v.name));
-            let Some(s) = measure(&app, v, round, &log, meter.as_ref().ok())? else {
+            let Some(s) = measure(&app, v, round, &log, &device, meter.as_ref().ok())? else {
                 report.interrupted = true;
                 break;
             };
@@ -248,10 +249,11 @@ fn measure(
     v: &Variant,
     round: usize,
     log: &Path,
+    device: &[(String, String)],
     meter: Option<&Meter>,
 ) -> Result<Option<Sample>> {
     let before = meter.and_then(Meter::read_mj);
-    let Some((outcome, _, duration)) = trial::run_once(app, &v.tree, &[], log)? else {
+    let Some((outcome, _, duration)) = trial::run_once(app, &v.tree, device, log)? else {
         return Ok(None);
     };
     let after = meter.and_then(Meter::read_mj);
@@ -272,6 +274,18 @@ fn measure(
         energy_j,
         reported_ms: reported_ms(&text),
     }))
+}
+
+/// The runs go to the GPU whose energy is read: NVML counts in PCI order, CUDA by default
+/// fastest first. A device the user chose (CUDA_VISIBLE_DEVICES) is left as it is.
+fn device_env(nvml_index: u32) -> Vec<(String, String)> {
+    if std::env::var_os("CUDA_VISIBLE_DEVICES").is_some() {
+        return vec![];
+    }
+    vec![
+        ("CUDA_DEVICE_ORDER".into(), "PCI_BUS_ID".into()),
+        ("CUDA_VISIBLE_DEVICES".into(), nvml_index.to_string()),
+    ]
 }
 
 /// The last `wmfix-time-ms: X` line of a run's output: the program's own timing of its GPU
