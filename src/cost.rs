@@ -137,6 +137,8 @@ pub fn run(opts: &Options) -> Result<Report> {
             report.rounds_done = round + 1 - opts.warmup;
         }
     }
+    // A round cut short by ctrl-c would weigh its variants unevenly: only whole rounds count.
+    samples.retain(|s| s.round < opts.warmup + report.rounds_done);
     report.rows = rows(&variants, &samples);
     write_report(&dir, &report)?;
     Ok(report)
