@@ -7,6 +7,7 @@ use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use wmfix::claim::running;
 
 /// A copy of the stand-in whose kernel.cu has `n` fence sites, one statement each.
 fn standin(n: usize) -> (tempfile::TempDir, PathBuf) {
@@ -275,14 +276,6 @@ fn ctrl_c_leaves_a_resumable_reduction() {
     let r = report(&dir, "out");
     assert_eq!(kept(&r), [17]);
     assert_eq!(r["replayed_checks"].as_u64().unwrap() as usize, kept_checks);
-}
-
-fn running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
 }
 
 /// The pid the stand-in's first run writes to `pids`, once it has.
