@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Every GPU figure the READMEs cite, regenerated on one H100/H200: the one GPU script.
+#
+#   scripts/gpu/evidence.sh --list                 # the steps, in priority order, and which are done
+#   scripts/gpu/evidence.sh [PATTERN ...]          # run the steps not yet done (all, or those matching)
+#
+# Run from the repo root on the GPU machine with a release build of wmfix at carry/wmfix (and
+# carry/VERSION, the commit it was built from). Steps run in priority order until BUDGET_S
+# seconds (default 530) are spent; each is bounded with `timeout --foreground -s INT`, so wmfix
+# still writes complete records when a bound is reached. Results go to
+# results/<date>-<gpu>/<step>/; a step is done once its folder holds DONE, so a later call (with
+# the results committed back into the repo) runs only what is left: the script is resumable.
+# Every file a step writes names the GPU, driver, date, wmfix commit and command: text files in
+# a header, JSON files as {"meta": {...}, "result": <what wmfix wrote>}.
+# $OUT gets evidence.log and evidence.tar.gz (this GPU's results folder, to unpack at the repo root).
+# scripts/results.py turns the results folder into the READMEs' tables.
+set -uo pipefail
+ROOT=$PWD
+W=${W:-$ROOT/carry/wmfix}
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+START=$(date +%s)
+DEADLINE=$((START + ${BUDGET_S:-530}))
+JOBS=${JOBS:-8}
+LOG=$OUT/evidence.log
+
+gpu_field() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -n 1; }
+GPU=$(gpu_field name)
+DRIVER=$(gpu_field driver_version)
+SLUG=$(printf '%s' "${GPU:-unknown gpu}" | tr 'A-Z' 'a-z' | sed -E 's/[^a-z0-9]+/-/g; s/^-//; s/-$//')
+case $SLUG in nvidia-h100*) CHIP=nvidia-h100 ;; nvidia-h200*) CHIP=nvidia-h200 ;; *) CHIP=$SLUG ;; esac
+COMMIT=$(cat "$ROOT/carry/VERSION" 2>/dev/null || echo unknown)
+NVCC=$(nvcc --version 2>/dev/null | tail -n 1)
+RESULTS=${RESULTS:-$(ls -d "$ROOT"/results/*-"$SLUG" 2>/dev/null | tail -n 1)}
+[ -n "$RESULTS" ] || RESULTS=$ROOT/results/$(date -u +%F)-$SLUG
+PROFILE_TUNED=$ROOT/runtime-cu/profiles/$CHIP.toml
+
+left() { echo $((DEADLINE - $(date +%s))); }
+log() { echo "$*" | tee -a "$LOG"; }
+header() { # the header of a text result: GPU, driver, date, commit, command
+  echo "# $GPU, driver $DRIVER, $NVCC; $(date -u +%FT%TZ); wmfix $COMMIT"
+  echo "# \$ $*"
+}
+
+# json_result FILE CMD... : wraps the JSON file wmfix wrote with its provenance, in place.
+json_result() {
+  local file=$1; shift
+  [ -f "$file" ] || return 0
+  python3 - "$file" "$GPU" "$DRIVER" "$NVCC" "$COMMIT" "$*" <<'EOF'
+import json, sys, datetime
+path, gpu, driver, nvcc, commit, command = sys.argv[1:]
+with open(path) as f:
+    result = json.load(f)
+meta = {"gpu": gpu, "driver": driver, "nvcc": nvcc, "commit": commit, "command": command,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+with open(path, "w") as f:
+    json.dump({"meta": meta, "result": result}, f, indent=1)
+EOF
+}
+
+# bounded LIMIT CMD... : CMD with SIGINT at LIMIT seconds or the deadline, whichever is first;
+# its output to the step's log. Returns CMD's exit status (124: the bound was reached).
+bounded() {
+  local limit=$1; shift
+  local l; l=$(left); [ "$limit" -lt "$l" ] && l=$limit
+  [ "$l" -gt 5 ] || return 124
+  { header "$@"; } >> "$STEP_DIR/log.txt"
+  timeout --foreground -s INT -k 30 "$l" "$@" >> "$STEP_DIR/log.txt" 2>&1
+  local rc=$?
+  echo "# exit $rc after $(( $(date +%s) - STEP_T0 )) s of this step" >> "$STEP_DIR/log.txt"
+  return $rc
+}
+
+# test_cell STUDY ENV RUNS [ENV=VALUE...] -- [wmfix test options]: one `wmfix test`, its
+# summary kept as summary.json in the step's folder. Done when the test was not cut short.
+test_cell() {
+  local study=$1 env=$2 runs=$3; shift 3
+  local vars=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+  [ "${1:-}" = -- ] && shift
+  local out=/tmp/ev/$STEP
+  local cmd=(env "${vars[@]}" "$W" test "case-studies/$study" --out "$out" --env "$env" --runs "$runs" --jobs "$JOBS" --seed 1 "$@")
+  [ -f "$out/test/runs.jsonl" ] && cmd+=(--resume)
+  bounded "${LIMIT:-240}" "${cmd[@]}"
+  local rc=$?
+  cp "$out/test/summary.json" "$STEP_DIR/summary.json" 2>/dev/null && json_result "$STEP_DIR/summary.json" "${cmd[@]}"
+  # 0: no error; 2: some run erred; 3: the baseline failed (a result too).
+  case $rc in 0|2|3) return 0 ;; *) return $rc ;; esac
+}
+
+# ---- the steps, in priority order: "name function args..." ----
+STEPS=()
+add() { STEPS+=("$*"); }
+
+FENCELESS="cbe-dot cbe-ht ct-octree tpo-tm sdk-red-nf cub-scan-nf ls-bh-nf"
+FENCED="sdk-red cub-scan ls-bh"
+
+# Issue 13: which stress exposes the fence-less studies (default profile, this chip's tuned
+# profile, none), 100 runs per cell.
+for s in $FENCELESS; do
+  add "apps-$s-sys-default" test_cell "$s" sys-str+ "${RUNS:-100}"
+  [ -f "$PROFILE_TUNED" ] && add "apps-$s-sys-$CHIP" test_cell "$s" sys-str+ "${RUNS:-100}" "WMFIX_PROFILE=$PROFILE_TUNED"
+  add "apps-$s-no" test_cell "$s" no-str- "${RUNS:-100}"
+done
+# Issue 13: the studies with their fences must not err: 300 runs under sys-str+.
+for s in $FENCED; do
+  add "fenced-$s-sys-default" test_cell "$s" sys-str+ 300
+done
+
+reduce_study() { # reduce_study STUDY [wmfix reduce options]
+  local study=$1; shift
+  local out=/tmp/ev/reduce-$study
+  local cmd=("$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" "$@")
+  [ -f "$out/reduce/journal.jsonl" ] && cmd+=(--resume)
+  bounded "${LIMIT:-300}" "${cmd[@]}"
+  local rc=$?
+  cp "$out/reduce/reduce.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/reduce.json" "${cmd[@]}"
+  [ -f "$out/reduce/fences.patch" ] && { header "${cmd[@]}"; cat "$out/reduce/fences.patch"; } > "$STEP_DIR/fences.patch"
+  case $rc in 0|3) return 0 ;; *) return $rc ;; esac
+}
+cost_study() { # cost_study STUDY: after its reduction
+  local study=$1; shift
+  local out=/tmp/ev/reduce-$study
+  [ -f "$out/reduce/reduce.json" ] || { echo "no reduction of $study on this machine" >> "$STEP_DIR/log.txt"; return 1; }
+  local cmd=("$W" cost "case-studies/$study" --out "$out" --rounds "${ROUNDS:-30}" "$@")
+  bounded "${LIMIT:-150}" "${cmd[@]}"
+  local rc=$?
+  cp "$out/cost/cost.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/cost.json" "${cmd[@]}"
+  return $rc
+}
+# Issue 14: reductions, then what the reduced fences cost.
+for s in cbe-dot tpo-tm cub-scan-nf; do
+  add "reduce-$s" reduce_study "$s"
+  add "cost-$s" cost_study "$s"
+done
+
+# ---- the driver ----
+is_done() { [ -f "$RESULTS/$1/DONE" ]; }
+matches() { # matches NAME PATTERN...: no pattern, or one is a glob matching NAME
+  local name=$1; shift
+  [ $# -eq 0 ] && return 0
+  local p; for p in "$@"; do [[ $name == $p ]] && return 0; done
+  return 1
+}
+
+if [ "${1:-}" = --list ]; then
+  for s in "${STEPS[@]}"; do
+    name=${s%% *}
+    is_done "$name" && echo "done  $name" || echo "todo  $name"
+  done
+  exit 0
+fi
+
+mkdir -p "$RESULTS" /tmp/ev
+{ header "$0 $*"; echo "# results: ${RESULTS#"$ROOT"/}, budget ${BUDGET_S:-530} s"; } > "$LOG"
+[ -x "$W" ] || { log "no wmfix at $W"; exit 1; }
+for s in "${STEPS[@]}"; do
+  read -r STEP fn args <<< "$s"
+  matches "$STEP" "$@" || continue
+  is_done "$STEP" && continue
+  [ "$(left)" -gt 20 ] || { log "deadline: $STEP and later steps left for the next call"; break; }
+  STEP_DIR=$RESULTS/$STEP
+  mkdir -p "$STEP_DIR"
+  STEP_T0=$(date +%s)
+  # shellcheck disable=SC2086
+  $fn $args
+  rc=$?
+  dt=$(( $(date +%s) - STEP_T0 ))
+  if [ $rc -eq 0 ]; then
+    date -u +%FT%TZ > "$STEP_DIR/DONE"
+    log "done  $STEP ($dt s)"
+  else
+    log "left  $STEP (exit $rc after $dt s)"
+  fi
+done
+log "finished after $(( $(date +%s) - START )) s"
+tar czf "$OUT/evidence.tar.gz" -C "$ROOT" "${RESULTS#"$ROOT"/}"

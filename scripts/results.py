@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
+
+Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost ...]
+
+Every file there is {"meta": {gpu, driver, nvcc, commit, command, date}, "result": ...}; each
+table ends with the GPU, driver, commit and dates it was measured with. Cells that a step did not
+finish say so; a study whose baseline failed says so instead of a rate.
+"""
+import json
+import math
+import os
+import sys
+
+
+def load(folder, step, name):
+    path = os.path.join(folder, step, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def log_says(folder, step, text):
+    path = os.path.join(folder, step, "log.txt")
+    return os.path.exists(path) and text in open(path).read()
+
+
+def wilson(k, n, z=1.96):
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    d = 1 + z * z / n
+    c = p + z * z / (2 * n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return ((c - h) / d, (c + h) / d)
+
+
+def cell(folder, step, metas):
+    doc = load(folder, step, "summary.json")
+    if doc is None:
+        if log_says(folder, step, "original program fails its post-condition"):
+            return "baseline fails"
+        return "-"
+    metas.append(doc["meta"])
+    s = doc["result"]
+    out = []
+    for r in s["rows"]:
+        e = r["fail"] + r["timeout"] + r["crash"]
+        lo, hi = wilson(e, r["runs"])
+        per_h = 3600 * e / r["seconds"] if r["seconds"] > 0 else 0
+        out.append(f"{e}/{r['runs']} ({100 * e / max(r['runs'], 1):.0f}%, {100 * lo:.0f}-{100 * hi:.0f}; {per_h:,.0f}/h)")
+    text = "; ".join(out)
+    if s.get("interrupted"):
+        text += " (cut short)"
+    return text
+
+
+def provenance(metas):
+    if not metas:
+        return ""
+    gpus = sorted({f"{m['gpu']}, driver {m['driver']}" for m in metas})
+    commits = sorted({m["commit"] for m in metas})
+    dates = sorted(m["date"] for m in metas)
+    return (f"\nMeasured on {'; '.join(gpus)}, wmfix {', '.join(commits)}, "
+            f"{dates[0]} to {dates[-1]}, by `scripts/gpu/evidence.sh` (each file under the results folder names its command).\n")
+
+
+def steps(folder, prefix):
+    return sorted(d for d in os.listdir(folder) if d.startswith(prefix))
+
+
+def apps(folder):
+    metas = []
+    studies = []
+    for d in steps(folder, "apps-"):
+        study = d[len("apps-"):].rsplit("-sys-", 1)[0].removesuffix("-no")
+        if study not in studies:
+            studies.append(study)
+    profiles = sorted({d.rsplit("-sys-", 1)[1] for d in steps(folder, "apps-") if "-sys-" in d})
+    print("Errors in runs of the program as written (fences off): errors/runs (%, 95% Wilson interval; errors per hour of wall time at 8 runs at a time).\n")
+    print("| study | no-str- | " + " | ".join(f"sys-str+ `{p}` profile" for p in profiles) + " |")
+    print("|---|---|" + "---|" * len(profiles))
+    for study in studies:
+        cells = [cell(folder, f"apps-{study}-no", metas)]
+        cells += [cell(folder, f"apps-{study}-sys-{p}", metas) for p in profiles]
+        print(f"| {study} | " + " | ".join(cells) + " |")
+    print(provenance(metas))
+
+
+def fenced(folder):
+    metas = []
+    print("The studies with their fences (must not err):\n")
+    print("| study | environment | errors/runs |")
+    print("|---|---|---|")
+    for d in steps(folder, "fenced-"):
+        study, env = d[len("fenced-"):].rsplit("-sys-", 1)
+        print(f"| {study} | sys-str+ `{env}` | {cell(folder, d, metas)} |")
+    print(provenance(metas))
+
+
+def reduce(folder):
+    metas = []
+    print("| study | fences | kept | complete | checks (cached) | runs | wall s | miss probability |")
+    print("|---|---|---|---|---|---|---|---|")
+    for d in steps(folder, "reduce-"):
+        doc = load(folder, d, "reduce.json")
+        if doc is None:
+            print(f"| {d[len('reduce-'):]} | - | not finished | | | | | |")
+            continue
+        metas.append(doc["meta"])
+        r = doc["result"]
+        res = r["result"]
+        kept = ", ".join(str(f) for f in res["fences"]) or "none"
+        print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
+              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {r['wall_seconds']:.0f} | {res.get('miss_probability', '-'):.3g} |")
+    print(provenance(metas))
+
+
+def cost(folder):
+    metas = []
+    print("Mean per run with 95% half-width; ratio to the program as written (`none`).\n")
+    print("| study | variant | fences | kernel ms (wmfix-time-ms) | x none | wall s | x none | energy J | x none |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for d in steps(folder, "cost-"):
+        doc = load(folder, d, "cost.json")
+        if doc is None:
+            continue
+        metas.append(doc["meta"])
+        for row in doc["result"]["rows"]:
+            def m(key, digits):
+                v = row.get(key)
+                return f"{v['mean']:.{digits}f} ± {v['ci95']:.{digits}f}" if v else "-"
+
+            def ratio(key):
+                v = row.get(key)
+                return f"{v[0]:.2f} ± {v[1]:.2f}" if v else "-"
+            print(f"| {d[len('cost-'):]} | {row['variant']} | {row['fences']} | {m('reported_ms', 3)} | {ratio('reported_ratio')} | "
+                  f"{m('wall_s', 3)} | {ratio('wall_ratio')} | {m('energy_j', 1)} | {ratio('energy_ratio')} |")
+    print(provenance(metas))
+
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "cost": cost}
+
+
+def main(argv):
+    if not argv:
+        sys.exit(__doc__)
+    folder, names = argv[0], argv[1:] or list(TABLES)
+    for name in names:
+        print(f"### {name}\n")
+        TABLES[name](folder)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
