@@ -71,7 +71,7 @@ struct EngineArgs {
 }
 
 impl EngineArgs {
-    fn settings(&self) -> anyhow::Result<wmfix::litmus::Settings> {
+    fn settings(&self) -> anyhow::Result<wmfix::litmus::engine::Settings> {
         let bad = || {
             usage(format!(
                 "--stress-blocks wants MIN..MAX, not {:?}",
@@ -79,7 +79,7 @@ impl EngineArgs {
             ))
         };
         let (lo, hi) = self.stress_blocks.split_once("..").ok_or_else(bad)?;
-        Ok(wmfix::litmus::Settings {
+        Ok(wmfix::litmus::engine::Settings {
             instances: self.instances,
             stride: self.stride,
             stress_blocks: (
@@ -397,7 +397,7 @@ fn run_reduce(args: ReduceArgs) -> anyhow::Result<i32> {
 fn run_tune(args: TuneArgs) -> anyhow::Result<i32> {
     let done = match args.analyse {
         Some(raw) => {
-            let done = wmfix::tune_analysis::run(&wmfix::tune_analysis::Options {
+            let done = wmfix::tune::analyse::run(&wmfix::tune::analyse::Options {
                 raw,
                 out: args.out,
                 epsilon: args.epsilon,
@@ -407,9 +407,9 @@ fn run_tune(args: TuneArgs) -> anyhow::Result<i32> {
         }
         None => {
             let mut sizes = if args.quick {
-                wmfix::tuning::Sizes::quick()
+                wmfix::tune::measure::Sizes::quick()
             } else {
-                wmfix::tuning::Sizes::paper()
+                wmfix::tune::measure::Sizes::paper()
             };
             sizes.distances = args.distances.unwrap_or(sizes.distances);
             sizes.locations = args.locations.unwrap_or(sizes.locations);
@@ -417,7 +417,7 @@ fn run_tune(args: TuneArgs) -> anyhow::Result<i32> {
             sizes.max_sequence_length = args.max_sequence.unwrap_or(sizes.max_sequence_length);
             sizes.max_spread = args.max_spread.unwrap_or(sizes.max_spread);
             sizes.epsilon = args.epsilon.unwrap_or(sizes.epsilon);
-            let tuned = wmfix::tuning::run(&wmfix::tuning::Options {
+            let tuned = wmfix::tune::measure::run(&wmfix::tune::measure::Options {
                 out: args.out,
                 device: args.engine.device,
                 sizes,
@@ -426,7 +426,7 @@ fn run_tune(args: TuneArgs) -> anyhow::Result<i32> {
                 command: std::env::args().collect::<Vec<_>>().join(" "),
             })?;
             print!("{}", tuned.analysis.report);
-            print!("{}", wmfix::tuning::summary(&tuned));
+            print!("{}", wmfix::tune::measure::summary(&tuned));
             tuned.analysis
         }
     };
@@ -438,8 +438,8 @@ fn run_tune(args: TuneArgs) -> anyhow::Result<i32> {
 }
 
 fn run_litmus(args: LitmusArgs) -> anyhow::Result<i32> {
-    use wmfix::litmus::{self, Job, Locations, ProfileStress};
-    use wmfix::tune_analysis::{Sequence, Test};
+    use wmfix::litmus::engine::{self as litmus, Job, Locations, ProfileStress};
+    use wmfix::litmus::vocabulary::{Sequence, Test};
     let test = match args.test.to_ascii_lowercase().as_str() {
         "mp" => Test::Mp,
         "lb" => Test::Lb,

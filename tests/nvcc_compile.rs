@@ -181,15 +181,22 @@ fn hardened_constructs_compile_with_every_fence() {
 #[test]
 fn litmus_kernels_compile_for_hopper_and_are_cached() {
     let tmp = tempfile::tempdir().unwrap();
-    let cubin = wmfix::litmus::compile(tmp.path(), 90).unwrap();
+    let cubin = wmfix::litmus::engine::compile(tmp.path(), 90).unwrap();
     let bytes = std::fs::read(&cubin).unwrap();
     let has = |name: &str| bytes.windows(name.len()).any(|w| w == name.as_bytes());
-    for seq in wmfix::tune_analysis::all_sequences(5) {
-        assert!(has(&wmfix::litmus::kernel_name(&seq)), "{}", seq.text());
+    for seq in wmfix::litmus::vocabulary::all_sequences(5) {
+        assert!(
+            has(&wmfix::litmus::engine::kernel_name(&seq)),
+            "{}",
+            seq.text()
+        );
     }
     assert!(has("litmus_eval"));
     let modified = std::fs::metadata(&cubin).unwrap().modified().unwrap();
-    assert_eq!(wmfix::litmus::compile(tmp.path(), 90).unwrap(), cubin);
+    assert_eq!(
+        wmfix::litmus::engine::compile(tmp.path(), 90).unwrap(),
+        cubin
+    );
     assert_eq!(
         std::fs::metadata(&cubin).unwrap().modified().unwrap(),
         modified
@@ -199,8 +206,8 @@ fn litmus_kernels_compile_for_hopper_and_are_cached() {
 #[test]
 fn litmus_parameter_struct_matches_the_cuda_layout() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("litmus.cu"), wmfix::litmus::SOURCE).unwrap();
-    let fields = wmfix::litmus::layout();
+    std::fs::write(tmp.path().join("litmus.cu"), wmfix::litmus::engine::SOURCE).unwrap();
+    let fields = wmfix::litmus::engine::layout();
     let mut main = String::from(
         "#include <cstdio>\n#include <cstddef>\n#include \"litmus.cu\"\nint main() {\n",
     );
@@ -244,7 +251,7 @@ fn strong_accesses(sass: &str) -> Vec<(bool, String)> {
 #[test]
 fn litmus_accesses_keep_their_program_order_in_sass() {
     let tmp = tempfile::tempdir().unwrap();
-    let cubin = wmfix::litmus::compile(tmp.path(), 90).unwrap();
+    let cubin = wmfix::litmus::engine::compile(tmp.path(), 90).unwrap();
     let o = nvcc_command(tmp.path())
         .arg("-c")
         .arg(format!("cuobjdump -sass {}", cubin.display()))

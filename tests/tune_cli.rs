@@ -1,5 +1,5 @@
 //! `wmfix tune --analyse` on the raw counts of a synthetic Titan-style run
-//! (tests/fixtures/tune/titan.json, written by `tune_analysis::tests::cli_fixture_is_current`):
+//! (tests/fixtures/tune/titan.json, written by `tune::tests::cli_fixture_is_current`):
 //! the printed analysis, profile.toml (read back by the runtime's own parser, built with nvcc),
 //! analysis.json, the plots, and the errors for bad input.
 

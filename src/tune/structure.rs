@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::tune_analysis::{PerTest, Test};
+use crate::litmus::vocabulary::{PerTest, Test};
 
 /// Whether neighbouring stressed locations behave alike, as patches make them.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -2,7 +2,7 @@
 //! paper's Fig. 3 (per test and distance, a bar per stressed location) and spread finding in
 //! the style of Fig. 4 (score per spread, one line per test).
 
-use crate::tune_analysis::PerTest;
+use crate::litmus::vocabulary::PerTest;
 use std::fmt::Write;
 
 /// Colours of the tests' lines (matplotlib's first three).
@@ -200,7 +200,7 @@ pub fn spread_plot(scores: &PerTest<Vec<u64>>, chosen: Option<usize>, title: &st
             (left - 7.0, y + 4.0),
             10.0,
             "end",
-            &crate::tune_analysis::human(v),
+            &crate::tune::report::human(v),
         );
     }
     let step = m.div_ceil(16).max(1);

@@ -17,10 +17,10 @@ use cudarc::driver::{
 };
 
 use crate::exit_code::{self, fail};
-use crate::tune_analysis::{Access, Sequence, Test};
+use crate::litmus::vocabulary::{Access, Sequence, Test};
 
 /// The kernels' source.
-pub const SOURCE: &str = include_str!("../runtime-cu/litmus/litmus.cu");
+pub const SOURCE: &str = include_str!("../../runtime-cu/litmus/litmus.cu");
 /// Threads per block, `LITMUS_BLOCK` in the source.
 pub const BLOCK: u32 = 256;
 
@@ -315,7 +315,7 @@ impl Engine {
         // Every kernel now: the grid cap must hold for the one with the most registers.
         let mut kernels = std::collections::HashMap::new();
         let mut resident = u32::MAX;
-        for seq in crate::tune_analysis::all_sequences(5) {
+        for seq in crate::litmus::vocabulary::all_sequences(5) {
             let name = kernel_name(&seq);
             let k = module.load_function(&name)?;
             resident = resident.min(resident_blocks(&ctx, &k)?);
@@ -619,7 +619,7 @@ pub struct ProfileStress {
 }
 
 /// The built-in profile (the runtime's default for Hopper).
-pub const DEFAULT_PROFILE: &str = include_str!("../runtime-cu/profiles/hopper-default.toml");
+pub const DEFAULT_PROFILE: &str = include_str!("../../runtime-cu/profiles/hopper-default.toml");
 
 impl ProfileStress {
     pub fn parse(text: &str, origin: &str) -> Result<ProfileStress> {
@@ -718,7 +718,7 @@ mod tests {
 
     #[test]
     fn every_sequence_has_a_kernel_in_the_source() {
-        for seq in crate::tune_analysis::all_sequences(5) {
+        for seq in crate::litmus::vocabulary::all_sequences(5) {
             let name = kernel_name(&seq);
             let code = name.trim_start_matches("litmus_");
             assert!(

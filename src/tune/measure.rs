@@ -1,6 +1,6 @@
 //! `wmfix tune` on a GPU: the paper's patch, sequence and spread phases (paper 000, Sec. 3.2-3.4)
 //! run through the litmus engine. The raw counts are rewritten after every phase, so an
-//! interrupted tune keeps what it measured, and the analysis (`tune_analysis`) turns them into
+//! interrupted tune keeps what it measured, and the analysis (`tune::analysis`) turns them into
 //! the profile, `analysis.json` and the plots.
 
 use std::path::{Path, PathBuf};
@@ -10,10 +10,11 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::exit_code::{self, fail};
-use crate::litmus::{self, Engine, Job, Locations};
-use crate::tune_analysis::{
-    self as ta, PatchPhase, PerTest, RawCounts, Sequence, SequencePhase, SpreadPhase, Test,
-};
+use crate::litmus::engine::{self as litmus, Engine, Job, Locations};
+use crate::litmus::vocabulary::{PerTest, Sequence, Test, all_sequences};
+use crate::tune::analyse;
+use crate::tune::analysis::analyse;
+use crate::tune::raw::{self, Params, PatchPhase, RawCounts, SequencePhase, SpreadPhase};
 
 /// The paper's sizes (Sec. 3.2-3.4) unless the command line says otherwise.
 #[derive(Clone, Debug)]
@@ -70,7 +71,7 @@ pub struct Options {
 /// What `run` measured, for the summary.
 pub struct Done {
     pub raw: PathBuf,
-    pub analysis: ta::Done,
+    pub analysis: analyse::Done,
     pub phases: Vec<PhaseTime>,
     pub gpu: litmus::DeviceInfo,
 }
@@ -109,7 +110,7 @@ pub fn run(opts: &Options) -> Result<Done> {
         weak: 0,
     };
     let mut raw = RawCounts {
-        format: ta::FORMAT,
+        format: raw::FORMAT,
         params: params(
             opts,
             &gpu,
@@ -136,7 +137,7 @@ pub fn run(opts: &Options) -> Result<Done> {
             save(&raw_path, &raw)?;
             // The profile's choice: the critical size, or the distance blocks when the stressed
             // location makes no difference (tune_structure).
-            ta::analyse(&raw, None)?.profile.patch_size.unwrap_or(64)
+            analyse(&raw, None)?.profile.patch_size.unwrap_or(64)
         }
     };
     let (ph, time) = t.sequence_phase(patch)?;
@@ -144,7 +145,7 @@ pub fn run(opts: &Options) -> Result<Done> {
     log_phase(&t.bar, &time);
     phases.push(time);
     save(&raw_path, &raw)?;
-    let sequence = ta::analyse(&raw, None)?
+    let sequence = analyse(&raw, None)?
         .sequence
         .map(|c| c.chosen)
         .expect("the sequence phase was analysed");
@@ -155,7 +156,7 @@ pub fn run(opts: &Options) -> Result<Done> {
     save(&raw_path, &raw)?;
     t.bar.finish_and_clear();
 
-    let analysis = ta::run(&ta::Options {
+    let analysis = analyse::run(&analyse::Options {
         raw: raw_path.clone(),
         out: opts.out.clone(),
         epsilon: None,
@@ -202,9 +203,9 @@ fn log_phase(bar: &ProgressBar, p: &PhaseTime) {
     });
 }
 
-fn params(opts: &Options, gpu: &litmus::DeviceInfo, executions: u64) -> ta::Params {
+fn params(opts: &Options, gpu: &litmus::DeviceInfo, executions: u64) -> Params {
     let s = &opts.sizes;
-    ta::Params {
+    Params {
         gpu: gpu.name.clone(),
         driver: gpu.driver.clone(),
         date: utc_now(),
@@ -333,7 +334,7 @@ impl Tuner {
     /// Sec. 3.3: every sequence of up to N accesses at the first location of each patch.
     fn sequence_phase(&mut self, patch: usize) -> Result<(SequencePhase, PhaseTime)> {
         let locations: Vec<usize> = (0..self.sizes.locations).step_by(patch.max(1)).collect();
-        let sequences = ta::all_sequences(self.sizes.max_sequence_length);
+        let sequences = all_sequences(self.sizes.max_sequence_length);
         self.start("sequence", 3 * sequences.len() * locations.len());
         let mut time = Timer::new("sequence");
         let nd = self.sizes.distances;

@@ -1,0 +1,5 @@
+//! The litmus engine and its vocabulary: tests, access sequences, chip profiles.
+
+pub mod engine;
+pub mod profile;
+pub mod vocabulary;
