@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 use std::time::Instant;
-use wmfix::instrument::{self, FenceScope};
-use wmfix::source::SourceFile;
+use wmfix::rewrite::render::{self, FenceScope};
+use wmfix::rewrite::source::SourceFile;
 
 /// A large program: the fixture sources repeated, each copy in its own file.
 fn corpus(copies: usize) -> Vec<(PathBuf, String)> {
@@ -25,7 +25,7 @@ fn main() {
     if std::env::var("PARSE_ONLY").is_ok() {
         let t0 = Instant::now();
         for (_, text) in &files {
-            std::hint::black_box(wmfix::parse::parse(text));
+            std::hint::black_box(wmfix::rewrite::parse::parse(text));
         }
         println!("parse only: {:.3} s", t0.elapsed().as_secs_f64());
     }
@@ -38,9 +38,9 @@ fn main() {
             .iter()
             .map(|(rel, text)| SourceFile::new(rel.clone(), rel.clone(), text.clone()))
             .collect();
-        let mut planned = instrument::plan_files(sources);
+        let mut planned = render::plan_files(sources);
         let done =
-            instrument::render(&mut planned, FenceScope::Device, |_| "wmfix.cuh".into()).unwrap();
+            render::render(&mut planned, FenceScope::Device, |_| "wmfix.cuh".into()).unwrap();
         best = best.min(t0.elapsed().as_secs_f64());
         fences = done.fences.len();
     }

@@ -5,8 +5,8 @@
 //! run takes 0.175 s (cbe-dot on an H200 with 4 runs at a time: 20,537 runs/h). Results are
 //! averaged over 5 seeds; "found" counts the seeds whose result is exactly the required set.
 
-use wmfix::oracle::{Fences, Simulated};
-use wmfix::reduce::{self, Settings, Split, Stability};
+use wmfix::reduce::algorithm::{self, Settings, Split, Stability};
+use wmfix::reduce::oracle::{Fences, Simulated};
 
 const RUN_SECONDS: f64 = 0.175;
 
@@ -68,8 +68,8 @@ fn main() {
                         budget_seconds: 48.0 * 3600.0,
                     };
                     let all: Fences = (0..n).collect();
-                    let r =
-                        reduce::reduce(&mut oracle, &all, settings, &mut |_| {}).expect("reduces");
+                    let r = algorithm::reduce(&mut oracle, &all, settings, &mut |_| {})
+                        .expect("reduces");
                     checks += r.checks;
                     runs += r.runs;
                     seconds += r.seconds;

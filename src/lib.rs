@@ -1,41 +1,16 @@
 //! wmfix: exposes weak-memory bugs in CUDA applications and hardens them with the fewest
-//! fences. See DESIGN.md for the file map.
+//! fences. The folders follow the pipeline (DESIGN.md has the map): `rewrite` (insert) ->
+//! `app` (build) -> `run` (runs under stress) -> `cmd::test` / `reduce` -> `cost`, and the side
+//! track `litmus` -> `tune`. `cmd` holds the subcommands; `exit_code` and `stats` are leaves.
 
-pub mod batch;
-pub mod builder;
-pub mod child;
-pub mod claim;
-pub mod config;
+pub mod app;
+pub mod cmd;
 pub mod cost;
-pub mod device_code;
-pub mod digest;
-pub mod dump;
-pub mod edits;
-pub mod energy;
-pub mod environment;
 pub mod exit_code;
-pub mod fence_set;
-pub mod hold;
-pub mod insert;
-pub mod instrument;
-pub mod interrupt;
-pub mod journal;
+pub mod fences;
 pub mod litmus;
-pub mod oracle;
-pub mod parallel;
-pub mod parse;
-pub mod patch;
-pub mod plan;
-pub mod queries;
 pub mod reduce;
-pub mod reducing;
-pub mod runtime;
-pub mod scopes;
-pub mod sites;
-pub mod source;
+pub mod rewrite;
+pub mod run;
 pub mod stats;
-pub mod testing;
-pub mod toolchain;
-pub mod trial;
 pub mod tune;
-pub mod walk;

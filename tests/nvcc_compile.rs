@@ -136,16 +136,16 @@ fn case_studies_build_and_link() {
 fn patch_applies_and_builds(src: &Path, kept: &[usize], build: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let app_dir = copy_tree(src, &tmp.path().join("app"));
-    let app = wmfix::config::App::load(&app_dir).unwrap();
-    let kept: wmfix::oracle::Fences = kept.iter().copied().collect();
-    let (files, _) = wmfix::patch::harden(
+    let app = wmfix::app::config::App::load(&app_dir).unwrap();
+    let kept: wmfix::reduce::oracle::Fences = kept.iter().copied().collect();
+    let (files, _) = wmfix::reduce::patch::harden(
         &app,
         &tmp.path().join("out"),
         &kept,
-        wmfix::instrument::FenceScope::Device,
+        wmfix::rewrite::render::FenceScope::Device,
     )
     .unwrap();
-    let diff = wmfix::patch::unified_diff(&files);
+    let diff = wmfix::reduce::patch::unified_diff(&files);
     let patch = tmp.path().join("fences.patch");
     std::fs::write(&patch, &diff).unwrap();
     let clean = copy_tree(src, &tmp.path().join("clean"));

@@ -188,7 +188,7 @@ pub fn kernel_name(seq: &Sequence) -> String {
 /// Compiles the kernels for `sm_<arch>` into `cache` (once per source and architecture) and
 /// returns the cubin's path.
 pub fn compile(cache: &Path, arch: u32) -> Result<PathBuf> {
-    let digest = crate::digest::Fnv::of(SOURCE.as_bytes());
+    let digest = crate::app::digest::Fnv::of(SOURCE.as_bytes());
     let cubin = cache.join(format!("litmus-{digest}-sm_{arch}.cubin"));
     if cubin.is_file() {
         return Ok(cubin);
@@ -199,7 +199,7 @@ pub fn compile(cache: &Path, arch: u32) -> Result<PathBuf> {
     std::fs::write(&src, SOURCE).with_context(|| format!("{}: cannot write", src.display()))?;
     let tmp = cubin.with_extension("tmp");
     let out = std::process::Command::new("nvcc")
-        .envs(crate::toolchain::build_env())
+        .envs(crate::app::toolchain::build_env())
         .args(["-cubin", "-O3", &format!("-arch=sm_{arch}"), "-o"])
         .arg(&tmp)
         .arg(&src)
@@ -259,7 +259,7 @@ pub struct DeviceInfo {
 /// Opens device `ordinal`; a machine without a driver or GPU gets exit code 69.
 pub fn open(ordinal: usize) -> Result<Arc<CudaContext>> {
     // cudarc panics when libcuda is missing; ask first.
-    if !crate::hold::driver_present() {
+    if !crate::run::hold::driver_present() {
         return Err(fail(
             exit_code::UNAVAILABLE,
             "no CUDA driver (libcuda) on this machine: this command needs a GPU",
@@ -356,7 +356,7 @@ impl Engine {
     }
 
     fn next(&mut self) -> u32 {
-        self.rng = crate::batch::seed(self.rng, 0x11, 0);
+        self.rng = crate::run::batch::seed(self.rng, 0x11, 0);
         (self.rng >> 32) as u32
     }
 

@@ -96,7 +96,7 @@ struct Tuner {
 }
 
 pub fn run(opts: &Options) -> Result<Done> {
-    crate::interrupt::install();
+    crate::run::interrupt::install();
     let ctx = litmus::open(opts.device)?;
     let gpu = litmus::device_info(&ctx)?;
     let cubin = litmus::compile(&opts.out.join("cache"), gpu.arch)?;
@@ -176,7 +176,7 @@ pub fn run(opts: &Options) -> Result<Done> {
 /// `items` in a random order (Fisher-Yates, seeded).
 fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
     for i in (1..items.len()).rev() {
-        let j = (crate::batch::seed(seed, 0x5f, i) % (i as u64 + 1)) as usize;
+        let j = (crate::run::batch::seed(seed, 0x5f, i) % (i as u64 + 1)) as usize;
         items.swap(i, j);
     }
     items
@@ -274,7 +274,7 @@ impl Tuner {
         sequence: &Sequence,
         locations: Locations,
     ) -> Result<(Vec<u64>, f64, u64)> {
-        if crate::interrupt::interrupted() {
+        if crate::run::interrupt::interrupted() {
             return Err(fail(
                 exit_code::INTERRUPTED,
                 "interrupted; raw counts so far are kept",

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 pub fn dump_tree(text: &str) -> String {
-    let tree = crate::parse::parse(text);
+    let tree = crate::rewrite::parse::parse(text);
     let mut out = String::new();
     let mut cursor = tree.walk();
     let mut depth = 0;

@@ -1,15 +1,15 @@
 //! `wmfix test`: build, check the original program passes, then run the instrumented program
 //! many times under each testing environment and report error rates (paper 000, Sec. 4).
 
-use crate::batch::{self, Batch, Budget};
-use crate::builder;
-use crate::config::App;
-use crate::environment::TestEnv;
+use crate::app::builder;
+use crate::app::config::App;
 use crate::exit_code::{self, fail};
-use crate::fence_set::FenceSet;
-use crate::instrument::FenceScope;
+use crate::fences::set::FenceSet;
+use crate::rewrite::render::FenceScope;
+use crate::run::batch::{self, Batch, Budget};
+use crate::run::environment::TestEnv;
+use crate::run::trial::{self, Outcome, RunRecord};
 use crate::stats;
-use crate::trial::{self, Outcome, RunRecord};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
@@ -93,8 +93,8 @@ pub fn test_dir(out: &Path) -> PathBuf {
     out.join("test")
 }
 
-pub fn run(opts: &Options) -> Result<Summary> {
-    crate::interrupt::install();
+pub fn test_app(opts: &Options) -> Result<Summary> {
+    crate::run::interrupt::install();
     let app = App::load(&opts.dir)?;
     let built = builder::build(&app, &opts.out, opts.scope)?;
     eprintln!(
@@ -107,7 +107,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
             ", build up to date"
         }
     );
-    let _held = opts.hold.then(|| crate::hold::hold(&opts.gpus));
+    let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
     trial::baseline(&app, &built.original, &opts.out.join("baseline.log"))?;
     let out = opts.out.canonicalize()?;
     let dir = test_dir(&out);
@@ -117,7 +117,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
             (_, Some(_)) => None,
             (n, None) => Some(n.unwrap_or(100)),
         },
-        build: crate::digest::Fnv::of(&std::fs::read(out.join("build.stamp"))?),
+        build: crate::app::digest::Fnv::of(&std::fs::read(out.join("build.stamp"))?),
     };
     let previous = if opts.resume {
         previous_runs(&dir, opts, &plan)?
@@ -204,7 +204,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         let done = batch::run(&batch, budget, next_id, &spec, &mut on_record)?;
         next_id = id_end.max(next_id + done);
         bar.finish_with_message(status(summary.rows.last().unwrap()));
-        if crate::interrupt::interrupted() {
+        if crate::run::interrupt::interrupted() {
             summary.interrupted = true;
             break;
         }
@@ -400,7 +400,7 @@ pub fn replay(
                 format!("no run {id} in {}", runs.display()),
             )
         })?;
-    crate::interrupt::install();
+    crate::run::interrupt::install();
     let app = App::load(dir)?;
     let built = builder::build(&app, out, scope)?;
     let log = test_dir(out).join(format!("replay-{id}.log"));
@@ -416,4 +416,90 @@ pub fn replay(
         outcome,
         std::fs::read_to_string(&log).unwrap_or_default(),
     ))
+}
+
+// ---- the command line ----
+
+use super::{AppArgs, RunArgs, usage};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    app: AppArgs,
+    /// Testing environments: `all`, or a comma-separated list of no-str-, no-str+, sys-str-,
+    /// sys-str+, rand-str-, rand-str+, cache-str-, cache-str+.
+    #[arg(long, default_value = "sys-str+")]
+    env: String,
+    /// Runs per environment (default 100 unless --minutes is given).
+    #[arg(long, conflicts_with = "minutes")]
+    runs: Option<usize>,
+    /// Minutes per environment, instead of a number of runs.
+    #[arg(long)]
+    minutes: Option<f64>,
+    /// Base seed; each run gets its own seed derived from it.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[command(flatten)]
+    runs_at_once: RunArgs,
+    /// Fences enabled in the instrumented program: `none` (the program as written), `all`, or
+    /// ids like `0,3,7-9`.
+    #[arg(long, default_value = "none")]
+    fences: String,
+    /// Re-run one recorded run (its id in wmfix-out/test/runs.jsonl) with the same seed,
+    /// environment and fences.
+    #[arg(long, value_name = "RUN")]
+    replay: Option<usize>,
+    /// Continue the test recorded in wmfix-out/test/ (after ctrl-c, kill -9 or a crash) with
+    /// the same settings: only the runs not yet recorded are run, with the seeds they would
+    /// have had.
+    #[arg(long, conflicts_with_all = ["replay", "minutes"])]
+    resume: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let fences = crate::fences::set::FenceSet::parse(&args.fences).map_err(usage)?;
+    if let Some(id) = args.replay {
+        let (rec, outcome, log) =
+            crate::cmd::test::replay(&args.app.dir, &args.app.out, id, args.app.fence)?;
+        print!("{log}");
+        println!(
+            "wmfix: run {id} ({}, seed {}, fences {}): recorded {:?}, replayed {:?}",
+            rec.spec.env, rec.spec.seed, rec.spec.fences, rec.outcome, outcome
+        );
+        return Ok(if outcome.is_error() {
+            exit_code::ERRORS_SEEN
+        } else {
+            exit_code::OK
+        });
+    }
+    let opts = crate::cmd::test::Options {
+        envs: crate::run::environment::TestEnv::parse_list(&args.env).map_err(usage)?,
+        dir: args.app.dir,
+        out: args.app.out,
+        runs: args.runs,
+        minutes: args.minutes,
+        seed: args.seed,
+        jobs: args.runs_at_once.jobs.max(1),
+        gpus: args.runs_at_once.gpus()?,
+        hold: !args.runs_at_once.no_hold,
+        fences,
+        scope: args.app.fence,
+        resume: args.resume,
+    };
+    let summary = test_app(&opts)?;
+    print!("{}", crate::cmd::test::table(&summary));
+    println!(
+        "wmfix: fences {}; records in {}",
+        summary.fences,
+        crate::cmd::test::test_dir(&opts.out).display()
+    );
+    if summary.interrupted {
+        return Ok(exit_code::INTERRUPTED);
+    }
+    let errors: usize = summary.rows.iter().map(|r| r.errors()).sum();
+    Ok(if errors > 0 {
+        exit_code::ERRORS_SEEN
+    } else {
+        exit_code::OK
+    })
 }

@@ -1,15 +1,15 @@
 //! `wmfix reduce`: empirical fence insertion on the real program, journaled so it resumes,
 //! ending in `fences.patch` and `reduce.json` under `out/reduce/`.
 
-use crate::builder;
-use crate::config::App;
-use crate::environment::TestEnv;
+use crate::app::builder;
+use crate::app::config::App;
 use crate::exit_code::{self, fail};
-use crate::instrument::FenceScope;
-use crate::journal::Journaled;
-use crate::oracle::{Fences, Program};
-use crate::patch;
-use crate::reduce::{self, Progress, Reduced, Settings};
+use crate::reduce::algorithm::{self, Progress, Reduced, Settings};
+use crate::reduce::journal::Journaled;
+use crate::reduce::oracle::{Fences, Program};
+use crate::reduce::patch;
+use crate::rewrite::render::FenceScope;
+use crate::run::environment::TestEnv;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -99,8 +99,8 @@ pub fn load_result(out: &Path) -> Result<Saved> {
     })
 }
 
-pub fn run(opts: &Options) -> Result<Report> {
-    crate::interrupt::install();
+pub fn reduce_app(opts: &Options) -> Result<Report> {
+    crate::run::interrupt::install();
     let started = Instant::now();
     let app = App::load(&opts.dir)?;
     let built = builder::build(&app, &opts.out, opts.scope)?;
@@ -108,8 +108,8 @@ pub fn run(opts: &Options) -> Result<Report> {
     let dir = reduce_dir(&out);
     std::fs::create_dir_all(dir.join("logs"))?;
     // C-Vise's lesson: check the unmodified program before reducing anything.
-    let _held = opts.hold.then(|| crate::hold::hold(&opts.gpus));
-    crate::trial::baseline(&app, &built.original, &dir.join("baseline.log"))?;
+    let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
+    crate::run::trial::baseline(&app, &built.original, &dir.join("baseline.log"))?;
     let records = fence_records(&out)?;
     let all: Fences = (0..records.len()).collect();
     let stamp = std::fs::read_to_string(out.join("build.stamp"))?;
@@ -146,10 +146,10 @@ pub fn run(opts: &Options) -> Result<Report> {
             hms((budget - p.seconds).max(0.0))
         ));
     };
-    let result = reduce::reduce(&mut journal, &all, opts.settings.clone(), &mut show);
+    let result = algorithm::reduce(&mut journal, &all, opts.settings.clone(), &mut show);
     bar.finish_and_clear();
     let replayed = journal.replayed;
-    let result = result.map_err(|e| match e.downcast_ref::<reduce::ReduceError>() {
+    let result = result.map_err(|e| match e.downcast_ref::<algorithm::ReduceError>() {
         Some(r) => fail(exit_code::ERRORS_SEEN, r.to_string()),
         None => e,
     })?;
@@ -255,4 +255,81 @@ pub fn summary(r: &Report) -> String {
         r.app.display()
     );
     s
+}
+
+// ---- the command line ----
+
+use super::{AppArgs, RunArgs, usage};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    app: AppArgs,
+    /// Time budget in hours; the best result so far is reported when it runs out.
+    #[arg(long, default_value_t = 24.0)]
+    hours: f64,
+    /// Testing environment for the checks.
+    #[arg(long, default_value = "sys-str+")]
+    env: String,
+    /// Runs per check (I); doubled when the stability check fails.
+    #[arg(long, default_value_t = 32)]
+    iterations: usize,
+    /// Stability check of the paper: this many minutes without error. Without it, the
+    /// statistical criterion of --confidence is used.
+    #[arg(long)]
+    stable_minutes: Option<f64>,
+    /// Confidence that a missing needed fence would have shown in the stability check.
+    #[arg(long, default_value_t = 0.99)]
+    confidence: f64,
+    /// How binary reduction splits the fences.
+    #[arg(long, value_enum, default_value_t = crate::reduce::algorithm::Split::Halves)]
+    split: crate::reduce::algorithm::Split,
+    /// Do not reuse the answers of earlier checks.
+    #[arg(long)]
+    no_cache: bool,
+    #[command(flatten)]
+    runs_at_once: RunArgs,
+    /// Base seed of the runs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Continue the reduction recorded in wmfix-out/reduce/journal.jsonl.
+    #[arg(long)]
+    resume: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    use crate::reduce::algorithm::{Settings, Stability};
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        return Err(usage(format!(
+            "--confidence must be between 0 and 1, not {}",
+            args.confidence
+        )));
+    }
+    let stability = match args.stable_minutes {
+        Some(m) => Stability::Minutes(m),
+        None => Stability::Statistical {
+            confidence: args.confidence,
+        },
+    };
+    let opts = crate::cmd::reduce::Options {
+        env: crate::run::environment::TestEnv::parse(&args.env).map_err(usage)?,
+        settings: Settings {
+            split: args.split,
+            iterations: args.iterations.max(1),
+            stability,
+            cache: !args.no_cache,
+            budget_seconds: args.hours * 3600.0,
+        },
+        dir: args.app.dir,
+        out: args.app.out,
+        jobs: args.runs_at_once.jobs.max(1),
+        gpus: args.runs_at_once.gpus()?,
+        hold: !args.runs_at_once.no_hold,
+        seed: args.seed,
+        resume: args.resume,
+        scope: args.app.fence,
+    };
+    let report = reduce_app(&opts)?;
+    print!("{}", crate::cmd::reduce::summary(&report));
+    Ok(exit_code::OK)
 }

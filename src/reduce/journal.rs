@@ -3,8 +3,8 @@
 //! so it asks the same questions in the same order and gets the recorded answers back until
 //! the journal runs out, losing at most the request that was in flight.
 
-use crate::fence_set::FenceSet;
-use crate::oracle::{Fences, Oracle, Request, Tally};
+use crate::fences::set::FenceSet;
+use crate::reduce::oracle::{Fences, Oracle, Request, Tally};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;

@@ -2,12 +2,12 @@
 //! fence sites, braces, virtual thread ids, the stress dispatch at kernel entry, launch sites,
 //! and warnings about what the rewriter cannot see.
 
-use crate::device_code::{self, DeviceFunction};
-use crate::edits::{Edit, Slot};
-use crate::parse;
-use crate::queries::{self, Captures};
-use crate::sites::{self, Site};
-use crate::source::SourceFile;
+use crate::rewrite::device_code::{self, DeviceFunction};
+use crate::rewrite::edits::{Edit, Slot};
+use crate::rewrite::parse;
+use crate::rewrite::queries::{self, Captures};
+use crate::rewrite::sites::{self, Site};
+use crate::rewrite::source::SourceFile;
 use std::ops::Range;
 use tree_sitter::{Node, Tree};
 

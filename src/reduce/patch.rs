@@ -1,13 +1,13 @@
 //! `fences.patch`: a unified diff against the user's original sources that adds only the
 //! fences the reduction kept, and `wmfix apply`, which writes that change on request.
 
-use crate::builder;
-use crate::config::App;
-use crate::digest::Fnv;
+use crate::app::builder;
+use crate::app::config::App;
+use crate::app::digest::Fnv;
 use crate::exit_code::{self, fail};
-use crate::insert;
-use crate::instrument::{self, FenceScope};
-use crate::oracle::Fences;
+use crate::reduce::oracle::Fences;
+use crate::rewrite::insert;
+use crate::rewrite::render::{self, FenceScope};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ pub fn harden(
     scope: FenceScope,
 ) -> Result<(Vec<Hardened>, SourceDigests)> {
     let mut tree = insert::plan_tree(&builder::insert_options(app, out, scope))?;
-    let texts = instrument::render_hardened(&mut tree.planned, kept, scope)
+    let texts = render::render_hardened(&mut tree.planned, kept, scope)
         .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
     let digests = tree
         .planned

@@ -1,8 +1,8 @@
 //! Device code: the `__global__`/`__device__` functions of a file, and the expressions in them
 //! that may access global memory.
 
-use crate::queries::{self, Captures, IdMap, IdSet};
-use crate::scopes::{Bindings, Scopes};
+use crate::rewrite::queries::{self, Captures, IdMap, IdSet};
+use crate::rewrite::scopes::{Bindings, Scopes};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::num::NonZeroU16;

@@ -14,18 +14,21 @@ pub fn language() -> Language {
 const FILES: &[(&str, &str)] = &[
     (
         "device_functions.scm",
-        include_str!("../queries/device_functions.scm"),
+        include_str!("../../queries/device_functions.scm"),
     ),
-    ("accesses.scm", include_str!("../queries/accesses.scm")),
-    ("locals.scm", include_str!("../queries/locals.scm")),
-    ("sites.scm", include_str!("../queries/sites.scm")),
-    ("bodies.scm", include_str!("../queries/bodies.scm")),
-    ("thread_ids.scm", include_str!("../queries/thread_ids.scm")),
-    ("launches.scm", include_str!("../queries/launches.scm")),
-    ("macros.scm", include_str!("../queries/macros.scm")),
+    ("accesses.scm", include_str!("../../queries/accesses.scm")),
+    ("locals.scm", include_str!("../../queries/locals.scm")),
+    ("sites.scm", include_str!("../../queries/sites.scm")),
+    ("bodies.scm", include_str!("../../queries/bodies.scm")),
+    (
+        "thread_ids.scm",
+        include_str!("../../queries/thread_ids.scm"),
+    ),
+    ("launches.scm", include_str!("../../queries/launches.scm")),
+    ("macros.scm", include_str!("../../queries/macros.scm")),
     (
         "unsupported.scm",
-        include_str!("../queries/unsupported.scm"),
+        include_str!("../../queries/unsupported.scm"),
     ),
 ];
 

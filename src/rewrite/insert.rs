@@ -2,9 +2,9 @@
 //! `fences.json` into the output directory. The user's files are only ever read.
 
 use crate::exit_code::{self, fail};
-use crate::instrument::{self, FenceRecord, FenceScope, Planned};
-use crate::source::SourceFile;
-use crate::walk;
+use crate::rewrite::render::{self, FenceRecord, FenceScope, Planned};
+use crate::rewrite::source::SourceFile;
+use crate::rewrite::walk;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -97,7 +97,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         query_time,
     } = plan_tree(opts)?;
     let t0 = Instant::now();
-    let done = instrument::render(&mut planned, opts.fence, |f| include_path(&f.rel))
+    let done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
         .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
     cuda_time += t0.elapsed();
     write_output(&out, &input.root, &copies, &planned, &done, opts.fence)?;
@@ -120,12 +120,12 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     check_out_dir(&input.root, &out_dir)?;
     // Compiled once per process; timed on its own so that --stats shows the per-byte cost.
     let t0 = Instant::now();
-    crate::queries::all();
+    crate::rewrite::queries::all();
     let query_time = t0.elapsed();
     let (sources, mut copies) = read_candidates(opts, &input)?;
     let cuda_bytes = sources.iter().map(|f| f.text.len()).sum();
     let t0 = Instant::now();
-    let parsed = instrument::plan_files(sources);
+    let parsed = render::plan_files(sources);
     let cuda_time = t0.elapsed();
     let mut warnings = Vec::new();
     let mut planned = Vec::new();
@@ -250,7 +250,7 @@ fn write_output(
     root: &Path,
     copies: &[PathBuf],
     planned: &[Planned],
-    done: &instrument::Instrumented,
+    done: &render::Instrumented,
     scope: FenceScope,
 ) -> Result<()> {
     let cant =
@@ -277,7 +277,7 @@ fn write_output(
             text.as_deref().unwrap_or(&p.file.text).as_bytes(),
         )?;
     }
-    crate::runtime::write_to(&out.runtime()).map_err(|e| cant(&out.runtime(), e))?;
+    crate::app::runtime_headers::write_to(&out.runtime()).map_err(|e| cant(&out.runtime(), e))?;
     let json = FencesJson {
         version: 1,
         fence_scope: scope,

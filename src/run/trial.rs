@@ -1,9 +1,9 @@
 //! One run of the application under a testing environment, and its outcome.
 
-use crate::child::{self, Exit};
-use crate::config::App;
-use crate::environment::TestEnv;
-use crate::fence_set::FenceSet;
+use crate::app::config::App;
+use crate::fences::set::FenceSet;
+use crate::run::child::{self, Exit};
+use crate::run::environment::TestEnv;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -10,7 +10,7 @@ pub fn parse(text: &str) -> Tree {
         // One parser per thread: creating one per file costs more than small files take.
         static PARSER: std::cell::RefCell<Parser> = std::cell::RefCell::new({
             let mut p = Parser::new();
-            p.set_language(&crate::queries::language()).expect("tree-sitter-cuda ABI matches tree-sitter");
+            p.set_language(&crate::rewrite::queries::language()).expect("tree-sitter-cuda ABI matches tree-sitter");
             p
         });
     }

@@ -2,11 +2,11 @@
 //! Behind a trait, so the reduction is tested against a simulated application on a CPU and run
 //! against the real one on a GPU.
 
-use crate::batch::{self, Batch, Budget};
-use crate::config::App;
-use crate::environment::TestEnv;
-use crate::fence_set::FenceSet;
-use crate::trial::TrialSpec;
+use crate::app::config::App;
+use crate::fences::set::FenceSet;
+use crate::run::batch::{self, Batch, Budget};
+use crate::run::environment::TestEnv;
+use crate::run::trial::TrialSpec;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -101,7 +101,7 @@ impl Oracle for Program<'_> {
             errors: 0,
             seconds: 0.0,
         };
-        let mut on_record = |rec: crate::trial::RunRecord| {
+        let mut on_record = |rec: crate::run::trial::RunRecord| {
             tally.runs += 1;
             if rec.outcome.is_error() {
                 tally.errors += 1;
@@ -112,7 +112,7 @@ impl Oracle for Program<'_> {
         };
         batch::run(&batch, budget, 0, &spec, &mut on_record)?;
         tally.seconds = start.elapsed().as_secs_f64();
-        if crate::interrupt::interrupted() {
+        if crate::run::interrupt::interrupted() {
             anyhow::bail!(crate::exit_code::Exit {
                 code: crate::exit_code::INTERRUPTED,
                 message: "interrupted".into()

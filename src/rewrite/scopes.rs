@@ -1,7 +1,7 @@
 //! Lexical scopes by byte range, and which declaration a name used at some byte refers to.
 //! Ranges, not `parent()`: tree-sitter finds a parent by walking down from the root.
 
-use crate::queries::Captures;
+use crate::rewrite::queries::Captures;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -107,13 +107,13 @@ impl<'s, T> Bindings<'s, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queries;
+    use crate::rewrite::queries;
 
     const TEXT: &str = "int x;\nvoid f(int x) {\n  { int x; x; }\n  x;\n}\nint y = x;\n";
 
     /// Declares each `x` as the line it is on, then looks up the `x` used at each offset.
     fn lookups(at: &[usize]) -> Vec<Option<usize>> {
-        let tree = crate::parse::parse(TEXT);
+        let tree = crate::rewrite::parse::parse(TEXT);
         let caps = Captures::run(queries::all(), tree.root_node(), TEXT.as_bytes());
         let scopes = Scopes::new(&caps);
         let mut b = Bindings::new();

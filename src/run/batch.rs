@@ -1,8 +1,8 @@
 //! Many runs of one program, on `jobs` worker threads, each run a child in its own process
 //! group. Records arrive on the calling thread in completion order.
 
-use crate::config::App;
-use crate::trial::{self, RunRecord, TrialSpec};
+use crate::app::config::App;
+use crate::run::trial::{self, RunRecord, TrialSpec};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -72,7 +72,7 @@ pub fn run(
                 let gpu =
                     (!batch.gpus.is_empty()).then(|| batch.gpus[w % batch.gpus.len()].as_str());
                 loop {
-                    if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
+                    if stop.load(Ordering::SeqCst) || crate::run::interrupt::interrupted() {
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
@@ -141,7 +141,7 @@ impl Processed {
         while i >= *n + jobs {
             if stop.load(Ordering::SeqCst)
                 || self.abandoned.load(Ordering::SeqCst)
-                || crate::interrupt::interrupted()
+                || crate::run::interrupt::interrupted()
             {
                 return false;
             }
@@ -197,7 +197,7 @@ fn run_one(
 pub fn parse_gpus(spec: &str) -> Result<Vec<String>> {
     use crate::exit_code::{self, fail};
     if spec == "all" {
-        if !crate::hold::driver_present() {
+        if !crate::run::hold::driver_present() {
             return Err(fail(
                 exit_code::UNAVAILABLE,
                 "--gpus all: no CUDA driver on this machine",
@@ -230,8 +230,8 @@ pub fn seed(base: u64, stream: u64, i: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{App, Config};
-    use crate::environment::TestEnv;
+    use crate::app::config::{App, Config};
+    use crate::run::environment::TestEnv;
 
     /// Runs a program that appends a line to `count` per run; the caller stops after `stop_at`
     /// records. Returns how many runs the program saw.

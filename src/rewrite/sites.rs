@@ -2,9 +2,9 @@
 //! gives a role decides: after a statement, at the top of a body and after a loop or `if` whose
 //! condition accesses memory, around a returned or switched-on value, or as a comma operand.
 
-use crate::device_code::{Access, AccessKind, first_named};
-use crate::edits::{Edit, Slot};
-use crate::queries::{Captures, IdMap, IdSet};
+use crate::rewrite::device_code::{Access, AccessKind, first_named};
+use crate::rewrite::edits::{Edit, Slot};
+use crate::rewrite::queries::{Captures, IdMap, IdSet};
 use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -340,8 +340,8 @@ fn top_of(body: Deep, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Spot {
 mod tests {
     #[test]
     fn depth_is_the_number_of_parents() {
-        let text = include_str!("../tests/fixtures/constructs/control.cu");
-        let tree = crate::parse::parse(text);
+        let text = include_str!("../../tests/fixtures/constructs/control.cu");
+        let tree = crate::rewrite::parse::parse(text);
         let root = tree.root_node();
         let mut cursor = root.walk();
         let mut seen = 0;

@@ -5,15 +5,15 @@
 //! variants alike. Each run's wall time, GPU energy (NVML) and the time the program reports
 //! itself (a `wmfix-time-ms: X` line) are recorded; `cost.json` is rewritten after every run.
 
-use crate::builder;
-use crate::config::App;
-use crate::energy::Meter;
+use crate::app::builder;
+use crate::app::config::App;
+use crate::cost::energy::Meter;
 use crate::exit_code::{self, fail};
-use crate::fence_set::FenceSet;
-use crate::instrument::FenceScope;
-use crate::oracle::Fences;
+use crate::fences::set::FenceSet;
+use crate::reduce::oracle::Fences;
+use crate::rewrite::render::FenceScope;
+use crate::run::trial::{self, Outcome};
 use crate::stats::{self, Spread};
-use crate::trial::{self, Outcome};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -92,7 +92,7 @@ pub fn cost_dir(out: &Path) -> PathBuf {
 }
 
 pub fn run(opts: &Options) -> Result<Report> {
-    crate::interrupt::install();
+    crate::run::interrupt::install();
     let app = App::load(&opts.dir)?;
     let built = builder::build(&app, &opts.out, opts.scope)?;
     let out = opts.out.canonicalize()?;
@@ -101,7 +101,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     let variants = variants(&app, &out, &built, opts)?;
     let meter = Meter::open(opts.nvml_index);
     let device = device_env(opts.nvml_index);
-    let _held = opts.hold.then(|| crate::hold::hold(&[]));
+    let _held = opts.hold.then(|| crate::run::hold::hold(&[]));
     let mut report = Report {
         app: app.root.clone(),
         gpu: meter.as_ref().ok().map(|m| m.name.clone()),
@@ -149,8 +149,8 @@ fn variants(app: &App, out: &Path, built: &builder::Built, opts: &Options) -> Re
     let all: Fences = (0..built.fences).collect();
     let (middle, middle_scope) = match &opts.middle {
         Middle::Reduced => {
-            let saved = crate::reducing::load_result(out)?;
-            let (_, now) = crate::patch::harden(app, out, &Fences::new(), saved.scope)?;
+            let saved = crate::cmd::reduce::load_result(out)?;
+            let (_, now) = crate::reduce::patch::harden(app, out, &Fences::new(), saved.scope)?;
             if now != saved.sources {
                 return Err(fail(
                     exit_code::BAD_INPUT,
@@ -210,9 +210,9 @@ fn harden_and_build(
     fences: &Fences,
     scope: FenceScope,
 ) -> Result<PathBuf> {
-    let (files, _) = crate::patch::harden(app, out, fences, scope)?;
+    let (files, _) = crate::reduce::patch::harden(app, out, fences, scope)?;
     let tree = cost_dir(out).join(name);
-    let mut digest = crate::digest::Fnv::default();
+    let mut digest = crate::app::digest::Fnv::default();
     digest.add(std::fs::read_to_string(out.join("build.stamp"))?.as_bytes());
     for f in &files {
         digest.add(f.rel.as_os_str().as_encoded_bytes());
@@ -225,8 +225,8 @@ fn harden_and_build(
     if tree.exists() {
         std::fs::remove_dir_all(&tree)?;
     }
-    let input = crate::walk::collect(std::slice::from_ref(&app.root), out)?;
-    crate::walk::copy_files(&input, &tree).context("copying the sources")?;
+    let input = crate::rewrite::walk::collect(std::slice::from_ref(&app.root), out)?;
+    crate::rewrite::walk::copy_files(&input, &tree).context("copying the sources")?;
     for f in &files {
         std::fs::write(tree.join(&f.rel), &f.hardened)?;
     }
@@ -239,7 +239,7 @@ fn harden_and_build(
 fn order(n: usize, seed: u64, round: usize) -> Vec<usize> {
     let mut v: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
-        let r = crate::batch::seed(seed, round as u64, i);
+        let r = crate::run::batch::seed(seed, round as u64, i);
         v.swap(i, (r % (i as u64 + 1)) as usize);
     }
     v

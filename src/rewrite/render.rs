@@ -1,12 +1,12 @@
 //! Instruments a whole program: plans every file, numbers the fences across the program in
 //! source order (files by path, then byte offset), and renders each file's new text.
 
-use crate::device_code::AccessKind;
-use crate::edits::{self, Edit};
-use crate::parse::{self, SyntaxError};
-use crate::plan::{self, FilePlan};
-use crate::sites::{Piece, Site};
-use crate::source::SourceFile;
+use crate::rewrite::device_code::AccessKind;
+use crate::rewrite::edits::{self, Edit};
+use crate::rewrite::parse::{self, SyntaxError};
+use crate::rewrite::plan::{self, FilePlan};
+use crate::rewrite::sites::{Piece, Site};
+use crate::rewrite::source::SourceFile;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -93,7 +93,7 @@ pub fn plan_file(file: SourceFile) -> Planned {
 /// Parses and plans every file on all cores, in input order: fences are numbered afterwards,
 /// so the result does not depend on which thread planned which file.
 pub fn plan_files(files: Vec<SourceFile>) -> Vec<Planned> {
-    crate::parallel::map(files, plan_file)
+    crate::rewrite::parallel::map(files, plan_file)
 }
 
 /// Numbers the fences of all files and renders them. `include` gives the `#include` path of the

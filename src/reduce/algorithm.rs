@@ -2,7 +2,7 @@
 //! with `I` runs per check, a stability check, and a restart with `2I` when that fails. Options
 //! add a cache of checked sets, ddmin-style splitting, and a statistical stability criterion.
 
-use crate::oracle::{Fences, Oracle, Request, Tally};
+use crate::reduce::oracle::{Fences, Oracle, Request, Tally};
 use crate::stats;
 use anyhow::Result;
 use serde::Serialize;
@@ -382,7 +382,7 @@ fn chunks(v: &[usize], n: usize) -> Vec<&[usize]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oracle::Simulated;
+    use crate::reduce::oracle::Simulated;
 
     fn set(v: &[usize]) -> Fences {
         v.iter().copied().collect()

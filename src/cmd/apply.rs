@@ -1,0 +1,30 @@
+//! `wmfix apply`: write the last reduction's fences into the sources, on request.
+
+use crate::exit_code;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The application's folder, holding wmfix.toml.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Output directory of the reduction.
+    #[arg(long, short, default_value = "wmfix-out")]
+    out: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let app = crate::app::config::App::load(&args.dir)?;
+    let out = args.out.canonicalize().map_err(|e| {
+        exit_code::fail(exit_code::NO_INPUT, format!("{}: {e}", args.out.display()))
+    })?;
+    let saved = crate::cmd::reduce::load_result(&out)?;
+    let (files, now) = crate::reduce::patch::harden(&app, &out, &saved.kept, saved.scope)?;
+    let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
+    println!(
+        "wmfix: added {} fences to {n} files in {}",
+        saved.kept.len(),
+        app.root.display()
+    );
+    Ok(exit_code::OK)
+}

@@ -1,0 +1,66 @@
+//! `wmfix cost`: run time and energy of no, reduced and all fences.
+
+use super::{AppArgs, usage};
+use crate::exit_code;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    app: AppArgs,
+    /// The middle variant: `reduced` (the last `wmfix reduce` in the output directory), or
+    /// fence ids like `0,3,7-9`.
+    #[arg(long, default_value = "reduced")]
+    fences: String,
+    /// Timed rounds; each runs every variant once, in a random order.
+    #[arg(long, default_value_t = 30)]
+    rounds: usize,
+    /// Untimed rounds before them.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// NVML index of the GPU whose energy counter is read (PCI order).
+    #[arg(long, default_value_t = 0)]
+    nvml_index: u32,
+    /// Do not hold a CUDA context open in wmfix while the runs go.
+    #[arg(long)]
+    no_hold: bool,
+    /// Seed of the round orders.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    use crate::cost::measure::Middle;
+    let middle = match args.fences.as_str() {
+        "reduced" => Middle::Reduced,
+        s => Middle::Given(crate::fences::set::FenceSet::parse(s).map_err(usage)?),
+    };
+    if args.rounds == 0 {
+        return Err(usage("--rounds must be at least 1".into()));
+    }
+    let opts = crate::cost::measure::Options {
+        dir: args.app.dir,
+        out: args.app.out,
+        middle,
+        rounds: args.rounds,
+        warmup: args.warmup,
+        seed: args.seed,
+        hold: !args.no_hold,
+        nvml_index: args.nvml_index,
+        scope: args.app.fence,
+    };
+    let report = crate::cost::measure::run(&opts)?;
+    print!("{}", crate::cost::measure::table(&report));
+    println!(
+        "wmfix: {} of {} rounds; runs in {}",
+        report.rounds_done,
+        report.rounds_asked,
+        crate::cost::measure::cost_dir(&opts.out)
+            .join("runs.jsonl")
+            .display()
+    );
+    Ok(if report.interrupted {
+        exit_code::INTERRUPTED
+    } else {
+        exit_code::OK
+    })
+}

@@ -1,0 +1,68 @@
+//! `wmfix insert`: an instrumented copy of CUDA sources.
+
+use crate::exit_code;
+use crate::rewrite::insert::{self, OnParseError};
+use crate::rewrite::render::FenceScope;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Files and folders to instrument (`.cu`, `.cuh`, and headers holding device code).
+    #[arg(required_unless_present = "dump_tree")]
+    paths: Vec<PathBuf>,
+    /// Output directory: `tree/` (the instrumented mirror), `runtime/`, `fences.json`.
+    #[arg(long, short, default_value = "wmfix-out")]
+    out: PathBuf,
+    /// Scope of the inserted fences.
+    #[arg(long, value_enum, default_value_t = FenceScope::Device)]
+    fence: FenceScope,
+    /// What to do with a file that does not parse cleanly.
+    #[arg(long, value_enum, default_value_t = OnParseError::Warn)]
+    on_parse_error: OnParseError,
+    /// Print the parse tree of FILE and exit (for debugging queries).
+    #[arg(long, value_name = "FILE", conflicts_with = "paths")]
+    dump_tree: Option<PathBuf>,
+    /// Print how many bytes of CUDA source were instrumented, and how fast.
+    #[arg(long)]
+    stats: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(file) = args.dump_tree {
+        let text = std::fs::read_to_string(&file).map_err(|e| {
+            exit_code::fail(exit_code::NO_INPUT, format!("{}: {e}", file.display()))
+        })?;
+        print!("{}", crate::rewrite::dump::dump_tree(&text));
+        return Ok(exit_code::OK);
+    }
+    let opts = insert::Options {
+        paths: args.paths,
+        out: args.out,
+        fence: args.fence,
+        on_parse_error: args.on_parse_error,
+        only: None,
+    };
+    let s = insert::run(&opts)?;
+    for w in &s.warnings {
+        eprintln!("{w}");
+    }
+    println!(
+        "wmfix: {} fences in {} of {} files; instrumented tree in {}, fence list in {}",
+        s.fences,
+        s.instrumented,
+        s.files,
+        s.out.tree().display(),
+        s.out.fences_json().display()
+    );
+    if args.stats {
+        let secs = s.cuda_time.as_secs_f64();
+        println!(
+            "wmfix: instrumented {} bytes of CUDA source in {:.3} ms: {:.1} MB/s (and {:.0} ms to compile the queries, once per process)",
+            s.cuda_bytes,
+            secs * 1e3,
+            s.cuda_bytes as f64 / 1e6 / secs.max(1e-9),
+            s.query_time.as_secs_f64() * 1e3
+        );
+    }
+    Ok(exit_code::OK)
+}

@@ -1,0 +1,4 @@
+//! `wmfix cost`: what the fences cost in time and energy.
+
+pub mod energy;
+pub mod measure;

@@ -1,0 +1,3 @@
+//! The vocabulary every stage shares about fences.
+
+pub mod set;

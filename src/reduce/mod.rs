@@ -1,0 +1,6 @@
+//! Empirical fence insertion: the algorithm over an oracle, the journal, the patch.
+
+pub mod algorithm;
+pub mod journal;
+pub mod oracle;
+pub mod patch;

@@ -1,0 +1,15 @@
+//! `wmfix insert`: CUDA sources to the instrumented tree and `fences.json`.
+
+pub mod device_code;
+pub mod dump;
+pub mod edits;
+pub mod insert;
+pub mod parallel;
+pub mod parse;
+pub mod plan;
+pub mod queries;
+pub mod render;
+pub mod scopes;
+pub mod sites;
+pub mod source;
+pub mod walk;
