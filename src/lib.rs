@@ -11,6 +11,7 @@ pub mod fences;
 pub mod litmus;
 pub mod reduce;
 pub mod rewrite;
+pub mod rng;
 pub mod run;
 pub mod stats;
 pub mod tune;

@@ -149,7 +149,7 @@ pub fn test_app(opts: &Options) -> Result<Summary> {
     };
     let mut next_id = previous.records.iter().map(|r| r.id + 1).max().unwrap_or(0);
     for (k, env) in opts.envs.iter().enumerate() {
-        let seed_of = |i: usize| batch::seed(opts.seed, k as u64, i);
+        let seed_of = |i: usize| crate::rng::seed(opts.seed, k as u64, i);
         let done: Vec<&RunRecord> = previous
             .records
             .iter()

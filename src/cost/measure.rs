@@ -235,13 +235,10 @@ fn harden_and_build(
     Ok(tree)
 }
 
-/// The order of the variants in round `round`: a seeded shuffle (Fisher-Yates).
+/// The order of the variants in round `round`: a seeded shuffle.
 fn order(n: usize, seed: u64, round: usize) -> Vec<usize> {
     let mut v: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        let r = crate::run::batch::seed(seed, round as u64, i);
-        v.swap(i, (r % (i as u64 + 1)) as usize);
-    }
+    crate::rng::shuffle(&mut v, seed, round as u64);
     v
 }
 

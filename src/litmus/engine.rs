@@ -227,7 +227,7 @@ pub struct Engine {
     eval: CudaFunction,
     settings: Settings,
     bufs: Buffers,
-    rng: u64,
+    draws: crate::rng::Draws,
     /// Blocks of a litmus kernel that fit on the GPU at once: the grid never exceeds it, so
     /// stressing and test blocks always run together (and the bounded waits end early).
     resident: u32,
@@ -311,7 +311,7 @@ impl Engine {
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_file(cubin))?;
         let eval = module.load_function("litmus_eval")?;
         let bufs = Buffers::new(&stream, &settings, 1, 1, 1)?;
-        let rng = settings.seed;
+        let draws = crate::rng::Draws::new(settings.seed);
         // Every kernel now: the grid cap must hold for the one with the most registers.
         let mut kernels = std::collections::HashMap::new();
         let mut resident = u32::MAX;
@@ -338,7 +338,7 @@ impl Engine {
             eval,
             settings,
             bufs,
-            rng,
+            draws,
             resident,
         })
     }
@@ -353,11 +353,6 @@ impl Engine {
             .get(&name)
             .cloned()
             .ok_or_else(|| anyhow::anyhow!("no kernel {name} for sequence {seq}"))
-    }
-
-    fn next(&mut self) -> u32 {
-        self.rng = crate::run::batch::seed(self.rng, 0x11, 0);
-        (self.rng >> 32) as u32
     }
 
     /// Runs one job to completion and returns its counts.
@@ -406,7 +401,7 @@ impl Engine {
         let locs = match &job.locations {
             Locations::None => vec![],
             Locations::Fixed(v) => v.clone(),
-            Locations::Random { from, count } => self.pick(from, *count),
+            Locations::Random { from, count } => self.draws.pick(from, *count),
         };
         let test_blocks = 2 * s.instances / BLOCK;
         let room = self.resident - test_blocks;
@@ -423,7 +418,7 @@ impl Engine {
         let stress_blocks = if locs.is_empty() {
             0
         } else {
-            (lo + self.next() % (hi - lo + 1)).min(room)
+            (lo + self.draws.next_u32() % (hi - lo + 1)).min(room)
         };
         if !locs.is_empty() && locs != self.bufs.last_locs {
             self.stream
@@ -441,11 +436,11 @@ impl Engine {
         args.nlocs = locs.len() as u32;
         args.max_iters = s.max_iters;
         args.sync = s.sync as u32;
-        args.mul0 = self.next() | 1;
-        args.add0 = self.next();
-        args.mul1 = self.next() | 1;
-        args.add1 = self.next();
-        args.rot = self.next() % (test_blocks + stress_blocks);
+        args.mul0 = self.draws.next_u32() | 1;
+        args.add0 = self.draws.next_u32();
+        args.mul1 = self.draws.next_u32() | 1;
+        args.add1 = self.draws.next_u32();
+        args.rot = self.draws.next_u32() % (test_blocks + stress_blocks);
         let grid = LaunchConfig {
             grid_dim: (test_blocks + stress_blocks, 1, 1),
             block_dim: (BLOCK, 1, 1),
@@ -466,18 +461,6 @@ impl Engine {
                 .launch(eval)?;
         }
         Ok(())
-    }
-
-    /// `count` distinct elements of `from`, uniformly.
-    fn pick(&mut self, from: &[u32], count: usize) -> Vec<u32> {
-        let mut pool = from.to_vec();
-        let count = count.min(pool.len());
-        for i in 0..count {
-            let j = i + self.next() as usize % (pool.len() - i);
-            pool.swap(i, j);
-        }
-        pool.truncate(count);
-        pool
     }
 }
 

@@ -94,7 +94,7 @@ impl Oracle for Program<'_> {
         };
         let fences = FenceSet::Some(enabled.clone());
         let (env, seed) = (self.env, self.seed);
-        let spec = move |i| TrialSpec::new(env, batch::seed(seed, nonce, i), &fences);
+        let spec = move |i| TrialSpec::new(env, crate::rng::seed(seed, nonce, i), &fences);
         let start = Instant::now();
         let mut tally = Tally {
             runs: 0,
@@ -156,7 +156,7 @@ impl Oracle for Simulated {
             if !more_runs || !more_time || t.errors >= request.stop_after_errors {
                 return Ok(t);
             }
-            let u = batch::seed(self.seed, nonce, t.runs) as f64 / u64::MAX as f64;
+            let u = crate::rng::unit(self.seed, nonce, t.runs);
             t.runs += 1;
             self.runs += 1;
             t.seconds += self.run_seconds;

@@ -217,16 +217,6 @@ pub fn parse_gpus(spec: &str) -> Result<Vec<String>> {
     Ok(gpus)
 }
 
-/// Seed of run `i` in a sequence: distinct, well-mixed streams from one base seed (splitmix64).
-pub fn seed(base: u64, stream: u64, i: usize) -> u64 {
-    let mut z = base
-        ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        ^ (i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -173,12 +173,9 @@ pub fn run(opts: &Options) -> Result<Done> {
     })
 }
 
-/// `items` in a random order (Fisher-Yates, seeded).
+/// `items` in a random order (seeded).
 fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
-    for i in (1..items.len()).rev() {
-        let j = (crate::run::batch::seed(seed, 0x5f, i) % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
+    crate::rng::shuffle(&mut items, seed, 0x5f);
     items
 }
 
