@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 use std::time::Instant;
-use wmfix::rewrite::render::{self, FenceScope};
+use wmfix::fences::scope::FenceScope;
+use wmfix::rewrite::render;
 use wmfix::rewrite::source::SourceFile;
 
 /// A large program: the fixture sources repeated, each copy in its own file.

@@ -5,8 +5,9 @@
 //! run takes 0.175 s (cbe-dot on an H200 with 4 runs at a time: 20,537 runs/h). Results are
 //! averaged over 5 seeds; "found" counts the seeds whose result is exactly the required set.
 
+use wmfix::fences::id::{FenceId, Ids};
 use wmfix::reduce::algorithm::{self, Settings, Split, Stability};
-use wmfix::reduce::oracle::{Fences, Simulated};
+use wmfix::reduce::oracle::Simulated;
 
 const RUN_SECONDS: f64 = 0.175;
 
@@ -54,7 +55,7 @@ fn main() {
                 let (mut checks, mut runs, mut seconds, mut found) = (0, 0, 0.0, 0);
                 for seed in 0..5 {
                     let mut oracle = Simulated {
-                        required: required.iter().copied().collect(),
+                        required: required.iter().copied().map(FenceId).collect(),
                         p,
                         run_seconds: RUN_SECONDS,
                         seed,
@@ -67,13 +68,18 @@ fn main() {
                         cache: s.cache,
                         budget_seconds: 48.0 * 3600.0,
                     };
-                    let all: Fences = (0..n).collect();
+                    let all: Ids = FenceId::all(n);
                     let r = algorithm::reduce(&mut oracle, &all, settings, &mut |_| {})
                         .expect("reduces");
                     checks += r.checks;
                     runs += r.runs;
                     seconds += r.seconds;
-                    found += usize::from(r.fences.iter().copied().eq(required.iter().copied()));
+                    found += usize::from(
+                        r.fences
+                            .iter()
+                            .copied()
+                            .eq(required.iter().copied().map(FenceId)),
+                    );
                 }
                 println!(
                     "{:<18} {:>5} {:<34} {:>7.1} {:>9.1} {:>9.1}m {:>4}/5",

@@ -137,12 +137,16 @@ fn patch_applies_and_builds(src: &Path, kept: &[usize], build: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let app_dir = copy_tree(src, &tmp.path().join("app"));
     let app = wmfix::app::config::App::load(&app_dir).unwrap();
-    let kept: wmfix::reduce::oracle::Fences = kept.iter().copied().collect();
+    let kept: wmfix::fences::id::Ids = kept
+        .iter()
+        .copied()
+        .map(wmfix::fences::id::FenceId)
+        .collect();
     let (files, _) = wmfix::reduce::patch::harden(
         &app,
         &tmp.path().join("out"),
         &kept,
-        wmfix::rewrite::render::FenceScope::Device,
+        wmfix::fences::scope::FenceScope::Device,
     )
     .unwrap();
     let diff = wmfix::reduce::patch::unified_diff(&files);

@@ -5,8 +5,8 @@ use crate::app::config::App;
 use crate::app::digest::Fnv;
 use crate::app::toolchain;
 use crate::exit_code::{self, fail};
+use crate::fences::scope::FenceScope;
 use crate::rewrite::insert::{self, OnParseError};
-use crate::rewrite::render::FenceScope;
 use crate::rewrite::walk;
 use crate::run::child;
 use anyhow::{Context, Result};
@@ -41,7 +41,7 @@ pub fn build(app: &App, out: &Path, scope: FenceScope) -> Result<Built> {
         && instrumented.is_dir()
         && fences_json.is_file();
     if up_to_date {
-        let fences = count_fences(&fences_json)?;
+        let fences = crate::fences::record::FenceList::load(&fences_json)?.total;
         return Ok(Built {
             original,
             instrumented,
@@ -116,11 +116,6 @@ pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-fn count_fences(path: &Path) -> Result<usize> {
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
-    Ok(v["total"].as_u64().unwrap_or(0) as usize)
 }
 
 /// A digest of everything a build depends on: wmfix's version, the options, the config and

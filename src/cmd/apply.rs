@@ -18,12 +18,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let out = args.out.canonicalize().map_err(|e| {
         exit_code::fail(exit_code::NO_INPUT, format!("{}: {e}", args.out.display()))
     })?;
-    let saved = crate::cmd::reduce::load_result(&out)?;
-    let (files, now) = crate::reduce::patch::harden(&app, &out, &saved.kept, saved.scope)?;
+    let saved = crate::reduce::record::Report::load(&out)?;
+    let kept = &saved.result.fences;
+    let (files, now) = crate::reduce::patch::harden(&app, &out, kept, saved.scope)?;
     let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
     println!(
         "wmfix: added {} fences to {n} files in {}",
-        saved.kept.len(),
+        kept.len(),
         app.root.display()
     );
     Ok(exit_code::OK)

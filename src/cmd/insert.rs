@@ -1,8 +1,8 @@
 //! `wmfix insert`: an instrumented copy of CUDA sources.
 
 use crate::exit_code;
+use crate::fences::scope::FenceScope;
 use crate::rewrite::insert::{self, OnParseError};
-use crate::rewrite::render::FenceScope;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]

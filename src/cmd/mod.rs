@@ -12,7 +12,7 @@ pub mod test;
 pub mod tune;
 
 use crate::exit_code;
-use crate::rewrite::render::FenceScope;
+use crate::fences::scope::FenceScope;
 use std::path::PathBuf;
 
 pub(crate) fn usage(message: String) -> anyhow::Error {

@@ -4,16 +4,18 @@
 use crate::app::builder;
 use crate::app::config::App;
 use crate::exit_code::{self, fail};
-use crate::reduce::algorithm::{self, Progress, Reduced, Settings};
+use crate::fences::id::FenceId;
+use crate::fences::record::FenceList;
+use crate::fences::scope::FenceScope;
+use crate::reduce::algorithm::{self, Progress, Settings};
 use crate::reduce::journal::Journaled;
-use crate::reduce::oracle::{Fences, Program};
+use crate::reduce::oracle::Program;
 use crate::reduce::patch;
-use crate::rewrite::render::FenceScope;
+use crate::reduce::record::{KeptFence, Report, reduce_dir};
 use crate::run::environment::TestEnv;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub struct Options {
@@ -30,75 +32,6 @@ pub struct Options {
     pub scope: FenceScope,
 }
 
-/// A kept fence, for the summary.
-#[derive(Serialize, Clone)]
-pub struct KeptFence {
-    pub id: usize,
-    pub location: String,
-    pub function: String,
-    pub kind: String,
-    pub access: String,
-}
-
-#[derive(Serialize)]
-pub struct Report {
-    pub app: PathBuf,
-    pub env: TestEnv,
-    pub seed: u64,
-    pub settings: Settings,
-    pub scope: FenceScope,
-    pub initial_fences: usize,
-    pub result: Reduced,
-    pub kept: Vec<KeptFence>,
-    pub replayed_checks: usize,
-    pub wall_seconds: f64,
-    pub patch: PathBuf,
-    /// The sources the fence ids refer to; `wmfix apply` refuses if they changed.
-    pub sources: patch::SourceDigests,
-}
-
-pub fn reduce_dir(out: &Path) -> PathBuf {
-    out.join("reduce")
-}
-
-/// What a finished reduction left in `out` for `apply` and `cost`.
-pub struct Saved {
-    pub kept: Fences,
-    pub scope: FenceScope,
-    /// The sources its fence ids refer to.
-    pub sources: patch::SourceDigests,
-}
-
-pub fn load_result(out: &Path) -> Result<Saved> {
-    let path = reduce_dir(out).join("reduce.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        fail(
-            exit_code::NO_INPUT,
-            format!(
-                "no reduction in {} ({e}); run `wmfix reduce` first",
-                out.display()
-            ),
-        )
-    })?;
-    let report: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))?;
-    let kept = report["result"]["fences"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_u64())
-                .map(|v| v as usize)
-                .collect()
-        })
-        .unwrap_or_default();
-    let bad = |e: serde_json::Error| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display()));
-    Ok(Saved {
-        kept,
-        scope: serde_json::from_value(report["scope"].clone()).map_err(bad)?,
-        sources: serde_json::from_value(report["sources"].clone()).map_err(bad)?,
-    })
-}
-
 pub fn reduce_app(opts: &Options) -> Result<Report> {
     crate::run::interrupt::install();
     let started = Instant::now();
@@ -110,8 +43,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     // C-Vise's lesson: check the unmodified program before reducing anything.
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
     crate::run::trial::baseline(&app, &built.original, &dir.join("baseline.log"))?;
-    let records = fence_records(&out)?;
-    let all: Fences = (0..records.len()).collect();
+    let records = FenceList::load(&out.join("fences.json"))?.fences;
+    let all = FenceId::all(records.len());
     let stamp = std::fs::read_to_string(out.join("build.stamp"))?;
     let header = serde_json::to_string(&serde_json::json!({
         // The budget may change between sessions: not part of what must match.
@@ -166,7 +99,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         kept: result
             .fences
             .iter()
-            .map(|id| records[*id].clone())
+            .map(|id| KeptFence::from(&records[id.0]))
             .collect(),
         result,
         replayed_checks: replayed,
@@ -174,32 +107,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         patch: patch_path,
         sources,
     };
-    std::fs::write(
-        dir.join("reduce.json"),
-        serde_json::to_string_pretty(&report)? + "\n",
-    )?;
+    report.save(&out)?;
     Ok(report)
-}
-
-fn fence_records(out: &Path) -> Result<Vec<KeptFence>> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("fences.json"))?)?;
-    let fences = v["fences"].as_array().cloned().unwrap_or_default();
-    Ok(fences
-        .iter()
-        .map(|f| KeptFence {
-            id: f["id"].as_u64().unwrap_or(0) as usize,
-            location: format!(
-                "{}:{}:{}",
-                f["file"].as_str().unwrap_or("?"),
-                f["line"],
-                f["column"]
-            ),
-            function: f["function"].as_str().unwrap_or("").to_string(),
-            kind: f["kind"].as_str().unwrap_or("").to_string(),
-            access: f["access"].as_str().unwrap_or("").to_string(),
-        })
-        .collect())
 }
 
 fn progress_bar() -> ProgressBar {

@@ -4,8 +4,8 @@
 use crate::app::builder;
 use crate::app::config::App;
 use crate::exit_code::{self, fail};
+use crate::fences::scope::FenceScope;
 use crate::fences::set::FenceSet;
-use crate::rewrite::render::FenceScope;
 use crate::run::batch::{self, Batch, Budget};
 use crate::run::environment::TestEnv;
 use crate::run::trial::{self, Outcome, RunRecord};
@@ -66,7 +66,7 @@ impl Row {
 #[derive(Serialize, Deserialize)]
 pub struct Summary {
     pub app: PathBuf,
-    pub fences: String,
+    pub fences: FenceSet,
     pub seed: u64,
     pub jobs: usize,
     /// What a resumed test must match: the environments and runs asked for, the build.
@@ -139,7 +139,7 @@ pub fn test_app(opts: &Options) -> Result<Summary> {
     };
     let mut summary = Summary {
         app: app.root.clone(),
-        fences: opts.fences.to_string(),
+        fences: opts.fences.clone(),
         seed: opts.seed,
         jobs: opts.jobs,
         plan,
@@ -238,7 +238,7 @@ fn previous_runs(dir: &Path, opts: &Options, plan: &Plan) -> Result<Previous> {
             "--resume needs a number of runs (--runs), not --minutes",
         ));
     }
-    if old.plan != *plan || old.seed != opts.seed || old.fences != opts.fences.to_string() {
+    if old.plan != *plan || old.seed != opts.seed || old.fences != opts.fences {
         return Err(fail(
             exit_code::BAD_INPUT,
             format!(

@@ -79,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     println!(
         "wmfix: profile in {}; analysis and plots beside it",
-        done.written[0].display()
+        done.profile.display()
     );
     Ok(exit_code::OK)
 }

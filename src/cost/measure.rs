@@ -9,9 +9,9 @@ use crate::app::builder;
 use crate::app::config::App;
 use crate::cost::energy::Meter;
 use crate::exit_code::{self, fail};
+use crate::fences::id::{FenceId, Ids};
+use crate::fences::scope::FenceScope;
 use crate::fences::set::FenceSet;
-use crate::reduce::oracle::Fences;
-use crate::rewrite::render::FenceScope;
 use crate::run::trial::{self, Outcome};
 use crate::stats::{self, Spread};
 use anyhow::{Context, Result};
@@ -83,7 +83,7 @@ pub struct Report {
 
 struct Variant {
     name: String,
-    fences: Fences,
+    fences: Ids,
     tree: PathBuf,
 }
 
@@ -146,22 +146,22 @@ pub fn run(opts: &Options) -> Result<Report> {
 
 /// None (the original build), the middle set, all; a middle set equal to another is dropped.
 fn variants(app: &App, out: &Path, built: &builder::Built, opts: &Options) -> Result<Vec<Variant>> {
-    let all: Fences = (0..built.fences).collect();
+    let all = FenceId::all(built.fences);
     let (middle, middle_scope) = match &opts.middle {
         Middle::Reduced => {
-            let saved = crate::cmd::reduce::load_result(out)?;
-            let (_, now) = crate::reduce::patch::harden(app, out, &Fences::new(), saved.scope)?;
+            let saved = crate::reduce::record::Report::load(out)?;
+            let (_, now) = crate::reduce::patch::harden(app, out, &Ids::new(), saved.scope)?;
             if now != saved.sources {
                 return Err(fail(
                     exit_code::BAD_INPUT,
                     "the sources changed since the reduction: its fence ids no longer apply; run `wmfix reduce` again or give --fences",
                 ));
             }
-            (saved.kept, saved.scope)
+            (saved.result.fences, saved.scope)
         }
         Middle::Given(FenceSet::All) => (all.clone(), opts.scope),
-        Middle::Given(FenceSet::Some(ids)) => {
-            if let Some(bad) = ids.iter().find(|&&i| i >= built.fences) {
+        Middle::Given(FenceSet::Ids(ids)) => {
+            if let Some(bad) = ids.iter().find(|&&i| i.0 >= built.fences) {
                 return Err(fail(
                     exit_code::USAGE,
                     format!(
@@ -176,7 +176,7 @@ fn variants(app: &App, out: &Path, built: &builder::Built, opts: &Options) -> Re
     };
     let mut list = vec![Variant {
         name: "none".into(),
-        fences: Fences::new(),
+        fences: Ids::new(),
         tree: built.original.clone(),
     }];
     let middle_name = match opts.middle {
@@ -207,7 +207,7 @@ fn harden_and_build(
     app: &App,
     out: &Path,
     name: &str,
-    fences: &Fences,
+    fences: &Ids,
     scope: FenceScope,
 ) -> Result<PathBuf> {
     let (files, _) = crate::reduce::patch::harden(app, out, fences, scope)?;

@@ -1,17 +1,20 @@
 //! A set of enabled fences, written as `WMFIX_FENCES` wants it: `all`, `none`, or `0,3,7-9`.
+//! The one place that form is parsed and printed; in JSON a set is that string.
 
-use std::collections::BTreeSet;
+use crate::fences::id::{FenceId, Ids};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+use std::str::FromStr;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FenceSet {
     All,
-    Some(BTreeSet<usize>),
+    Ids(Ids),
 }
 
 impl FenceSet {
     pub fn none() -> FenceSet {
-        FenceSet::Some(BTreeSet::new())
+        FenceSet::Ids(Ids::new())
     }
 
     pub fn parse(s: &str) -> Result<FenceSet, String> {
@@ -20,7 +23,7 @@ impl FenceSet {
             "none" | "" => return Ok(FenceSet::none()),
             _ => {}
         }
-        let mut ids = BTreeSet::new();
+        let mut ids = Ids::new();
         for part in s.split(',') {
             let bad = || {
                 format!(
@@ -35,14 +38,37 @@ impl FenceSet {
                     if a > b {
                         return Err(bad());
                     }
-                    ids.extend(a..=b);
+                    ids.extend((a..=b).map(FenceId));
                 }
                 None => {
-                    ids.insert(part.parse().map_err(|_| bad())?);
+                    ids.insert(FenceId(part.parse().map_err(|_| bad())?));
                 }
             }
         }
-        Ok(FenceSet::Some(ids))
+        Ok(FenceSet::Ids(ids))
+    }
+
+    /// The ids enabled in a program with `n` fences.
+    pub fn ids(&self, n: usize) -> Ids {
+        match self {
+            FenceSet::All => FenceId::all(n),
+            FenceSet::Ids(ids) => ids.iter().copied().filter(|id| id.0 < n).collect(),
+        }
+    }
+
+    /// The largest id named, if any (`all` names none).
+    pub fn max_id(&self) -> Option<FenceId> {
+        match self {
+            FenceSet::All => None,
+            FenceSet::Ids(ids) => ids.last().copied(),
+        }
+    }
+}
+
+impl FromStr for FenceSet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<FenceSet, String> {
+        FenceSet::parse(s)
     }
 }
 
@@ -50,11 +76,11 @@ impl fmt::Display for FenceSet {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         let ids = match self {
             FenceSet::All => return f.write_str("all"),
-            FenceSet::Some(ids) if ids.is_empty() => return f.write_str("none"),
-            FenceSet::Some(ids) => ids,
+            FenceSet::Ids(ids) if ids.is_empty() => return f.write_str("none"),
+            FenceSet::Ids(ids) => ids,
         };
         let mut parts = Vec::new();
-        let mut it = ids.iter().copied().peekable();
+        let mut it = ids.iter().map(|id| id.0).peekable();
         while let Some(start) = it.next() {
             let mut end = start;
             while it.peek() == Some(&(end + 1)) {
@@ -70,6 +96,19 @@ impl fmt::Display for FenceSet {
     }
 }
 
+impl Serialize for FenceSet {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FenceSet {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FenceSet, D::Error> {
+        let text = String::deserialize(d)?;
+        FenceSet::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +121,24 @@ mod tests {
         assert_eq!(FenceSet::parse("all").unwrap(), FenceSet::All);
         assert!(FenceSet::parse("3-1").is_err());
         assert!(FenceSet::parse("x").is_err());
+    }
+
+    #[test]
+    fn json_is_the_string_form() {
+        let s = FenceSet::parse("1-3,8").unwrap();
+        assert_eq!(serde_json::to_string(&s).unwrap(), "\"1-3,8\"");
+        let back: FenceSet = serde_json::from_str("\"1-3,8\"").unwrap();
+        assert_eq!(back, s);
+        assert!(serde_json::from_str::<FenceSet>("\"1-x\"").is_err());
+    }
+
+    #[test]
+    fn ids_within_a_program() {
+        assert_eq!(FenceSet::All.ids(3), FenceId::all(3));
+        assert_eq!(
+            FenceSet::parse("1,5").unwrap().ids(3),
+            [FenceId(1)].into_iter().collect()
+        );
+        assert_eq!(FenceSet::parse("1,5").unwrap().max_id(), Some(FenceId(5)));
     }
 }

@@ -2,7 +2,8 @@
 //! with `I` runs per check, a stability check, and a restart with `2I` when that fails. Options
 //! add a cache of checked sets, ddmin-style splitting, and a statistical stability criterion.
 
-use crate::reduce::oracle::{Fences, Oracle, Request, Tally};
+use crate::fences::id::{FenceId, Ids};
+use crate::reduce::oracle::{Oracle, Request, Tally};
 use crate::stats;
 use anyhow::Result;
 use serde::Serialize;
@@ -54,9 +55,9 @@ pub struct Progress {
     pub seconds: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Reduced {
-    pub fences: Fences,
+    pub fences: Ids,
     /// False when the budget ran out: `fences` then passed its last check but not a stability check.
     pub complete: bool,
     pub iterations: usize,
@@ -91,8 +92,8 @@ struct Reducer<'a> {
     settings: Settings,
     progress: &'a mut dyn FnMut(&Progress),
     /// Per checked set: the most runs seen without error, or None once it erred.
-    cache: HashMap<Fences, Option<usize>>,
-    failing: Vec<Fences>,
+    cache: HashMap<Ids, Option<usize>>,
+    failing: Vec<Ids>,
     nonce: u64,
     checks: usize,
     cached_checks: usize,
@@ -104,7 +105,7 @@ struct Reducer<'a> {
 
 pub fn reduce(
     oracle: &mut dyn Oracle,
-    all: &Fences,
+    all: &Ids,
     settings: Settings,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Reduced> {
@@ -126,7 +127,7 @@ pub fn reduce(
 }
 
 impl Reducer<'_> {
-    fn run(&mut self, all: &Fences) -> Result<Reduced> {
+    fn run(&mut self, all: &Ids) -> Result<Reduced> {
         let mut i = self.settings.iterations.max(1);
         // The paper starts from an empirically stable set: check that first.
         let sanity = self.ask(
@@ -152,7 +153,7 @@ impl Reducer<'_> {
         if let (Some((0, runs)), _) = (unfenced, assumed_rate) {
             let note =
                 format!("no error in {runs} runs without fences: no fence is empirically needed");
-            return Ok(self.result(Fences::new(), true, i, unfenced, None, 0, note));
+            return Ok(self.result(Ids::new(), true, i, unfenced, None, 0, note));
         }
         let best = loop {
             let fb = self.binary(all.clone(), i)?;
@@ -180,7 +181,7 @@ impl Reducer<'_> {
     #[allow(clippy::too_many_arguments)]
     fn result(
         &self,
-        fences: Fences,
+        fences: Ids,
         complete: bool,
         i: usize,
         unfenced: Option<(usize, usize)>,
@@ -212,12 +213,12 @@ impl Reducer<'_> {
             max_seconds: None,
             stop_after_errors: 20,
         };
-        let t = self.ask(&Fences::new(), req, 0)?;
+        let t = self.ask(&Ids::new(), req, 0)?;
         let rate = (t.errors > 0).then(|| stats::wilson95(t.errors, t.runs).0);
         Ok((Some((t.errors, t.runs)), rate))
     }
 
-    fn stable(&mut self, f: &Fences, i: usize, assumed_rate: Option<f64>) -> Result<(bool, usize)> {
+    fn stable(&mut self, f: &Ids, i: usize, assumed_rate: Option<f64>) -> Result<(bool, usize)> {
         self.phase = Phase::Stability;
         let req = match (self.settings.stability, assumed_rate) {
             (Stability::Minutes(m), _) => Request {
@@ -234,12 +235,12 @@ impl Reducer<'_> {
         Ok((t.errors == 0 && !self.out_of_budget, t.runs))
     }
 
-    fn binary(&mut self, mut f: Fences, i: usize) -> Result<Fences> {
+    fn binary(&mut self, mut f: Ids, i: usize) -> Result<Ids> {
         self.phase = Phase::Binary;
         match self.settings.split {
             Split::Halves => {
                 while f.len() > 1 && !self.out_of_budget {
-                    let v: Vec<usize> = f.iter().copied().collect();
+                    let v: Vec<FenceId> = f.iter().copied().collect();
                     let (h1, h2) = v.split_at(v.len() / 2);
                     if let Some(rest) = self.try_remove(&f, h1, i)? {
                         f = rest;
@@ -253,7 +254,7 @@ impl Reducer<'_> {
             Split::Ddmin => {
                 let mut n = 2;
                 while f.len() >= 2 && !self.out_of_budget {
-                    let v: Vec<usize> = f.iter().copied().collect();
+                    let v: Vec<FenceId> = f.iter().copied().collect();
                     let mut removed = false;
                     for chunk in chunks(&v, n) {
                         if let Some(rest) = self.try_remove(&f, chunk, i)? {
@@ -275,7 +276,7 @@ impl Reducer<'_> {
         Ok(f)
     }
 
-    fn linear(&mut self, mut f: Fences, i: usize) -> Result<Fences> {
+    fn linear(&mut self, mut f: Ids, i: usize) -> Result<Ids> {
         self.phase = Phase::Linear;
         for fence in f.clone() {
             if self.out_of_budget {
@@ -289,12 +290,12 @@ impl Reducer<'_> {
     }
 
     /// CheckApplication(F \ remove, I): the smaller set if it showed no error.
-    fn try_remove(&mut self, f: &Fences, remove: &[usize], i: usize) -> Result<Option<Fences>> {
-        let rest: Fences = f.iter().copied().filter(|x| !remove.contains(x)).collect();
+    fn try_remove(&mut self, f: &Ids, remove: &[FenceId], i: usize) -> Result<Option<Ids>> {
+        let rest: Ids = f.iter().copied().filter(|x| !remove.contains(x)).collect();
         Ok(self.check(&rest, i)?.then_some(rest))
     }
 
-    fn check(&mut self, f: &Fences, i: usize) -> Result<bool> {
+    fn check(&mut self, f: &Ids, i: usize) -> Result<bool> {
         if self.settings.cache {
             // A set that erred still errs with fewer fences; one that passed i runs passes.
             if self.failing.iter().any(|g| f.is_subset(g)) {
@@ -315,7 +316,7 @@ impl Reducer<'_> {
     }
 
     /// One oracle request, within the budget; records what it learnt.
-    fn ask(&mut self, f: &Fences, req: Request, i: usize) -> Result<Tally> {
+    fn ask(&mut self, f: &Ids, req: Request, i: usize) -> Result<Tally> {
         let left = self.settings.budget_seconds - self.seconds;
         if left <= 0.0 {
             self.out_of_budget = true;
@@ -371,7 +372,7 @@ pub fn runs_for(confidence: f64, p: f64) -> usize {
 }
 
 /// `v` cut into `n` chunks of near-equal length, in order.
-fn chunks(v: &[usize], n: usize) -> Vec<&[usize]> {
+fn chunks<T>(v: &[T], n: usize) -> Vec<&[T]> {
     let n = n.clamp(1, v.len().max(1));
     (0..n)
         .map(|k| &v[k * v.len() / n..(k + 1) * v.len() / n])
@@ -384,8 +385,8 @@ mod tests {
     use super::*;
     use crate::reduce::oracle::Simulated;
 
-    fn set(v: &[usize]) -> Fences {
-        v.iter().copied().collect()
+    fn set(v: &[usize]) -> Ids {
+        v.iter().copied().map(FenceId).collect()
     }
 
     fn settings(split: Split, stability: Stability, cache: bool) -> Settings {
@@ -425,7 +426,7 @@ mod tests {
                 ] {
                     let stability = Stability::Statistical { confidence: 0.99 };
                     let mut o = sim(required, p, n as u64);
-                    let all: Fences = (0..n).collect();
+                    let all = FenceId::all(n);
                     let r = reduce(&mut o, &all, settings(split, stability, cache), &mut |_| {})
                         .unwrap();
                     assert_eq!(
@@ -467,7 +468,7 @@ mod tests {
         let mut o = sim(&[], 0.5, 1);
         let r = reduce(
             &mut o,
-            &(0..5).collect(),
+            &FenceId::all(5),
             settings(
                 Split::Halves,
                 Stability::Statistical { confidence: 0.99 },
@@ -485,7 +486,7 @@ mod tests {
         let mut o = sim(&[2], 1.0, 1);
         let r = reduce(
             &mut o,
-            &(0..4).collect(),
+            &FenceId::all(4),
             settings(Split::Halves, Stability::Minutes(1.0), false),
             &mut |_| {},
         )
@@ -507,9 +508,9 @@ mod tests {
             true,
         );
         s.budget_seconds = 30.0;
-        let r = reduce(&mut o, &(0..20).collect(), s, &mut |_| {}).unwrap();
+        let r = reduce(&mut o, &FenceId::all(20), s, &mut |_| {}).unwrap();
         assert!(!r.complete);
-        assert!(r.fences.contains(&7));
+        assert!(r.fences.contains(&FenceId(7)));
         assert!(r.seconds <= 30.0 + 0.3 + 1e-9, "{}", r.seconds);
     }
 
@@ -525,7 +526,7 @@ mod tests {
 
     #[test]
     fn caching_and_ddmin_save_checks() {
-        let all: Fences = (0..90).collect();
+        let all = FenceId::all(90);
         let stats = |split, cache| {
             let mut o = sim(&[0, 31, 32, 89], 1.0, 5);
             let r = reduce(

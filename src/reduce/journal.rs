@@ -3,8 +3,9 @@
 //! so it asks the same questions in the same order and gets the recorded answers back until
 //! the journal runs out, losing at most the request that was in flight.
 
+use crate::fences::id::Ids;
 use crate::fences::set::FenceSet;
-use crate::reduce::oracle::{Fences, Oracle, Request, Tally};
+use crate::reduce::oracle::{Oracle, Request, Tally};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -14,7 +15,7 @@ use std::path::Path;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub nonce: u64,
-    pub fences: String,
+    pub fences: FenceSet,
     pub request: Request,
     pub tally: Tally,
 }
@@ -83,12 +84,12 @@ impl<'a> Journaled<'a> {
 impl Oracle for Journaled<'_> {
     fn run(
         &mut self,
-        enabled: &Fences,
+        enabled: &Ids,
         request: Request,
         nonce: u64,
         seconds_left: f64,
     ) -> Result<Tally> {
-        let fences = FenceSet::Some(enabled.clone()).to_string();
+        let fences = FenceSet::Ids(enabled.clone());
         if let Some(e) = self.replay.pop_front() {
             if e.nonce == nonce && e.fences == fences && e.request == request {
                 self.replayed += 1;

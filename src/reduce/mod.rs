@@ -4,3 +4,4 @@ pub mod algorithm;
 pub mod journal;
 pub mod oracle;
 pub mod patch;
+pub mod record;

@@ -3,18 +3,15 @@
 //! against the real one on a GPU.
 
 use crate::app::config::App;
+use crate::fences::id::Ids;
 use crate::fences::set::FenceSet;
 use crate::run::batch::{self, Batch, Budget};
 use crate::run::environment::TestEnv;
 use crate::run::trial::TrialSpec;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-pub type Fences = BTreeSet<usize>;
-
 /// How long one request may run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Request {
@@ -51,7 +48,7 @@ pub trait Oracle {
     /// resumed reduction asks the same requests with a different budget left.
     fn run(
         &mut self,
-        enabled: &Fences,
+        enabled: &Ids,
         request: Request,
         nonce: u64,
         seconds_left: f64,
@@ -72,7 +69,7 @@ pub struct Program<'a> {
 impl Oracle for Program<'_> {
     fn run(
         &mut self,
-        enabled: &Fences,
+        enabled: &Ids,
         request: Request,
         nonce: u64,
         seconds_left: f64,
@@ -92,7 +89,7 @@ impl Oracle for Program<'_> {
             Some(n) => budget.and_runs(n),
             None => budget,
         };
-        let fences = FenceSet::Some(enabled.clone());
+        let fences = FenceSet::Ids(enabled.clone());
         let (env, seed) = (self.env, self.seed);
         let spec = move |i| TrialSpec::new(env, crate::rng::seed(seed, nonce, i), &fences);
         let start = Instant::now();
@@ -125,7 +122,7 @@ impl Oracle for Program<'_> {
 /// A simulated application: it errs with probability `p` per run unless every fence of
 /// `required` is enabled. Each run "takes" `run_seconds`. Deterministic in (seed, nonce).
 pub struct Simulated {
-    pub required: Fences,
+    pub required: Ids,
     pub p: f64,
     pub run_seconds: f64,
     pub seed: u64,
@@ -136,7 +133,7 @@ pub struct Simulated {
 impl Oracle for Simulated {
     fn run(
         &mut self,
-        enabled: &Fences,
+        enabled: &Ids,
         request: Request,
         nonce: u64,
         seconds_left: f64,

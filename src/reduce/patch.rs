@@ -5,9 +5,10 @@ use crate::app::builder;
 use crate::app::config::App;
 use crate::app::digest::Fnv;
 use crate::exit_code::{self, fail};
-use crate::reduce::oracle::Fences;
+use crate::fences::id::Ids;
+use crate::fences::scope::FenceScope;
 use crate::rewrite::insert;
-use crate::rewrite::render::{self, FenceScope};
+use crate::rewrite::render;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,7 +27,7 @@ pub type SourceDigests = BTreeMap<PathBuf, String>;
 pub fn harden(
     app: &App,
     out: &Path,
-    kept: &Fences,
+    kept: &Ids,
     scope: FenceScope,
 ) -> Result<(Vec<Hardened>, SourceDigests)> {
     let mut tree = insert::plan_tree(&builder::insert_options(app, out, scope))?;

@@ -3,19 +3,12 @@
 
 use crate::rewrite::queries::{self, Captures, IdMap, IdSet};
 use crate::rewrite::scopes::{Bindings, Scopes};
-use serde::Serialize;
 use std::collections::HashSet;
 use std::num::NonZeroU16;
 use std::sync::OnceLock;
 use tree_sitter::Node;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AccessKind {
-    Load,
-    Store,
-    Atomic,
-}
+pub use crate::fences::record::AccessKind;
 
 pub struct DeviceFunction<'t> {
     pub body: Node<'t>,

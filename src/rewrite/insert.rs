@@ -2,11 +2,12 @@
 //! `fences.json` into the output directory. The user's files are only ever read.
 
 use crate::exit_code::{self, fail};
-use crate::rewrite::render::{self, FenceRecord, FenceScope, Planned};
+use crate::fences::record::{FenceList, VERSION};
+use crate::fences::scope::FenceScope;
+use crate::rewrite::render::{self, Planned};
 use crate::rewrite::source::SourceFile;
 use crate::rewrite::walk;
 use anyhow::{Context, Result};
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -58,15 +59,6 @@ pub struct Summary {
     /// Compiling the queries, once per process.
     pub query_time: Duration,
     pub out: OutLayout,
-}
-
-#[derive(Serialize)]
-struct FencesJson<'a> {
-    version: u32,
-    fence_scope: FenceScope,
-    root: &'a Path,
-    total: usize,
-    fences: &'a [FenceRecord],
 }
 
 /// The input tree, parsed and planned, before fences are numbered.
@@ -278,12 +270,12 @@ fn write_output(
         )?;
     }
     crate::app::runtime_headers::write_to(&out.runtime()).map_err(|e| cant(&out.runtime(), e))?;
-    let json = FencesJson {
-        version: 1,
+    let json = FenceList {
+        version: VERSION,
         fence_scope: scope,
-        root,
+        root: root.to_path_buf(),
         total: done.fences.len(),
-        fences: &done.fences,
+        fences: done.fences.clone(),
     };
     let path = out.fences_json();
     std::fs::write(&path, serde_json::to_string_pretty(&json)? + "\n").map_err(|e| cant(&path, e))

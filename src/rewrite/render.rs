@@ -1,70 +1,14 @@
 //! Instruments a whole program: plans every file, numbers the fences across the program in
 //! source order (files by path, then byte offset), and renders each file's new text.
 
-use crate::rewrite::device_code::AccessKind;
+use crate::fences::id::{FenceId, Ids};
+use crate::fences::record::{FenceRecord, How, Placement};
+use crate::fences::scope::FenceScope;
 use crate::rewrite::edits::{self, Edit};
 use crate::rewrite::parse::{self, SyntaxError};
 use crate::rewrite::plan::{self, FilePlan};
 use crate::rewrite::sites::{Piece, Site};
 use crate::rewrite::source::SourceFile;
-use serde::Serialize;
-use std::collections::BTreeSet;
-use std::path::PathBuf;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum FenceScope {
-    /// `__threadfence_block()`
-    Block,
-    /// `__threadfence()`
-    Device,
-    /// `__threadfence_system()`
-    System,
-}
-
-impl FenceScope {
-    /// The CUDA fence of this scope.
-    pub fn call(self) -> &'static str {
-        match self {
-            FenceScope::Block => "__threadfence_block()",
-            FenceScope::Device => "__threadfence()",
-            FenceScope::System => "__threadfence_system()",
-        }
-    }
-
-    fn code(self) -> u8 {
-        match self {
-            FenceScope::Block => 0,
-            FenceScope::Device => 1,
-            FenceScope::System => 2,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Clone, PartialEq)]
-pub struct Placement {
-    pub line: usize,
-    pub column: usize,
-    pub byte: usize,
-    /// `statement`, `comma` or `wrap` (around a value).
-    pub how: &'static str,
-}
-
-/// One fence, as listed in `fences.json`.
-#[derive(Debug, Serialize, Clone, PartialEq)]
-pub struct FenceRecord {
-    pub id: usize,
-    pub file: PathBuf,
-    pub line: usize,
-    pub column: usize,
-    pub function: String,
-    /// The statement, condition or value whose accesses the fence follows.
-    pub access: String,
-    pub kind: AccessKind,
-    /// Each access it follows: `kind: text`.
-    pub accesses: Vec<String>,
-    pub placements: Vec<Placement>,
-}
 
 /// A planned file.
 pub struct Planned {
@@ -96,6 +40,28 @@ pub fn plan_files(files: Vec<SourceFile>) -> Vec<Planned> {
     crate::rewrite::parallel::map(files, plan_file)
 }
 
+/// The program's one fence numbering, which both renderings use: files by path, then each
+/// file's sites in source order, ids from 0. Sorts `files` by path.
+fn numbered(files: &mut [Planned]) -> Vec<(&Planned, Vec<(&Site, FenceId)>)> {
+    files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
+    let mut next = 0;
+    files
+        .iter()
+        .map(|p| {
+            let sites = p
+                .plan
+                .sites
+                .iter()
+                .map(|site| {
+                    next += 1;
+                    (site, FenceId(next - 1))
+                })
+                .collect();
+            (p, sites)
+        })
+        .collect()
+}
+
 /// Numbers the fences of all files and renders them. `include` gives the `#include` path of the
 /// runtime header for a file.
 pub fn render(
@@ -103,22 +69,20 @@ pub fn render(
     scope: FenceScope,
     include: impl Fn(&SourceFile) -> String,
 ) -> Result<Instrumented, edits::Overlap> {
-    files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
-    let total: usize = files.iter().map(|f| f.plan.sites.len()).sum();
-    let mut next_id = 0;
+    let numbered = numbered(files);
+    let total: usize = numbered.iter().map(|(_, sites)| sites.len()).sum();
     let mut fences = Vec::with_capacity(total);
-    let mut texts = Vec::with_capacity(files.len());
-    for Planned { file, plan, .. } in files.iter() {
+    let mut texts = Vec::with_capacity(numbered.len());
+    for (Planned { file, plan, .. }, sites) in numbered {
         if plan.is_empty() {
             texts.push(None);
             continue;
         }
         let mut edits = plan.fixed.clone();
-        for site in &plan.sites {
-            edits.extend(site_edits(site, next_id));
+        for (site, id) in sites {
+            edits.extend(site_edits(site, id));
             edits.extend(site.braces.iter().cloned());
-            fences.push(record(file, plan, site, next_id));
-            next_id += 1;
+            fences.push(record(file, plan, site, id));
         }
         let prologue = format!(
             "#define WMFIX_NUM_FENCES {}\n#define WMFIX_FENCE_SCOPE {}\n#include \"{}\"\n#line 1\n",
@@ -136,31 +100,27 @@ pub fn render(
 /// naming the access each orders: what `fences.patch` adds. `None` where a file keeps none.
 pub fn render_hardened(
     files: &mut [Planned],
-    kept: &BTreeSet<usize>,
+    kept: &Ids,
     scope: FenceScope,
 ) -> Result<Vec<Option<String>>, edits::Overlap> {
-    files.sort_by(|a, b| a.file.rel.cmp(&b.file.rel));
-    let mut next_id = 0;
-    let mut texts = Vec::with_capacity(files.len());
-    for Planned { file, plan, .. } in files.iter() {
+    let numbered = numbered(files);
+    let mut texts = Vec::with_capacity(numbered.len());
+    for (Planned { file, plan, .. }, sites) in numbered {
         let mut edits = Vec::new();
-        for site in &plan.sites {
-            if kept.contains(&next_id) {
-                let note = format!(
-                    "wmfix fence {next_id}: after {} `{}`",
-                    kind_name(site.kind()),
-                    plan::one_line(&file.text[site.range.clone()])
-                );
-                let host = plan.functions[site.function].1;
-                edits.extend(hardened_edits(
-                    site,
-                    scope.call(),
-                    &note.replace("*/", "* /"),
-                    host,
-                ));
-                edits.extend(site.braces.iter().cloned());
-            }
-            next_id += 1;
+        for (site, id) in sites.into_iter().filter(|(_, id)| kept.contains(id)) {
+            let note = format!(
+                "wmfix fence {id}: after {} `{}`",
+                site.kind(),
+                plan::one_line(&file.text[site.range.clone()])
+            );
+            let host = plan.functions[site.function].1;
+            edits.extend(hardened_edits(
+                site,
+                scope.call(),
+                &note.replace("*/", "* /"),
+                host,
+            ));
+            edits.extend(site.braces.iter().cloned());
         }
         texts.push(if edits.is_empty() {
             None
@@ -200,15 +160,7 @@ fn hardened_edits<'s>(
     })
 }
 
-fn kind_name(k: AccessKind) -> &'static str {
-    match k {
-        AccessKind::Load => "load",
-        AccessKind::Store => "store",
-        AccessKind::Atomic => "atomic",
-    }
-}
-
-fn site_edits(site: &Site, id: usize) -> impl Iterator<Item = Edit> + '_ {
+fn site_edits(site: &Site, id: FenceId) -> impl Iterator<Item = Edit> + '_ {
     site.spots.iter().map(move |s| {
         let text = match s.piece {
             Piece::Fence => format!(" WMFIX_FENCE({id});"),
@@ -220,7 +172,7 @@ fn site_edits(site: &Site, id: usize) -> impl Iterator<Item = Edit> + '_ {
     })
 }
 
-fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: usize) -> FenceRecord {
+fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> FenceRecord {
     let first = site.accesses[0].0.start;
     let (line, column) = file.line_col(first);
     let placements = site
@@ -230,9 +182,9 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: usize) -> FenceRe
         .map(|s| {
             let (line, column) = file.line_col(s.at);
             let how = match s.piece {
-                Piece::Fence => "statement",
-                Piece::CommaFence => "comma",
-                _ => "wrap",
+                Piece::Fence => How::Statement,
+                Piece::CommaFence => How::Comma,
+                _ => How::Wrap,
             };
             Placement {
                 line,
@@ -253,13 +205,7 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: usize) -> FenceRe
         accesses: site
             .accesses
             .iter()
-            .map(|(r, k)| {
-                format!(
-                    "{}: {}",
-                    kind_name(*k),
-                    plan::one_line(&file.text[r.clone()])
-                )
-            })
+            .map(|(r, k)| format!("{k}: {}", plan::one_line(&file.text[r.clone()])))
             .collect(),
         placements,
     }

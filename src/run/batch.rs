@@ -250,7 +250,7 @@ mod tests {
         let spec = |i: usize| TrialSpec {
             env: TestEnv::parse("no-str-").unwrap(),
             seed: i as u64,
-            fences: "all".into(),
+            fences: crate::fences::set::FenceSet::All,
         };
         let mut judged = 0;
         run(&batch, Budget::Runs(100), 0, &spec, &mut |_| {

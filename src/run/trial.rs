@@ -30,7 +30,7 @@ impl Outcome {
 pub struct TrialSpec {
     pub env: TestEnv,
     pub seed: u64,
-    pub fences: String,
+    pub fences: FenceSet,
 }
 
 impl TrialSpec {
@@ -39,7 +39,7 @@ impl TrialSpec {
         vec![
             ("WMFIX_ENV".into(), self.env.to_string()),
             ("WMFIX_SEED".into(), self.seed.to_string()),
-            ("WMFIX_FENCES".into(), self.fences.clone()),
+            ("WMFIX_FENCES".into(), self.fences.to_string()),
         ]
     }
 
@@ -47,7 +47,7 @@ impl TrialSpec {
         TrialSpec {
             env,
             seed,
-            fences: fences.to_string(),
+            fences: fences.clone(),
         }
     }
 }

@@ -24,7 +24,9 @@ pub struct Options {
 pub struct Done {
     pub analysis: Analysis,
     pub report: String,
-    /// The files written, profile first.
+    /// `profile.toml`.
+    pub profile: PathBuf,
+    /// Every file written, the profile too.
     pub written: Vec<PathBuf>,
 }
 
@@ -33,24 +35,26 @@ pub struct Done {
 /// 2P; `spread.svg` in the style of Fig. 4).
 pub fn run(opts: &Options) -> Result<Done> {
     let raw = RawCounts::load(&opts.raw)?;
-    let analysis = analyse(&raw, opts.epsilon).map_err(|e| {
-        fail(
-            exit_code::BAD_INPUT,
-            format!("{}: {e:#}", opts.raw.display()),
-        )
-    })?;
-    let report = report(&raw, &analysis);
+    write(&raw, &opts.raw, &opts.out, opts.epsilon)
+}
+
+/// Analyses `raw` (read from, or just written to, `origin`) and writes the results into `out`.
+pub fn write(raw: &RawCounts, origin: &Path, out: &Path, epsilon: Option<u64>) -> Result<Done> {
+    let analysis = analyse(raw, epsilon)
+        .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e:#}", origin.display())))?;
+    let report = report(raw, &analysis);
     let cant_write = |path: &Path, e: std::io::Error| {
         fail(
             exit_code::CANT_WRITE,
             format!("{}: cannot write: {e}", path.display()),
         )
     };
-    std::fs::create_dir_all(&opts.out).map_err(|e| cant_write(&opts.out, e))?;
+    std::fs::create_dir_all(out).map_err(|e| cant_write(out, e))?;
+    let profile = out.join("profile.toml");
     let mut files: Vec<(PathBuf, String)> = vec![
-        (opts.out.join("profile.toml"), analysis.profile.to_toml()),
+        (profile.clone(), analysis.profile.to_toml()),
         (
-            opts.out.join("analysis.json"),
+            out.join("analysis.json"),
             serde_json::to_string_pretty(&analysis)? + "\n",
         ),
     ];
@@ -61,7 +65,7 @@ pub fn run(opts: &Options) -> Result<Done> {
             .filter(|&d| d < raw.params.distances)
             .collect();
         files.push((
-            opts.out.join("patches.svg"),
+            out.join("patches.svg"),
             plots::patch_plot(
                 &ph.counts,
                 &distances,
@@ -76,7 +80,7 @@ pub fn run(opts: &Options) -> Result<Done> {
     }
     if let (Some(ph), Some(c)) = (&raw.spread, &analysis.spread) {
         files.push((
-            opts.out.join("spread.svg"),
+            out.join("spread.svg"),
             plots::spread_plot(
                 &ph.scores,
                 Some(c.chosen),
@@ -92,6 +96,7 @@ pub fn run(opts: &Options) -> Result<Done> {
     Ok(Done {
         analysis,
         report,
+        profile,
         written,
     })
 }

@@ -156,15 +156,11 @@ pub fn run(opts: &Options) -> Result<Done> {
     save(&raw_path, &raw)?;
     t.bar.finish_and_clear();
 
-    let analysis = analyse::run(&analyse::Options {
-        raw: raw_path.clone(),
-        out: opts.out.clone(),
-        epsilon: None,
-    })?;
+    let analysis = analyse::write(&raw, &raw_path, &opts.out, None)?;
     let named = opts
         .out
         .join(format!("{}.toml", analysis.analysis.profile.name));
-    std::fs::copy(&analysis.written[0], &named)?;
+    std::fs::copy(&analysis.profile, &named)?;
     Ok(Done {
         raw: raw_path,
         analysis,

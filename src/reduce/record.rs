@@ -1,0 +1,87 @@
+//! `reduce.json`: what a reduction found, written by `wmfix reduce` and read back through the
+//! same types by `wmfix apply` and `wmfix cost`.
+
+use crate::exit_code::{self, fail};
+use crate::fences::id::FenceId;
+use crate::fences::record::{AccessKind, FenceRecord};
+use crate::fences::scope::FenceScope;
+use crate::reduce::algorithm::{Reduced, Settings};
+use crate::reduce::patch::SourceDigests;
+use crate::run::environment::TestEnv;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A kept fence, for the summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeptFence {
+    pub id: FenceId,
+    /// `file:line:column`.
+    pub location: String,
+    pub function: String,
+    pub kind: AccessKind,
+    pub access: String,
+}
+
+impl From<&FenceRecord> for KeptFence {
+    fn from(r: &FenceRecord) -> KeptFence {
+        KeptFence {
+            id: r.id,
+            location: r.location(),
+            function: r.function.clone(),
+            kind: r.kind,
+            access: r.access.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub app: PathBuf,
+    pub env: TestEnv,
+    pub seed: u64,
+    pub settings: Settings,
+    pub scope: FenceScope,
+    pub initial_fences: usize,
+    pub result: Reduced,
+    pub kept: Vec<KeptFence>,
+    pub replayed_checks: usize,
+    pub wall_seconds: f64,
+    pub patch: PathBuf,
+    /// The sources the fence ids refer to; `wmfix apply` refuses if they changed.
+    pub sources: SourceDigests,
+}
+
+pub fn reduce_dir(out: &Path) -> PathBuf {
+    out.join("reduce")
+}
+
+impl Report {
+    pub fn path(out: &Path) -> PathBuf {
+        reduce_dir(out).join("reduce.json")
+    }
+
+    /// The last reduction in the output directory `out`.
+    pub fn load(out: &Path) -> Result<Report> {
+        let path = Report::path(out);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            fail(
+                exit_code::NO_INPUT,
+                format!(
+                    "no reduction in {} ({e}); run `wmfix reduce` first",
+                    out.display()
+                ),
+            )
+        })?;
+        serde_json::from_str(&text)
+            .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))
+    }
+
+    pub fn save(&self, out: &Path) -> Result<()> {
+        std::fs::write(
+            Report::path(out),
+            serde_json::to_string_pretty(self)? + "\n",
+        )?;
+        Ok(())
+    }
+}
