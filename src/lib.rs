@@ -6,8 +6,10 @@
 pub mod app;
 pub mod cmd;
 pub mod cost;
+pub mod digest;
 pub mod exit_code;
 pub mod fences;
+pub mod interrupt;
 pub mod litmus;
 pub mod reduce;
 pub mod rewrite;

@@ -7,7 +7,7 @@ use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use wmfix::run::claim::running;
+use wmfix::app::claim::running;
 
 /// A copy of the stand-in whose kernel.cu has `n` fence sites, one statement each.
 fn standin(n: usize) -> (tempfile::TempDir, PathBuf) {

@@ -1,14 +1,14 @@
 //! `wmfix build`: the original program (for the baseline) and the instrumented one, each built
 //! with the config's command in its own copy. Nothing is rebuilt when the inputs are unchanged.
 
+use crate::app::child;
 use crate::app::config::App;
-use crate::app::digest::Fnv;
 use crate::app::toolchain;
+use crate::digest::Fnv;
 use crate::exit_code::{self, fail};
 use crate::fences::scope::FenceScope;
 use crate::rewrite::insert::{self, OnParseError};
 use crate::rewrite::walk;
-use crate::run::child;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,7 +28,7 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
 pub fn build(app: &App, out: &Path, scope: FenceScope) -> Result<Built> {
     std::fs::create_dir_all(out)
         .map_err(|e| fail(exit_code::CANT_WRITE, format!("{}: {e}", out.display())))?;
-    crate::run::claim::claim(out)?;
+    crate::app::claim::claim(out)?;
     let out = out.canonicalize()?;
     let input = walk::collect(std::slice::from_ref(&app.root), &out)?;
     let stamp = fingerprint(app, &input, scope)?;
@@ -124,7 +124,7 @@ fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<
     let mut h = Fnv::default();
     h.add(env!("CARGO_PKG_VERSION").as_bytes());
     h.add(format!("{scope:?}{:?}", app.config).as_bytes());
-    for (name, text) in crate::app::runtime_headers::RUNTIME_FILES {
+    for (name, text) in crate::rewrite::runtime_headers::RUNTIME_FILES {
         h.add(name.as_bytes());
         h.add(text.as_bytes());
     }

@@ -1,7 +1,8 @@
-//! The user's application: `wmfix.toml`, builds of the original and the instrumented program, nvcc, digests, the runtime headers.
+//! The user's application and the output folder wmfix works in: `wmfix.toml`, nvcc, child
+//! processes in their own process groups, the claim on the output folder, the builds.
 
 pub mod builder;
+pub mod child;
+pub mod claim;
 pub mod config;
-pub mod digest;
-pub mod runtime_headers;
 pub mod toolchain;

@@ -33,7 +33,7 @@ pub struct Options {
 }
 
 pub fn reduce_app(opts: &Options) -> Result<Report> {
-    crate::run::interrupt::install();
+    crate::interrupt::install();
     let started = Instant::now();
     let app = App::load(&opts.dir)?;
     let built = builder::build(&app, &opts.out, opts.scope)?;

@@ -94,7 +94,7 @@ pub fn test_dir(out: &Path) -> PathBuf {
 }
 
 pub fn test_app(opts: &Options) -> Result<Summary> {
-    crate::run::interrupt::install();
+    crate::interrupt::install();
     let app = App::load(&opts.dir)?;
     let built = builder::build(&app, &opts.out, opts.scope)?;
     eprintln!(
@@ -117,7 +117,7 @@ pub fn test_app(opts: &Options) -> Result<Summary> {
             (_, Some(_)) => None,
             (n, None) => Some(n.unwrap_or(100)),
         },
-        build: crate::app::digest::Fnv::of(&std::fs::read(out.join("build.stamp"))?),
+        build: crate::digest::Fnv::of(&std::fs::read(out.join("build.stamp"))?),
     };
     let previous = if opts.resume {
         previous_runs(&dir, opts, &plan)?
@@ -204,7 +204,7 @@ pub fn test_app(opts: &Options) -> Result<Summary> {
         let done = batch::run(&batch, budget, next_id, &spec, &mut on_record)?;
         next_id = id_end.max(next_id + done);
         bar.finish_with_message(status(summary.rows.last().unwrap()));
-        if crate::run::interrupt::interrupted() {
+        if crate::interrupt::interrupted() {
             summary.interrupted = true;
             break;
         }
@@ -400,7 +400,7 @@ pub fn replay(
                 format!("no run {id} in {}", runs.display()),
             )
         })?;
-    crate::run::interrupt::install();
+    crate::interrupt::install();
     let app = App::load(dir)?;
     let built = builder::build(&app, out, scope)?;
     let log = test_dir(out).join(format!("replay-{id}.log"));

@@ -92,7 +92,7 @@ pub fn cost_dir(out: &Path) -> PathBuf {
 }
 
 pub fn run(opts: &Options) -> Result<Report> {
-    crate::run::interrupt::install();
+    crate::interrupt::install();
     let app = App::load(&opts.dir)?;
     let built = builder::build(&app, &opts.out, opts.scope)?;
     let out = opts.out.canonicalize()?;
@@ -212,7 +212,7 @@ fn harden_and_build(
 ) -> Result<PathBuf> {
     let (files, _) = crate::reduce::patch::harden(app, out, fences, scope)?;
     let tree = cost_dir(out).join(name);
-    let mut digest = crate::app::digest::Fnv::default();
+    let mut digest = crate::digest::Fnv::default();
     digest.add(std::fs::read_to_string(out.join("build.stamp"))?.as_bytes());
     for f in &files {
         digest.add(f.rel.as_os_str().as_encoded_bytes());

@@ -188,7 +188,7 @@ pub fn kernel_name(seq: &Sequence) -> String {
 /// Compiles the kernels for `sm_<arch>` into `cache` (once per source and architecture) and
 /// returns the cubin's path.
 pub fn compile(cache: &Path, arch: u32) -> Result<PathBuf> {
-    let digest = crate::app::digest::Fnv::of(SOURCE.as_bytes());
+    let digest = crate::digest::Fnv::of(SOURCE.as_bytes());
     let cubin = cache.join(format!("litmus-{digest}-sm_{arch}.cubin"));
     if cubin.is_file() {
         return Ok(cubin);

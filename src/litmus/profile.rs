@@ -5,8 +5,6 @@ use serde::Serialize;
 
 /// Most locations the runtime stresses at once (`kMaxSpread` in `runtime-cu/wmfix_common.cuh`).
 pub const MAX_SPREAD: usize = 64;
-/// Longest access sequence the runtime runs (`kMaxSeqLen`).
-pub const MAX_SEQUENCE_LEN: usize = 32;
 /// Largest patch size the runtime accepts.
 pub const MAX_PATCH_SIZE: usize = 1 << 20;
 

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::fmt;
 
-use crate::litmus::profile::MAX_SEQUENCE_LEN;
+/// Longest access sequence the runtime runs (`kMaxSeqLen` in `runtime-cu/wmfix_common.cuh`).
+pub const MAX_SEQUENCE_LEN: usize = 32;
 
 // ---------------------------------------------------------------------------------------------
 // Tests and per-test values

@@ -3,7 +3,7 @@
 
 use crate::app::builder;
 use crate::app::config::App;
-use crate::app::digest::Fnv;
+use crate::digest::Fnv;
 use crate::exit_code::{self, fail};
 use crate::fences::id::Ids;
 use crate::fences::scope::FenceScope;

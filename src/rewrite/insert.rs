@@ -269,7 +269,8 @@ fn write_output(
             text.as_deref().unwrap_or(&p.file.text).as_bytes(),
         )?;
     }
-    crate::app::runtime_headers::write_to(&out.runtime()).map_err(|e| cant(&out.runtime(), e))?;
+    crate::rewrite::runtime_headers::write_to(&out.runtime())
+        .map_err(|e| cant(&out.runtime(), e))?;
     let json = FenceList {
         version: VERSION,
         fence_scope: scope,

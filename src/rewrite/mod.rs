@@ -9,6 +9,7 @@ pub mod parse;
 pub mod plan;
 pub mod queries;
 pub mod render;
+pub mod runtime_headers;
 pub mod scopes;
 pub mod sites;
 pub mod source;

@@ -72,7 +72,7 @@ pub fn run(
                 let gpu =
                     (!batch.gpus.is_empty()).then(|| batch.gpus[w % batch.gpus.len()].as_str());
                 loop {
-                    if stop.load(Ordering::SeqCst) || crate::run::interrupt::interrupted() {
+                    if stop.load(Ordering::SeqCst) || crate::interrupt::interrupted() {
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
@@ -141,7 +141,7 @@ impl Processed {
         while i >= *n + jobs {
             if stop.load(Ordering::SeqCst)
                 || self.abandoned.load(Ordering::SeqCst)
-                || crate::run::interrupt::interrupted()
+                || crate::interrupt::interrupted()
             {
                 return false;
             }

@@ -1,8 +1,8 @@
 //! One run of the application under a testing environment, and its outcome.
 
+use crate::app::child::{self, Exit};
 use crate::app::config::App;
 use crate::fences::set::FenceSet;
-use crate::run::child::{self, Exit};
 use crate::run::environment::TestEnv;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -96,7 +96,7 @@ struct Tuner {
 }
 
 pub fn run(opts: &Options) -> Result<Done> {
-    crate::run::interrupt::install();
+    crate::interrupt::install();
     let ctx = litmus::open(opts.device)?;
     let gpu = litmus::device_info(&ctx)?;
     let cubin = litmus::compile(&opts.out.join("cache"), gpu.arch)?;
@@ -267,7 +267,7 @@ impl Tuner {
         sequence: &Sequence,
         locations: Locations,
     ) -> Result<(Vec<u64>, f64, u64)> {
-        if crate::run::interrupt::interrupted() {
+        if crate::interrupt::interrupted() {
             return Err(fail(
                 exit_code::INTERRUPTED,
                 "interrupted; raw counts so far are kept",

@@ -37,7 +37,7 @@ pub fn run(spec: &Spec) -> std::io::Result<Finished> {
         .arg(spec.command)
         .current_dir(spec.dir)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .envs(crate::run::claim::owner_env())
+        .envs(crate::app::claim::owner_env())
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -53,7 +53,7 @@ pub fn run(spec: &Spec) -> std::io::Result<Finished> {
         }
         let stop = if start.elapsed() >= spec.timeout {
             Some(Exit::Timeout)
-        } else if crate::run::interrupt::interrupted() {
+        } else if crate::interrupt::interrupted() {
             Some(Exit::Interrupted)
         } else {
             None

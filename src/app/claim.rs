@@ -61,7 +61,7 @@ pub fn claim(out: &Path) -> Result<()> {
 }
 
 pub fn token(out: &Path) -> String {
-    crate::app::digest::Fnv::of(out.as_os_str().as_encoded_bytes())
+    crate::digest::Fnv::of(out.as_os_str().as_encoded_bytes())
 }
 
 /// The lock file, and whether the lock is held.
