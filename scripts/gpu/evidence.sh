@@ -133,6 +133,26 @@ for s in cbe-dot tpo-tm cub-scan-nf; do
   add "cost-$s" cost_study "$s"
 done
 
+# cbe-ht's native failures (case-studies/cbe-ht/README.md): where the scheduler puts its blocks,
+# and how often the original fails natively at several grid sizes.
+cbe_ht_native() {
+  local f=$STEP_DIR/native.txt
+  nvcc -O3 -arch=sm_90 -o /tmp/ev/placement scripts/gpu/placement.cu >> "$STEP_DIR/log.txt" 2>&1 &&
+    nvcc -O3 -arch=sm_90 -o /tmp/ev/ht case-studies/cbe-ht/ht.cu >> "$STEP_DIR/log.txt" 2>&1 || return 1
+  { header "scripts/gpu/placement.cu 128 256 1024 20"; /tmp/ev/placement 128 256 1024 20; } > "$STEP_DIR/placement.txt" 2>&1
+  header "ht BLOCKS 256, ${NATIVE:-50} runs each, failing runs counted" > "$f"
+  local b i fails
+  for b in 128 64 32 16; do
+    fails=0
+    for i in $(seq "${NATIVE:-50}"); do
+      [ "$(left)" -gt 5 ] || return 124
+      /tmp/ev/ht "$b" 256 > /dev/null 2>&1 || fails=$((fails + 1))
+    done
+    echo "ht $b 256: $fails of ${NATIVE:-50} runs failed" >> "$f"
+  done
+}
+add cbe-ht-native cbe_ht_native
+
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
 matches() { # matches NAME PATTERN...: no pattern, or one is a glob matching NAME
