@@ -260,3 +260,27 @@ fn litmus_and_tune_without_a_gpu_exit_69_with_a_clear_message() {
     assert_eq!(o.status.code(), Some(64));
     assert!(stderr(&o).contains("unknown test \"xy\""), "{}", stderr(&o));
 }
+
+/// Sizes the engine or the runtime cannot take are refused before the GPU is looked for, so
+/// they cost no GPU time (and on this machine: 64, not 69 for the missing GPU).
+#[test]
+fn tune_refuses_bad_sizes_before_opening_the_gpu() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (&["tune", "--max-spread", "65"][..], "--max-spread 65"),
+        (&["tune", "--max-spread", "0"][..], "--max-spread 0"),
+        (&["tune", "--max-sequence", "6"][..], "--max-sequence 6"),
+        (&["tune", "--patch-size", "0"][..], "--patch-size 0"),
+        (&["tune", "--distances", "300"][..], "--stride 256"),
+        (&["tune", "--executions", "0"][..], "must be positive"),
+        (&["tune", "--instances", "1000"][..], "power of two"),
+    ] {
+        let o = run(tmp.path(), args);
+        assert_eq!(o.status.code(), Some(64), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(
+            !tmp.path().join("wmfix-out").exists(),
+            "{args:?} wrote output"
+        );
+    }
+}

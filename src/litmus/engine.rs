@@ -23,6 +23,8 @@ use crate::litmus::vocabulary::{Access, Sequence, Test};
 pub const SOURCE: &str = include_str!("../../runtime-cu/litmus/litmus.cu");
 /// Threads per block, `LITMUS_BLOCK` in the source.
 pub const BLOCK: u32 = 256;
+/// The litmus kernels exist for every access sequence of 1 to this many accesses.
+pub const LONGEST_KERNEL_SEQUENCE: usize = 5;
 
 /// Mirrors `LitmusArgs` in litmus.cu (the source asserts the same size).
 #[repr(C)]
@@ -315,7 +317,7 @@ impl Engine {
         // Every kernel now: the grid cap must hold for the one with the most registers.
         let mut kernels = std::collections::HashMap::new();
         let mut resident = u32::MAX;
-        for seq in crate::litmus::vocabulary::all_sequences(5) {
+        for seq in crate::litmus::vocabulary::all_sequences(LONGEST_KERNEL_SEQUENCE) {
             let name = kernel_name(&seq);
             let k = module.load_function(&name)?;
             resident = resident.min(resident_blocks(&ctx, &k)?);
@@ -480,7 +482,8 @@ fn prev_power_of_two(n: u32) -> u32 {
     }
 }
 
-fn check_settings(s: &Settings) -> Result<()> {
+/// Settings the engine cannot run, refused before the GPU is opened.
+pub fn check_settings(s: &Settings) -> Result<()> {
     if !s.instances.is_power_of_two() || s.instances < BLOCK {
         return Err(fail(
             exit_code::USAGE,
@@ -701,7 +704,7 @@ mod tests {
 
     #[test]
     fn every_sequence_has_a_kernel_in_the_source() {
-        for seq in crate::litmus::vocabulary::all_sequences(5) {
+        for seq in crate::litmus::vocabulary::all_sequences(LONGEST_KERNEL_SEQUENCE) {
             let name = kernel_name(&seq);
             let code = name.trim_start_matches("litmus_");
             assert!(

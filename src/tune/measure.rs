@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::exit_code::{self, fail};
 use crate::litmus::engine::{self as litmus, Engine, Job, Locations};
+use crate::litmus::profile::{MAX_PATCH_SIZE, MAX_SPREAD};
 use crate::litmus::vocabulary::{PerTest, Sequence, Test, all_sequences};
 use crate::tune::analyse;
 use crate::tune::analysis::analyse;
@@ -42,6 +43,41 @@ impl Sizes {
             max_spread: 64,
             epsilon: 0,
         }
+    }
+
+    /// Every limit the engine, the kernels and the runtime set, checked before the GPU is
+    /// opened, so a bad size costs no GPU time: `patch` is `--patch-size`.
+    pub fn validate(&self, patch: Option<usize>, settings: &litmus::Settings) -> Result<()> {
+        let bad = |m: String| Err(fail(exit_code::USAGE, m));
+        let longest = crate::litmus::engine::LONGEST_KERNEL_SEQUENCE;
+        if self.distances == 0 || self.locations == 0 || self.executions == 0 {
+            return bad("--distances, --locations and --executions must be positive".into());
+        }
+        if !(1..=longest).contains(&self.max_sequence_length) {
+            return bad(format!(
+                "--max-sequence {}: the litmus kernels run sequences of 1 to {longest} accesses",
+                self.max_sequence_length
+            ));
+        }
+        if !(1..=MAX_SPREAD).contains(&self.max_spread) {
+            return bad(format!(
+                "--max-spread {}: the runtime stresses 1 to {MAX_SPREAD} locations",
+                self.max_spread
+            ));
+        }
+        if let Some(p) = patch.filter(|p| !(1..=MAX_PATCH_SIZE).contains(p)) {
+            return bad(format!(
+                "--patch-size {p}: from 1 to {MAX_PATCH_SIZE} words"
+            ));
+        }
+        if (settings.stride as usize) < self.distances {
+            return bad(format!(
+                "--stride {} must exceed the largest distance, {} (--distances)",
+                settings.stride,
+                self.distances - 1
+            ));
+        }
+        litmus::check_settings(settings)
     }
 
     /// A few seconds' worth: a smaller grid, for trying the machinery.
@@ -96,6 +132,7 @@ struct Tuner {
 }
 
 pub fn run(opts: &Options) -> Result<Done> {
+    opts.sizes.validate(opts.patch_size, &opts.settings)?;
     crate::interrupt::install();
     let ctx = litmus::open(opts.device)?;
     let gpu = litmus::device_info(&ctx)?;
