@@ -1,7 +1,7 @@
 //! Device code: the `__global__`/`__device__` functions of a file, and the expressions in them
 //! that may access global memory.
 
-use crate::rewrite::queries::{self, Captures, IdMap, IdSet};
+use crate::rewrite::queries::{self, Capture, Captures, IdMap, IdSet};
 use crate::rewrite::scopes::{Bindings, Scopes};
 use std::collections::HashSet;
 use std::num::NonZeroU16;
@@ -26,14 +26,14 @@ pub struct Access<'t> {
 }
 
 pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFunction<'t>> {
-    let kernels = caps.ids("kernel.body");
-    let host = caps.ids("host.body");
+    let kernels = caps.ids(Capture::KernelBody);
+    let host = caps.ids(Capture::HostBody);
     let mut seen = IdSet::default();
     let mut out = Vec::new();
     for body in caps
-        .get("kernel.body")
+        .get(Capture::KernelBody)
         .iter()
-        .chain(caps.get("device.body"))
+        .chain(caps.get(Capture::DeviceBody))
     {
         if !seen.insert(body.id()) {
             continue;
@@ -116,13 +116,13 @@ struct Ways {
 impl Ways {
     fn new(caps: &Captures) -> Ways {
         Ways {
-            access: caps.ids("access"),
-            atomic: caps.ids("access.atomic"),
-            member: caps.ids("via.member"),
-            address: caps.ids("via.address"),
-            paren: caps.ids("via.paren"),
-            arith: caps.ids("via.arith"),
-            cast: caps.ids("via.cast"),
+            access: caps.ids(Capture::Access),
+            atomic: caps.ids(Capture::AccessAtomic),
+            member: caps.ids(Capture::ViaMember),
+            address: caps.ids(Capture::ViaAddress),
+            paren: caps.ids(Capture::ViaParen),
+            arith: caps.ids(Capture::ViaArith),
+            cast: caps.ids(Capture::ViaCast),
         }
     }
 
@@ -197,7 +197,7 @@ fn locality<'s>(
     // A name never declared local is global memory wherever it is used: it needs no binding.
     let candidates: HashSet<&str> = locals.names.iter().map(|n| &text[n.byte_range()]).collect();
     let mut names: Vec<(Node, bool)> = Vec::new();
-    for (cap, param) in [("var.decl", false), ("param.decl", true)] {
+    for (cap, param) in [(Capture::VarDecl, false), (Capture::ParamDecl, true)] {
         for name in caps.get(cap).iter().map(|d| name_node(*d)) {
             if candidates.contains(&text[name.byte_range()]) {
                 names.push((name, param));
@@ -239,7 +239,7 @@ struct LocalDeclarators<'t> {
 
 fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'t> {
     let mut names: Vec<Node> = Vec::new();
-    for decl in caps.get("shared.decl") {
+    for decl in caps.get(Capture::SharedDecl) {
         // One __shared__ declaration may declare several variables.
         let mut c = decl.walk();
         names.extend(
@@ -247,12 +247,12 @@ fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'
                 .map(name_node),
         );
     }
-    names.extend(caps.get("local.decl").iter().map(|d| name_node(*d)));
+    names.extend(caps.get(Capture::LocalDecl).iter().map(|d| name_node(*d)));
     let always = names.iter().map(Node::start_byte).collect();
     let mut aliases = IdMap::default();
     for m in &caps.matches {
-        let alias = m.iter().find(|(c, _)| *c == "alias.decl");
-        let value = m.iter().find(|(c, _)| *c == "alias.value");
+        let alias = m.iter().find(|(c, _)| *c == Some(Capture::AliasDecl));
+        let value = m.iter().find(|(c, _)| *c == Some(Capture::AliasValue));
         if let (Some((_, a)), Some((_, v))) = (alias, value) {
             let name = name_node(*a);
             aliases.insert(name.start_byte(), ways.base(*v, Via::Pointer));
@@ -269,9 +269,9 @@ fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'
 /// Names of file-scope `__device__` variables whose name alone reads them: not arrays, and not
 /// functions (a prototype's declarator declares none).
 fn global_variables<'s>(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
-    let functions = caps.ids("function.name");
-    let arrays = caps.ids("global.array");
-    caps.get("global.var")
+    let functions = caps.ids(Capture::FunctionName);
+    let arrays = caps.ids(Capture::GlobalArray);
+    caps.get(Capture::GlobalVar)
         .iter()
         .filter(|n| !arrays.contains(&n.id()))
         .map(|n| name_node(*n))
@@ -298,10 +298,10 @@ pub fn accesses<'t>(
         let name = &text[base.byte_range()];
         locality.lookup(&scopes, name, base.start_byte()) == Some(&true)
     };
-    let not_access = caps.ids("not_access");
-    let stores = caps.ids("store");
+    let not_access = caps.ids(Capture::NotAccess);
+    let stores = caps.ids(Capture::Store);
     let unevaluated: Vec<_> = caps
-        .get("unevaluated")
+        .get(Capture::Unevaluated)
         .iter()
         .map(Node::byte_range)
         .collect();
@@ -335,16 +335,16 @@ pub fn accesses<'t>(
         });
     };
     for n in caps
-        .get("access.atomic")
+        .get(Capture::AccessAtomic)
         .iter()
-        .chain(caps.get("access.cached"))
+        .chain(caps.get(Capture::AccessCached))
     {
         push(*n, AccessKind::Atomic, &mut out);
     }
-    for n in caps.get("access") {
+    for n in caps.get(Capture::Access) {
         push(*n, AccessKind::Load, &mut out);
     }
-    for n in caps.get("ident") {
+    for n in caps.get(Capture::Ident) {
         // Name first: `parent()` walks down from the root, too slow for every identifier.
         if globals.contains(&text[n.byte_range()]) && !is_declarator(*n) {
             push(*n, AccessKind::Load, &mut out);

@@ -110,9 +110,11 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     let out_dir = absolute(&opts.out)?;
     let input = walk::collect(&opts.paths, &out_dir)?;
     check_out_dir(&input.root, &out_dir)?;
-    // Compiled once per process; timed on its own so that --stats shows the per-byte cost.
+    // Compiled once per process, and every capture the rewriter reads found in it (an internal
+    // error otherwise); timed on its own so that --stats shows the per-byte cost.
     let t0 = Instant::now();
-    crate::rewrite::queries::all();
+    crate::rewrite::queries::check()
+        .map_err(|e| crate::exit_code::fail(crate::exit_code::INTERNAL, e))?;
     let query_time = t0.elapsed();
     let (sources, mut copies) = read_candidates(opts, &input)?;
     let cuda_bytes = sources.iter().map(|f| f.text.len()).sum();

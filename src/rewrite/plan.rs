@@ -5,7 +5,7 @@
 use crate::rewrite::device_code::{self, DeviceFunction};
 use crate::rewrite::edits::{Edit, Slot};
 use crate::rewrite::parse;
-use crate::rewrite::queries::{self, Captures};
+use crate::rewrite::queries::{self, Capture, Captures};
 use crate::rewrite::sites::{self, Site};
 use crate::rewrite::source::SourceFile;
 use std::ops::Range;
@@ -108,12 +108,12 @@ fn thread_ids(functions: &[DeviceFunction], caps: &Captures, text: &str) -> Vec<
             .any(|f| f.body.byte_range().contains(&n.start_byte()))
     };
     let mut out: Vec<Edit> = caps
-        .get("thread_id")
+        .get(Capture::ThreadId)
         .iter()
         .filter(|n| in_device(n))
         .map(|n| Edit::replace(n.byte_range(), runtime_call(&text[n.byte_range()])))
         .collect();
-    for value in caps.get("macro.value") {
+    for value in caps.get(Capture::MacroValue) {
         let r = value.byte_range();
         for (at, word) in builtin_words(&text[r.clone()]) {
             out.push(Edit::replace(
@@ -150,7 +150,7 @@ fn launches(
 ) -> Vec<Edit> {
     let text = file.text.as_str();
     let mut out = Vec::new();
-    for config in caps.get("launch.config") {
+    for config in caps.get(Capture::LaunchConfig) {
         if functions
             .iter()
             .any(|f| f.body.byte_range().contains(&config.start_byte()))
@@ -183,11 +183,11 @@ fn launches(
 /// Launches and code that need every block of the grid resident at once.
 fn grid_sync_warnings(caps: &Captures, file: &SourceFile) -> Vec<String> {
     let what = |cap| match cap {
-        "coop.launch" => "a cooperative launch",
+        Capture::CoopLaunch => "a cooperative launch",
         _ => "grid-wide synchronisation",
     };
-    ["coop.launch", "coop.grid"]
-        .iter()
+    [Capture::CoopLaunch, Capture::CoopGrid]
+        .into_iter()
         .flat_map(|cap| caps.get(cap).iter().map(move |n| (cap, n)))
         .map(|(cap, n)| {
             format!(
@@ -207,8 +207,8 @@ fn macro_warnings(functions: &[DeviceFunction], caps: &Captures, file: &SourceFi
     let mut out = Vec::new();
     let mut hiding = Vec::new();
     for m in &caps.matches {
-        let name = m.iter().find(|(c, _)| *c == "macro.name");
-        let value = m.iter().find(|(c, _)| *c == "macro.value");
+        let name = m.iter().find(|(c, _)| *c == Some(Capture::MacroName));
+        let value = m.iter().find(|(c, _)| *c == Some(Capture::MacroValue));
         let (Some((_, name)), Some((_, value))) = (name, value) else {
             continue;
         };
@@ -227,7 +227,7 @@ fn macro_warnings(functions: &[DeviceFunction], caps: &Captures, file: &SourceFi
             hiding.push(name);
         }
     }
-    for u in caps.get("ident") {
+    for u in caps.get(Capture::Ident) {
         let name = &text[u.byte_range()];
         let in_device = functions
             .iter()

@@ -50,6 +50,189 @@ pub fn all() -> &'static Query {
     })
 }
 
+/// The capture names Rust code reads, one variant each. [`check`] finds each in the compiled
+/// query once, at start-up, so renaming a capture in a `.scm` file without renaming it here is an
+/// error before any file is instrumented, never an empty look-up that silently drops fences.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Capture {
+    Access,
+    AccessAtomic,
+    AccessCached,
+    AliasDecl,
+    AliasValue,
+    Block,
+    Body,
+    CoopGrid,
+    CoopLaunch,
+    DeviceBody,
+    FunctionName,
+    GlobalArray,
+    GlobalVar,
+    HostBody,
+    Ident,
+    KernelBody,
+    Labeled,
+    LaunchConfig,
+    LocalDecl,
+    MacroName,
+    MacroValue,
+    NotAccess,
+    ParamDecl,
+    Scope,
+    ScopeFunction,
+    SharedDecl,
+    SiteAfter,
+    SiteComma,
+    SiteIfCond,
+    SiteLoopCond,
+    SiteStop,
+    SiteWrap,
+    Store,
+    ThreadId,
+    Unevaluated,
+    VarDecl,
+    ViaAddress,
+    ViaArith,
+    ViaCast,
+    ViaMember,
+    ViaParen,
+}
+
+impl Capture {
+    pub const ALL: [Capture; 41] = [
+        Capture::Access,
+        Capture::AccessAtomic,
+        Capture::AccessCached,
+        Capture::AliasDecl,
+        Capture::AliasValue,
+        Capture::Block,
+        Capture::Body,
+        Capture::CoopGrid,
+        Capture::CoopLaunch,
+        Capture::DeviceBody,
+        Capture::FunctionName,
+        Capture::GlobalArray,
+        Capture::GlobalVar,
+        Capture::HostBody,
+        Capture::Ident,
+        Capture::KernelBody,
+        Capture::Labeled,
+        Capture::LaunchConfig,
+        Capture::LocalDecl,
+        Capture::MacroName,
+        Capture::MacroValue,
+        Capture::NotAccess,
+        Capture::ParamDecl,
+        Capture::Scope,
+        Capture::ScopeFunction,
+        Capture::SharedDecl,
+        Capture::SiteAfter,
+        Capture::SiteComma,
+        Capture::SiteIfCond,
+        Capture::SiteLoopCond,
+        Capture::SiteStop,
+        Capture::SiteWrap,
+        Capture::Store,
+        Capture::ThreadId,
+        Capture::Unevaluated,
+        Capture::VarDecl,
+        Capture::ViaAddress,
+        Capture::ViaArith,
+        Capture::ViaCast,
+        Capture::ViaMember,
+        Capture::ViaParen,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Capture::Access => "access",
+            Capture::AccessAtomic => "access.atomic",
+            Capture::AccessCached => "access.cached",
+            Capture::AliasDecl => "alias.decl",
+            Capture::AliasValue => "alias.value",
+            Capture::Block => "block",
+            Capture::Body => "body",
+            Capture::CoopGrid => "coop.grid",
+            Capture::CoopLaunch => "coop.launch",
+            Capture::DeviceBody => "device.body",
+            Capture::FunctionName => "function.name",
+            Capture::GlobalArray => "global.array",
+            Capture::GlobalVar => "global.var",
+            Capture::HostBody => "host.body",
+            Capture::Ident => "ident",
+            Capture::KernelBody => "kernel.body",
+            Capture::Labeled => "labeled",
+            Capture::LaunchConfig => "launch.config",
+            Capture::LocalDecl => "local.decl",
+            Capture::MacroName => "macro.name",
+            Capture::MacroValue => "macro.value",
+            Capture::NotAccess => "not_access",
+            Capture::ParamDecl => "param.decl",
+            Capture::Scope => "scope",
+            Capture::ScopeFunction => "scope.function",
+            Capture::SharedDecl => "shared.decl",
+            Capture::SiteAfter => "site.after",
+            Capture::SiteComma => "site.comma",
+            Capture::SiteIfCond => "site.if_cond",
+            Capture::SiteLoopCond => "site.loop_cond",
+            Capture::SiteStop => "site.stop",
+            Capture::SiteWrap => "site.wrap",
+            Capture::Store => "store",
+            Capture::ThreadId => "thread_id",
+            Capture::Unevaluated => "unevaluated",
+            Capture::VarDecl => "var.decl",
+            Capture::ViaAddress => "via.address",
+            Capture::ViaArith => "via.arith",
+            Capture::ViaCast => "via.cast",
+            Capture::ViaMember => "via.member",
+            Capture::ViaParen => "via.paren",
+        }
+    }
+
+    /// Its index in the compiled query.
+    fn index(self) -> usize {
+        indices()[self as usize]
+    }
+}
+
+/// Each capture's index in the compiled query; a name the query lacks is an error naming it.
+fn resolve(query: &Query) -> Result<Vec<usize>, String> {
+    Capture::ALL
+        .iter()
+        .map(|c| {
+            query
+                .capture_index_for_name(c.name())
+                .map(|i| i as usize)
+                .ok_or_else(|| format!("no capture @{} in queries/*.scm", c.name()))
+        })
+        .collect()
+}
+
+fn indices() -> &'static [usize] {
+    static I: OnceLock<Vec<usize>> = OnceLock::new();
+    I.get_or_init(|| resolve(all()).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// For each capture index of `query` (the combined one), the `Capture` it is, if Rust code
+/// reads it.
+fn by_index_of(query: &'static Query) -> &'static [Option<Capture>] {
+    static B: OnceLock<Vec<Option<Capture>>> = OnceLock::new();
+    debug_assert!(std::ptr::eq(query, all()), "captures of the combined query");
+    B.get_or_init(|| {
+        query
+            .capture_names()
+            .iter()
+            .map(|n| Capture::ALL.iter().copied().find(|c| c.name() == *n))
+            .collect()
+    })
+}
+
+/// Compiles the queries and finds every capture Rust code reads; the rewriter calls it once
+/// before planning any file, so a mismatch stops wmfix at start-up with the name.
+pub fn check() -> Result<(), String> {
+    resolve(all()).map(|_| ())
+}
+
 /// Every capture of one query over a tree, grouped by capture.
 pub struct Captures<'t> {
     query: &'static Query,
@@ -57,7 +240,7 @@ pub struct Captures<'t> {
     /// Nodes per capture index.
     by_index: Vec<Vec<Node<'t>>>,
     /// Matches of more than one capture, in match order, for patterns that pair captures.
-    pub matches: Vec<Vec<(&'static str, Node<'t>)>>,
+    pub matches: Vec<Vec<(Option<Capture>, Node<'t>)>>,
 }
 
 impl<'t> Captures<'t> {
@@ -66,8 +249,8 @@ impl<'t> Captures<'t> {
             // One cursor per thread: it keeps its buffers from file to file.
             static CURSOR: std::cell::RefCell<QueryCursor> = std::cell::RefCell::new(QueryCursor::new());
         }
-        let names = query.capture_names();
-        let mut by_index = vec![Vec::new(); names.len()];
+        let by_name = by_index_of(query);
+        let mut by_index = vec![Vec::new(); query.capture_names().len()];
         let mut matches = Vec::new();
         CURSOR.with_borrow_mut(|cursor| {
             let mut it = cursor.matches(query, root, text);
@@ -80,7 +263,7 @@ impl<'t> Captures<'t> {
                 if caps.len() > 1 {
                     matches.push(
                         caps.iter()
-                            .map(|c| (names[c.index as usize], c.node))
+                            .map(|c| (by_name[c.index as usize], c.node))
                             .collect(),
                     );
                 }
@@ -99,15 +282,17 @@ impl<'t> Captures<'t> {
         self.root
     }
 
-    pub fn get(&self, name: &str) -> &[Node<'t>] {
-        self.query
-            .capture_index_for_name(name)
-            .map_or(&[], |i| &self.by_index[i as usize])
+    pub fn get(&self, c: Capture) -> &[Node<'t>] {
+        debug_assert!(
+            std::ptr::eq(self.query, all()),
+            "captures of the combined query"
+        );
+        &self.by_index[c.index()]
     }
 
-    /// Node ids captured under `name`.
-    pub fn ids(&self, name: &str) -> IdSet {
-        self.get(name).iter().map(Node::id).collect()
+    /// Node ids captured under `c`.
+    pub fn ids(&self, c: Capture) -> IdSet {
+        self.get(c).iter().map(Node::id).collect()
     }
 }
 
@@ -135,8 +320,20 @@ pub type IdMap<V> = HashMap<usize, V, BuildHasherDefault<IdHasher>>;
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn every_query_compiles() {
-        super::all();
+    fn every_query_compiles_and_has_every_capture() {
+        check().unwrap();
+        for c in Capture::ALL {
+            assert_eq!(all().capture_names()[c.index()], c.name());
+        }
+    }
+
+    #[test]
+    fn a_missing_capture_is_named() {
+        let q = Query::new(&language(), "(identifier) @ident").unwrap();
+        let e = resolve(&q).unwrap_err();
+        assert!(e.starts_with("no capture @access "), "{e}");
     }
 }

@@ -1,7 +1,7 @@
 //! Lexical scopes by byte range, and which declaration a name used at some byte refers to.
 //! Ranges, not `parent()`: tree-sitter finds a parent by walking down from the root.
 
-use crate::rewrite::queries::Captures;
+use crate::rewrite::queries::{Capture, Captures};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -16,9 +16,12 @@ pub struct Scopes {
 
 impl Scopes {
     pub fn new(caps: &Captures) -> Scopes {
-        let blocks = caps.get("scope").iter().map(|n| (n.byte_range(), false));
+        let blocks = caps
+            .get(Capture::Scope)
+            .iter()
+            .map(|n| (n.byte_range(), false));
         let functions = caps
-            .get("scope.function")
+            .get(Capture::ScopeFunction)
             .iter()
             .map(|n| (n.byte_range(), true));
         let mut all: Vec<(Range<usize>, bool)> = blocks.chain(functions).collect();

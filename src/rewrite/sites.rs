@@ -4,7 +4,7 @@
 
 use crate::rewrite::device_code::{Access, AccessKind, first_named};
 use crate::rewrite::edits::{Edit, Slot};
-use crate::rewrite::queries::{Captures, IdMap, IdSet};
+use crate::rewrite::queries::{Capture, Captures, IdMap, IdSet};
 use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -19,13 +19,13 @@ enum Role {
 }
 
 /// Capture names of `sites.scm`, by role.
-const ROLES: &[(&str, Role)] = &[
-    ("site.stop", Role::Stop),
-    ("site.wrap", Role::Wrap),
-    ("site.comma", Role::Comma),
-    ("site.if_cond", Role::IfCond),
-    ("site.loop_cond", Role::LoopCond),
-    ("site.after", Role::After),
+const ROLES: &[(Capture, Role)] = &[
+    (Capture::SiteStop, Role::Stop),
+    (Capture::SiteWrap, Role::Wrap),
+    (Capture::SiteComma, Role::Comma),
+    (Capture::SiteIfCond, Role::IfCond),
+    (Capture::SiteLoopCond, Role::LoopCond),
+    (Capture::SiteAfter, Role::After),
 ];
 
 /// What goes at one position once the fence has an id.
@@ -87,8 +87,8 @@ struct Roles<'t> {
 impl<'t> Roles<'t> {
     fn new(caps: &Captures<'t>) -> Roles<'t> {
         let mut role: IdMap<Role> = IdMap::default();
-        for (name, r) in ROLES {
-            for node in caps.get(name) {
+        for (cap, r) in ROLES {
+            for node in caps.get(*cap) {
                 let e = role.entry(node.id()).or_insert(*r);
                 *e = (*e).min(*r);
             }
@@ -96,9 +96,9 @@ impl<'t> Roles<'t> {
         Roles {
             root: caps.root(),
             role,
-            bodies: caps.ids("body"),
-            blocks: caps.ids("block"),
-            labeled: caps.ids("labeled"),
+            bodies: caps.ids(Capture::Body),
+            blocks: caps.ids(Capture::Block),
+            labeled: caps.ids(Capture::Labeled),
         }
     }
 
