@@ -258,7 +258,11 @@ fn litmus_and_tune_without_a_gpu_exit_69_with_a_clear_message() {
     }
     let o = run(tmp.path(), &["litmus", "xy"]);
     assert_eq!(o.status.code(), Some(64));
-    assert!(stderr(&o).contains("unknown test \"xy\""), "{}", stderr(&o));
+    assert!(stderr(&o).contains("invalid value 'xy'"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("mp, lb, sb"), "{}", stderr(&o));
+    let o = run(tmp.path(), &["litmus", "mp", "--stress-blocks", "5..3"]);
+    assert_eq!(o.status.code(), Some(64));
+    assert!(stderr(&o).contains("MIN <= MAX"), "{}", stderr(&o));
 }
 
 /// Sizes the engine or the runtime cannot take are refused before the GPU is looked for, so

@@ -1,13 +1,15 @@
 //! `wmfix litmus`: one litmus test on the GPU, its histogram and rates.
 
-use super::{EngineArgs, usage};
+use super::EngineArgs;
 use crate::exit_code;
+use crate::litmus::vocabulary::Test;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// mp, lb or sb.
-    test: String,
+    /// The litmus test.
+    #[arg(value_enum, ignore_case = true)]
+    test: Test,
     /// Words between the two locations; with --distances, the first of a range.
     #[arg(long, default_value_t = 64)]
     distance: u32,
@@ -16,7 +18,7 @@ pub struct Args {
     distances: u32,
     /// Stress: `default` (the built-in Hopper profile), `none`, or a profile TOML file.
     #[arg(long, default_value = "default")]
-    stress: String,
+    stress: Stress,
     /// Launches, each of --instances test instances.
     #[arg(long, default_value_t = 100)]
     iterations: u64,
@@ -27,33 +29,44 @@ pub struct Args {
     cache: PathBuf,
 }
 
+/// `--stress`: the built-in profile, none, or a profile file.
+#[derive(Clone, Debug)]
+pub enum Stress {
+    Default,
+    None,
+    Profile(PathBuf),
+}
+
+impl std::str::FromStr for Stress {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Stress, Self::Err> {
+        Ok(match s {
+            "default" => Stress::Default,
+            "none" => Stress::None,
+            path => Stress::Profile(path.into()),
+        })
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<i32> {
     use crate::litmus::engine::{self as litmus, Job, Locations, ProfileStress};
-    use crate::litmus::vocabulary::{Sequence, Test};
-    let test = match args.test.to_ascii_lowercase().as_str() {
-        "mp" => Test::Mp,
-        "lb" => Test::Lb,
-        "sb" => Test::Sb,
-        other => return Err(usage(format!("unknown test {other:?}: mp, lb or sb"))),
+    use crate::litmus::vocabulary::Sequence;
+    let test = args.test;
+    let profile = |text: &str, origin: &str| -> anyhow::Result<(Sequence, Locations)> {
+        let p = ProfileStress::parse(text, origin)?;
+        Ok((p.sequence()?, p.locations()))
     };
-    let (sequence, locations) = match args.stress.as_str() {
-        "none" => (Sequence::parse("ld").expect("valid"), Locations::None),
-        spec => {
-            let (text, origin) = if spec == "default" {
-                (
-                    litmus::DEFAULT_PROFILE.to_string(),
-                    "built-in profile".to_string(),
-                )
-            } else {
-                let text = std::fs::read_to_string(spec)
-                    .map_err(|e| exit_code::fail(exit_code::NO_INPUT, format!("{spec}: {e}")))?;
-                (text, spec.to_string())
-            };
-            let p = ProfileStress::parse(&text, &origin)?;
-            (p.sequence()?, p.locations())
+    let (sequence, locations) = match &args.stress {
+        Stress::None => (Sequence::parse("ld").expect("valid"), Locations::None),
+        Stress::Default => profile(litmus::DEFAULT_PROFILE, "built-in profile")?,
+        Stress::Profile(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                exit_code::fail(exit_code::NO_INPUT, format!("{}: {e}", path.display()))
+            })?;
+            profile(&text, &path.display().to_string())?
         }
     };
-    let settings = args.engine.settings()?;
+    let settings = args.engine.settings();
     let per_launch = settings.instances as u64;
     let ctx = litmus::open(args.engine.device)?;
     let gpu = litmus::device_info(&ctx)?;

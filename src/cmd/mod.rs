@@ -31,8 +31,8 @@ pub struct EngineArgs {
     #[arg(long, default_value_t = 256)]
     pub stride: u32,
     /// Stressing blocks per launch, drawn uniformly from MIN..=MAX.
-    #[arg(long, value_name = "MIN..MAX", default_value = "64..512")]
-    pub stress_blocks: String,
+    #[arg(long, value_name = "MIN..MAX", default_value = "64..512", value_parser = stress_blocks)]
+    pub stress_blocks: (u32, u32),
     /// Bound on a stressing thread's loop (it stops earlier once the test is done).
     #[arg(long, default_value_t = 1 << 14)]
     pub stress_iters: u32,
@@ -44,26 +44,30 @@ pub struct EngineArgs {
     pub seed: u64,
 }
 
+/// `MIN..MAX`, with MIN <= MAX.
+fn stress_blocks(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("wants MIN..MAX with MIN <= MAX, not {s:?}");
+    let (lo, hi) = s.split_once("..").ok_or_else(bad)?;
+    let (lo, hi): (u32, u32) = (
+        lo.trim().parse().map_err(|_| bad())?,
+        hi.trim().parse().map_err(|_| bad())?,
+    );
+    if lo > hi {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
+
 impl EngineArgs {
-    pub fn settings(&self) -> anyhow::Result<crate::litmus::engine::Settings> {
-        let bad = || {
-            usage(format!(
-                "--stress-blocks wants MIN..MAX, not {:?}",
-                self.stress_blocks
-            ))
-        };
-        let (lo, hi) = self.stress_blocks.split_once("..").ok_or_else(bad)?;
-        Ok(crate::litmus::engine::Settings {
+    pub fn settings(&self) -> crate::litmus::engine::Settings {
+        crate::litmus::engine::Settings {
             instances: self.instances,
             stride: self.stride,
-            stress_blocks: (
-                lo.parse().map_err(|_| bad())?,
-                hi.parse().map_err(|_| bad())?,
-            ),
+            stress_blocks: self.stress_blocks,
             max_iters: self.stress_iters,
             sync: self.sync,
             seed: self.seed,
-        })
+        }
     }
 }
 

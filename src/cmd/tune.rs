@@ -68,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 out: args.out,
                 device: args.engine.device,
                 sizes,
-                settings: args.engine.settings()?,
+                settings: args.engine.settings(),
                 patch_size: args.patch_size,
                 command: std::env::args().collect::<Vec<_>>().join(" "),
             })?;

@@ -12,7 +12,19 @@ pub const MAX_SEQUENCE_LEN: usize = 32;
 // Tests and per-test values
 
 /// The three litmus tests of Fig. 2: message passing, load buffering, store buffering.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 pub enum Test {
     #[serde(rename = "MP")]
     Mp,
