@@ -49,12 +49,12 @@ impl std::str::FromStr for Stress {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    use crate::litmus::engine::{self as litmus, Job, Locations, ProfileStress};
+    use crate::litmus::engine::{self as litmus, Job, Locations};
     use crate::litmus::vocabulary::Sequence;
     let test = args.test;
     let profile = |text: &str, origin: &str| -> anyhow::Result<(Sequence, Locations)> {
-        let p = ProfileStress::parse(text, origin)?;
-        Ok((p.sequence()?, p.locations()))
+        let p = crate::litmus::profile::Stress::parse(text, origin)?;
+        Ok((p.sequence.clone(), litmus::locations(&p)))
     };
     let (sequence, locations) = match &args.stress {
         Stress::None => (Sequence::parse("ld").expect("valid"), Locations::None),

@@ -594,46 +594,15 @@ fn align_up(p: u64, to: u64) -> u64 {
     p.div_ceil(to) * to
 }
 
-/// The stress of a chip profile (the runtime's TOML: patch_size, sequence, spread; other keys
-/// ignored), as `wmfix litmus --stress` applies it: `spread` random patch starts per launch
-/// among the first 64 patches.
-#[derive(Clone, Debug, serde::Deserialize)]
-pub struct ProfileStress {
-    pub patch_size: usize,
-    pub sequence: String,
-    pub spread: usize,
-}
-
 /// The built-in profile (the runtime's default for Hopper).
 pub const DEFAULT_PROFILE: &str = include_str!("../../runtime-cu/profiles/hopper-default.toml");
 
-impl ProfileStress {
-    pub fn parse(text: &str, origin: &str) -> Result<ProfileStress> {
-        let p: ProfileStress =
-            toml::from_str(text).map_err(|e| fail(exit_code::CONFIG, format!("{origin}: {e}")))?;
-        if p.patch_size == 0 || p.spread == 0 || p.spread > 64 {
-            return Err(fail(
-                exit_code::CONFIG,
-                format!("{origin}: patch_size must be positive and spread in 1..=64"),
-            ));
-        }
-        Ok(p)
-    }
-
-    pub fn sequence(&self) -> Result<Sequence> {
-        Sequence::parse(&self.sequence).map_err(|e| {
-            fail(
-                exit_code::CONFIG,
-                format!("sequence {:?}: {e}", self.sequence),
-            )
-        })
-    }
-
-    pub fn locations(&self) -> Locations {
-        Locations::Random {
-            from: (0..64).map(|i| (i * self.patch_size) as u32).collect(),
-            count: self.spread,
-        }
+/// Where `wmfix litmus --stress PROFILE` stresses: `spread` random patch starts per launch among
+/// the first 64 patches.
+pub fn locations(p: &crate::litmus::profile::Stress) -> Locations {
+    Locations::Random {
+        from: (0..64).map(|i| (i * p.patch_size) as u32).collect(),
+        count: p.spread,
     }
 }
 
@@ -683,6 +652,7 @@ pub fn report(test: Test, job: &Job, c: &Counts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::litmus::profile::Stress;
 
     #[test]
     fn the_scratchpad_starts_on_a_4_kib_boundary() {
@@ -717,23 +687,15 @@ mod tests {
 
     #[test]
     fn the_default_profile_parses() {
-        let p = ProfileStress::parse(DEFAULT_PROFILE, "default").unwrap();
-        assert_eq!(p.sequence().unwrap().text(), "ld st st ld");
-        match p.locations() {
+        let p = Stress::parse(DEFAULT_PROFILE, "default").unwrap();
+        assert_eq!(p.sequence.text(), "ld st st ld");
+        match locations(&p) {
             Locations::Random { from, count } => {
                 assert_eq!(count, p.spread);
                 assert_eq!(from[1], p.patch_size as u32);
             }
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn a_bad_profile_names_its_origin() {
-        let e = ProfileStress::parse("patch_size = 0\nsequence = \"ld\"\nspread = 2\n", "p.toml")
-            .unwrap_err();
-        assert_eq!(exit_code::code_of(&e), exit_code::CONFIG);
-        assert!(e.to_string().starts_with("p.toml:"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! A chip profile as the runtime reads it (`WMFIX_PROFILE`), and the limits the runtime accepts.
 
+use crate::exit_code::{self, fail};
 use crate::litmus::vocabulary::Sequence;
-use serde::Serialize;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 /// Most locations the runtime stresses at once (`kMaxSpread` in `runtime-cu/wmfix_common.cuh`).
 pub const MAX_SPREAD: usize = 64;
@@ -94,5 +96,67 @@ impl Profile {
             None => out += "# spread: not measured; the runtime keeps its default\n",
         }
         out
+    }
+}
+
+/// The stress a profile file sets, as wmfix reads it back (`wmfix litmus --stress PROFILE`):
+/// every key present and within the runtime's limits; other keys (`name`, `description`) are
+/// ignored, as the runtime ignores them.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Stress {
+    pub patch_size: usize,
+    pub sequence: Sequence,
+    pub spread: usize,
+}
+
+impl Stress {
+    /// Reads a profile's text; `origin` names it in errors (exit 78).
+    pub fn parse(text: &str, origin: &str) -> Result<Stress> {
+        let bad = |m: String| fail(exit_code::CONFIG, format!("{origin}: {m}"));
+        let p: Stress = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if !(1..=MAX_PATCH_SIZE).contains(&p.patch_size) || !(1..=MAX_SPREAD).contains(&p.spread) {
+            return Err(bad(format!(
+                "patch_size must be in 1..={MAX_PATCH_SIZE} and spread in 1..={MAX_SPREAD}"
+            )));
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_profile_names_its_origin() {
+        for text in [
+            "patch_size = 0\nsequence = \"ld\"\nspread = 2\n",
+            "patch_size = 64\nsequence = \"ld\"\nspread = 65\n",
+            "patch_size = 64\nsequence = \"xx\"\nspread = 2\n",
+            "patch_size = 64\nspread = 2\n",
+        ] {
+            let e = Stress::parse(text, "p.toml").unwrap_err();
+            assert_eq!(exit_code::code_of(&e), exit_code::CONFIG);
+            assert!(e.to_string().starts_with("p.toml:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn what_tune_writes_reads_back() {
+        let p = Profile {
+            name: "x".into(),
+            gpu: "X".into(),
+            description: "d".into(),
+            patch_size: Some(64),
+            sequence: Some(Sequence::parse("st4").unwrap()),
+            spread: Some(5),
+            header: vec!["h".into()],
+            notes: Default::default(),
+        };
+        let s = Stress::parse(&p.to_toml(), "x.toml").unwrap();
+        assert_eq!(
+            (s.patch_size, s.sequence.text(), s.spread),
+            (64, "st st st st".into(), 5)
+        );
     }
 }
