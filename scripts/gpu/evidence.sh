@@ -133,6 +133,29 @@ for s in cbe-dot tpo-tm cub-scan-nf; do
   add "cost-$s" cost_study "$s"
 done
 
+# The litmus engine: each test with and without the default stress (README's rates).
+litmus_cell() { # litmus_cell TEST STRESS
+  local cmd=("$W" litmus "$1" --distance 64 --stress "$2" --iterations "${LITMUS_LAUNCHES:-200}" --cache /tmp/ev/cache)
+  bounded "${LIMIT:-90}" "${cmd[@]}" || return $?
+  { header "${cmd[@]}"; sed -n '/^GPU:/,$p' "$STEP_DIR/log.txt"; } > "$STEP_DIR/litmus.txt"
+}
+for t in mp lb sb; do
+  for s in none default; do
+    add "litmus-$t-$s" litmus_cell "$t" "$s"
+  done
+done
+
+# The tune (paper sizes but the patch size, which the H200's counts do not show: runtime-cu/README.md).
+tune_step() {
+  local cmd=("$W" tune --out /tmp/ev/tune --patch-size 64)
+  bounded "${LIMIT:-360}" "${cmd[@]}"
+  local rc=$?
+  local f; for f in raw.json profile.toml patches.svg spread.svg; do cp "/tmp/ev/tune/$f" "$STEP_DIR/" 2>/dev/null; done
+  cp /tmp/ev/tune/analysis.json "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/analysis.json" "${cmd[@]}"
+  return $rc
+}
+add tune-patch-64 tune_step
+
 # cbe-ht's native failures (case-studies/cbe-ht/README.md): where the scheduler puts its blocks,
 # and how often the original fails natively at several grid sizes.
 cbe_ht_native() {
