@@ -233,8 +233,17 @@ fn litmus_parameter_struct_matches_the_cuda_layout() {
 /// store, address operand). Atomics and the stress loop's `.STRONG.SYS` (volatile) accesses are
 /// left out.
 fn strong_accesses(sass: &str) -> Vec<(bool, String)> {
+    strong_access_lines(sass)
+        .into_iter()
+        .map(|(_, store, addr)| (store, addr))
+        .collect()
+}
+
+/// `strong_accesses` with each access's line number in `sass`.
+fn strong_access_lines(sass: &str) -> Vec<(usize, bool, String)> {
     sass.lines()
-        .filter_map(|l| {
+        .enumerate()
+        .filter_map(|(n, l)| {
             let code = l.split(';').next()?;
             let store = code.contains("STG.E.STRONG.GPU");
             if !store && !code.contains("LDG.E.STRONG.GPU") {
@@ -242,9 +251,62 @@ fn strong_accesses(sass: &str) -> Vec<(bool, String)> {
             }
             // `desc[UR6][R4.64+0x4]`: the last bracket is the address.
             let addr = code.rsplit('[').next()?.split(']').next()?.to_string();
-            Some((store, addr))
+            Some((n, store, addr))
         })
         .collect()
+}
+
+/// The lines of MP's reader between its load of y and its load of x, in one kernel's SASS:
+/// found after the writer's stores of x and y (the same window as the optcheck's).
+fn mp_reader_gap(f: &str) -> Option<Vec<&str>> {
+    let a = strong_access_lines(f);
+    let lines: Vec<&str> = f.lines().collect();
+    a.windows(4)
+        .find(|w| {
+            w[0].1
+                && w[1].1
+                && !w[2].1
+                && !w[3].1
+                && w[0].2 != w[1].2
+                && w[2].2 == w[1].2
+                && w[3].2 == w[0].2
+        })
+        .map(|w| lines[w[2].0 + 1..w[3].0].to_vec())
+}
+
+/// MP's reader must have both loads in flight before it stores either result: a store between
+/// them waits for the first load's value (in-order issue), so the second load could never pass
+/// the first and MP would show (almost) no weak outcome. Fails on the kernel that stored r0
+/// between the loads (`LDG [y]; STG [results]; LDG [x]`).
+#[test]
+fn mp_reader_issues_both_loads_before_any_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cubin = wmfix::litmus::engine::compile(tmp.path(), 90).unwrap();
+    let o = nvcc_command(tmp.path())
+        .arg("-c")
+        .arg(format!("cuobjdump -sass {}", cubin.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sass = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut kernels = 0;
+    for f in sass.split("Function : ").skip(1) {
+        if !f.starts_with("litmus_") || f.starts_with("litmus_eval") {
+            continue;
+        }
+        kernels += 1;
+        let name = f.lines().next().unwrap().trim();
+        let gap = mp_reader_gap(f).unwrap_or_else(|| panic!("{name}: MP's reader not found"));
+        let stores: Vec<&&str> = gap
+            .iter()
+            .filter(|l| l.contains("STG") || l.contains("ST."))
+            .collect();
+        assert!(
+            stores.is_empty(),
+            "{name}: a store between MP's loads: {stores:?}"
+        );
+    }
+    assert_eq!(kernels, 62);
 }
 
 /// The paper's optcheck (001, Sec. 4.4): the compiler must not reorder a litmus thread's two
