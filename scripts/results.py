@@ -140,7 +140,41 @@ def cost(folder):
     print(provenance(metas))
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "cost": cost}
+def peer(folder):
+    path = os.path.join(folder, "peer-litmus", "runs.txt")
+    if not os.path.exists(path):
+        return
+    lines = open(path).read().splitlines()
+    print("\n".join(l for l in lines if l.startswith("#")) + "\n")
+    runs = {}
+    for l in lines:
+        if l.startswith("#") or not l.strip():
+            continue
+        kv = dict(p.split("=", 1) for p in l.split() if "=" in p)
+        try:
+            n, w, s = int(kv["instances"]), int(kv["weak"]), float(kv["seconds"])
+        except (KeyError, ValueError):
+            continue
+        runs.setdefault((kv["tool"], kv["test"], kv["stress"]), []).append((n / s, w / s, w / n))
+
+    def med(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2]
+
+    rows = {k: tuple(med([r[i] for r in v]) for i in range(3)) + (len(v),) for k, v in runs.items()}
+    print("| tool | test | stress | runs | instances/s | weak/s | weak fraction |")
+    print("|---|---|---|---|---|---|---|")
+    for (tool, test, stress), (ips, wps, frac, n) in sorted(rows.items()):
+        print(f"| {tool} | {test} | {stress} | {n} | {ips:.3g} | {wps:.3g} | {100 * frac:.4g}% |")
+    print()
+    for ws, ps, what in [("none", "none", "unstressed"), ("default", "shipped", "stressed")]:
+        a, b = rows.get(("wmfix", "MP", ws)), rows.get(("peer", "MP", ps))
+        if a and b:
+            print(f"- MP {what}: weak/s wmfix/peer = {a[1] / max(b[1], 1e-12):.3g}; instances/s wmfix/peer = {a[0] / b[0]:.3g}")
+    print("\nMedians of the runs; targets (issue 13): MP weak/s ratio >= 10 unstressed and >= 3 stressed, stressed instances/s ratio >= 1.")
+
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "cost": cost, "peer": peer}
 
 
 def main(argv):

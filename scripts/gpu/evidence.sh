@@ -145,6 +145,63 @@ for t in mp lb sb; do
   done
 done
 
+# The peer benchmark (issue 13): reeselevine/cuda-litmus at 4b6c4a0, from a checkout given as
+# $PEER (default peer/cuda-litmus, an ignored folder carried to the GPU machine; no third-party
+# code is in git). Its MP is made relaxed in a copy (as shipped it uses release/acquire and can
+# show no weak outcome). Both tools run interleaved, three rounds, each with and without its own
+# stress; wmfix's LB and SB beside. runs.txt has one line per run, with how each number is
+# read; scripts/results.py peer makes the table of medians and ratios.
+peer_litmus() {
+  local src=${PEER:-$ROOT/peer/cuda-litmus} dir=/tmp/ev/peer runs=$STEP_DIR/runs.txt
+  [ -f "$src/runner.cu" ] || { echo "no peer checkout at $src" >> "$STEP_DIR/log.txt"; return 1; }
+  rm -rf "$dir" && cp -r "$src" "$dir" || return 1
+  sed -i 's/cuda::memory_order_release/cuda::memory_order_relaxed/; s/cuda::memory_order_acquire/cuda::memory_order_relaxed/' "$dir/kernels/mp.cu"
+  grep -q memory_order_acquire "$dir/kernels/mp.cu" && { echo "mp.cu still acquires" >> "$STEP_DIR/log.txt"; return 1; }
+  (cd "$dir" && nvcc -O3 -DSCOPE_DEVICE -I. -rdc=true -arch=sm_90 runner.cu functions.cu kernels/mp.cu -o mp-runner) >> "$STEP_DIR/log.txt" 2>&1 || return 1
+  sed 's/^testIterations=.*/testIterations=1000/' "$dir/params/stress_params.txt" > "$dir/shipped.txt"
+  sed 's/^testIterations=.*/testIterations=1000/; s/^\(barrierPct\|memStressPct\|preStressPct\|shufflePct\)=.*/\1=0/' "$dir/params/stress_params.txt" > "$dir/none.txt"
+  {
+    header "peer: $dir/mp-runner -s {none,shipped}.txt -t params/2-loc.txt; wmfix: $W litmus TEST --distance 64 --stress {none,default} --iterations 2000"
+    echo "# peer: instances = 'Total behaviors' (one per testing thread and iteration, skipped ones included), weak = 'Number of weak behaviors', seconds = 'Time taken' (the iteration loop: memsets, copies, both kernels)"
+    echo "# wmfix: instances, weak (r0=1 r1=0 for MP) and seconds from its report (the timed launches after one untimed launch: kernels, evaluation, resets)"
+  } > "$runs"
+  local rep s t out
+  for rep in 1 2 3; do
+    for s in none shipped; do
+      [ "$(left)" -gt 10 ] || return 124
+      out=$(cd "$dir" && timeout --foreground -s INT 60 ./mp-runner -s "$s.txt" -t params/2-loc.txt 2>&1)
+      echo "$out" >> "$STEP_DIR/log.txt"
+      echo "tool=peer test=MP stress=$s rep=$rep instances=$(echo "$out" | sed -n 's/^Total behaviors: //p') weak=$(echo "$out" | sed -n 's/^Number of weak behaviors: //p') seconds=$(echo "$out" | sed -n 's/^Time taken: \([0-9.e+-]*\) seconds/\1/p')" >> "$runs"
+    done
+    for t in mp lb sb; do
+      for s in none default; do
+        [ "$(left)" -gt 10 ] || return 124
+        out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 --stress "$s" --iterations 2000 --cache /tmp/ev/cache 2>&1)
+        echo "$out" >> "$STEP_DIR/log.txt"
+        echo "tool=wmfix test=${t^^} stress=$s rep=$rep $(echo "$out" | sed -n 's/^[A-Z]* at distance [0-9]*: \([0-9]*\) instances in [0-9]* launches, \([0-9.]*\) s$/instances=\1 seconds=\2/p') weak=$(echo "$out" | sed -n 's/^  weak: \([0-9]*\) .*/\1/p')" >> "$runs"
+      done
+    done
+  done
+}
+add peer-litmus peer_litmus
+
+# The engine's incantations, one at a time (issue 13's ablation): MP, LB and SB at distance 64
+# with the default stress, varying the stressing blocks per launch and thread synchronisation.
+litmus_ablation() {
+  local f=$STEP_DIR/ablation.txt t v out
+  header "$W litmus TEST --distance 64 --stress default --iterations 500 VARIANT" > "$f"
+  for t in mp lb sb; do
+    for v in "--stress none" "--stress-blocks 1..8" "--stress-blocks 8..32" "--stress-blocks 32..128" "--stress-blocks 64..512" "--stress-blocks 64..512 --sync" "--stress none --sync"; do
+      [ "$(left)" -gt 10 ] || return 124
+      # shellcheck disable=SC2086
+      out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 --stress default --iterations 500 --cache /tmp/ev/cache $v 2>&1)
+      echo "$out" >> "$STEP_DIR/log.txt"
+      echo "$t | $v | $(echo "$out" | sed -n 's/^  weak: //p')" >> "$f"
+    done
+  done
+}
+add litmus-ablation litmus_ablation
+
 # The tune (paper sizes but the patch size, which the H200's counts do not show: runtime-cu/README.md).
 tune_step() {
   local cmd=("$W" tune --out /tmp/ev/tune --patch-size 64)
