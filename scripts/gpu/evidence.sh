@@ -189,12 +189,13 @@ add peer-litmus peer_litmus
 # with the default stress, varying the stressing blocks per launch and thread synchronisation.
 litmus_ablation() {
   local f=$STEP_DIR/ablation.txt t v out
-  header "$W litmus TEST --distance 64 --stress default --iterations 500 VARIANT" > "$f"
+  header "$W litmus TEST --distance 64 --iterations 500 VARIANT" > "$f"
   for t in mp lb sb; do
-    for v in "--stress none" "--stress-blocks 1..8" "--stress-blocks 8..32" "--stress-blocks 32..128" "--stress-blocks 64..512" "--stress-blocks 64..512 --sync" "--stress none --sync"; do
+    for v in "--stress none" "--stress none --sync" "--stress-blocks 1..8" "--stress-blocks 8..32" "--stress-blocks 32..128" "--stress-blocks 64..512" "--stress-blocks 64..512 --sync"; do
+      case $v in --stress-blocks*) v="--stress default $v" ;; esac
       [ "$(left)" -gt 10 ] || return 124
       # shellcheck disable=SC2086
-      out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 --stress default --iterations 500 --cache /tmp/ev/cache $v 2>&1)
+      out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 --iterations 500 --cache /tmp/ev/cache $v 2>&1)
       echo "$out" >> "$STEP_DIR/log.txt"
       echo "$t | $v | $(echo "$out" | sed -n 's/^  weak: //p')" >> "$f"
     done
