@@ -148,7 +148,7 @@ done
 # The peer benchmark (issue 13): reeselevine/cuda-litmus at 4b6c4a0, from a checkout given as
 # $PEER (default peer/cuda-litmus, an ignored folder carried to the GPU machine; no third-party
 # code is in git). Its MP is made relaxed in a copy (as shipped it uses release/acquire and can
-# show no weak outcome). Both tools run interleaved, three rounds, each with and without its own
+# show no weak outcome; kernels/mp.cu includes functions.cu itself). Both tools run interleaved, three rounds, each with and without its own
 # stress; wmfix's LB and SB beside. runs.txt has one line per run, with how each number is
 # read; scripts/results.py peer makes the table of medians and ratios.
 peer_litmus() {
@@ -157,7 +157,7 @@ peer_litmus() {
   rm -rf "$dir" && cp -r "$src" "$dir" || return 1
   sed -i 's/cuda::memory_order_release/cuda::memory_order_relaxed/; s/cuda::memory_order_acquire/cuda::memory_order_relaxed/' "$dir/kernels/mp.cu"
   grep -q memory_order_acquire "$dir/kernels/mp.cu" && { echo "mp.cu still acquires" >> "$STEP_DIR/log.txt"; return 1; }
-  (cd "$dir" && nvcc -O3 -DSCOPE_DEVICE -I. -rdc=true -arch=sm_90 runner.cu functions.cu kernels/mp.cu -o mp-runner) >> "$STEP_DIR/log.txt" 2>&1 || return 1
+  (cd "$dir" && nvcc -O3 -DSCOPE_DEVICE -I. -rdc=true -arch=sm_90 runner.cu kernels/mp.cu -o mp-runner) >> "$STEP_DIR/log.txt" 2>&1 || return 1
   sed 's/^testIterations=.*/testIterations=1000/' "$dir/params/stress_params.txt" > "$dir/shipped.txt"
   sed 's/^testIterations=.*/testIterations=1000/; s/^\(barrierPct\|memStressPct\|preStressPct\|shufflePct\)=.*/\1=0/' "$dir/params/stress_params.txt" > "$dir/none.txt"
   {
