@@ -225,7 +225,7 @@ fn litmus_parameter_struct_matches_the_cuda_layout() {
         .output()
         .unwrap();
     let mut want: String = fields.iter().map(|(f, o)| format!("{f} {o}\n")).collect();
-    want += "size 120\n";
+    want += &format!("size {}\n", wmfix::litmus::engine::ARGS_SIZE);
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }
 

@@ -39,9 +39,12 @@ struct LitmusArgs {
     unsigned sync;                // 1: both threads meet before the test (bounded spin)
     unsigned mul0, add0, mul1, add1;  // per-role instance permutation (mul odd)
     unsigned rot;                 // rotation of the stressing blocks' positions
+    unsigned pack;                // 0: instance i at mem + i * stride, y = x + d. Else dense:
+                                  // x_i at 2 * pack * i, y_i at 2 * pack * perm(i) + pack
+    unsigned permy;               // dense layout: odd multiplier of perm (mod instances)
     unsigned pad;
 };
-static_assert(sizeof(LitmusArgs) == 120, "src/litmus.rs mirrors this layout");
+static_assert(sizeof(LitmusArgs) == 128, "src/litmus/engine.rs mirrors this layout");
 
 __device__ __forceinline__ void st_rlx(unsigned *p, unsigned v) {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -69,6 +72,19 @@ __device__ __forceinline__ bool block_role(const LitmusArgs &a, unsigned b, unsi
     return false;
 }
 
+// Instance i's two locations. Dense packing (a peer's incantation): neighbouring instances'
+// locations share cache lines, and y lies in a permuted instance's slot, so an instance's x and
+// y sit in different lines that other instances also use.
+__device__ __forceinline__ void locations(const LitmusArgs &a, unsigned i, unsigned d, unsigned **x, unsigned **y) {
+    if (a.pack) {
+        *x = a.mem + (size_t)i * 2 * a.pack;
+        *y = a.mem + (size_t)((i * a.permy) & (a.instances - 1)) * 2 * a.pack + a.pack;
+    } else {
+        *x = a.mem + (size_t)i * a.stride;
+        *y = *x + d;
+    }
+}
+
 __device__ __forceinline__ void meet(const LitmusArgs &a, unsigned i) {
     atomicAdd(&a.barrier[i], 1u);
     for (unsigned spin = 0; spin < 4096; spin++)
@@ -88,9 +104,8 @@ __device__ void run_test(const LitmusArgs &a, unsigned g) {
     unsigned k = g & (a.instances - 1);
     unsigned i = role ? (k * a.mul1 + a.add1) & (a.instances - 1)
                       : (k * a.mul0 + a.add0) & (a.instances - 1);
-    unsigned d = a.d0 + i % a.ndist;
-    unsigned *x = a.mem + (size_t)i * a.stride;
-    unsigned *y = x + d;
+    unsigned *x, *y;
+    locations(a, i, a.d0 + i % a.ndist, &x, &y);
     await_stress(a);
     if (a.sync) meet(a, i);
     unsigned r;
@@ -196,9 +211,10 @@ extern "C" __global__ void litmus_eval(LitmusArgs a) {
         unsigned d = i % a.ndist;
         unsigned slot = v0 == 0 || v1 == 0 ? slots - 1 : d * 4 + min(v0 - 1, 1u) * 2 + min(v1 - 1, 1u);
         atomicAdd(&counts[slot], 1u);
-        unsigned *x = a.mem + (size_t)i * a.stride;
-        x[0] = 0;
-        x[a.d0 + d] = 0;
+        unsigned *x, *y;
+        locations(a, i, a.d0 + d, &x, &y);
+        *x = 0;
+        *y = 0;
         a.results[2 * i] = 0;
         a.results[2 * i + 1] = 0;
         a.barrier[i] = 0;

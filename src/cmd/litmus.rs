@@ -19,6 +19,11 @@ pub struct Args {
     /// Stress: `default` (the built-in Hopper profile), `none`, or a profile TOML file.
     #[arg(long, default_value = "default")]
     stress: Stress,
+    /// Stressing blocks per launch, drawn uniformly from MIN..=MAX. The default is the
+    /// fastest to show weak outcomes in the ablation on an H200 (results/2026-11-24-nvidia-h200/
+    /// litmus-ablation: MP 5.0e7 weak/s with 1..8, 1.7e6 with 64..512).
+    #[arg(long, value_name = "MIN..MAX", default_value = "1..8", value_parser = super::stress_blocks)]
+    stress_blocks: (u32, u32),
     /// Launches, each of --instances test instances.
     #[arg(long, default_value_t = 100)]
     iterations: u64,
@@ -66,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             profile(&text, &path.display().to_string())?
         }
     };
-    let settings = args.engine.settings();
+    let settings = args.engine.settings(args.stress_blocks);
     let per_launch = settings.instances as u64;
     let ctx = litmus::open(args.engine.device)?;
     let gpu = litmus::device_info(&ctx)?;

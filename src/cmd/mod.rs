@@ -30,22 +30,24 @@ pub struct EngineArgs {
     /// Words between neighbouring instances' first locations (at least the largest distance + 1).
     #[arg(long, default_value_t = 256)]
     pub stride: u32,
-    /// Stressing blocks per launch, drawn uniformly from MIN..=MAX.
-    #[arg(long, value_name = "MIN..MAX", default_value = "64..512", value_parser = stress_blocks)]
-    pub stress_blocks: (u32, u32),
     /// Bound on a stressing thread's loop (it stops earlier once the test is done).
     #[arg(long, default_value_t = 1 << 14)]
     pub stress_iters: u32,
     /// The thread-synchronisation incantation: an instance's threads meet before the test.
     #[arg(long)]
     pub sync: bool,
+    /// Dense packing incantation: instances' locations PACK words apart, y in a permuted
+    /// instance's slot, so instances share cache lines (0: each instance in its own --stride
+    /// words, y at x + distance).
+    #[arg(long, default_value_t = 0)]
+    pub pack: u32,
     /// Seed of the per-launch random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
 
-/// `MIN..MAX`, with MIN <= MAX.
-fn stress_blocks(s: &str) -> Result<(u32, u32), String> {
+/// `--stress-blocks MIN..MAX`, with MIN <= MAX: stressing blocks per launch, drawn uniformly.
+pub(crate) fn stress_blocks(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("wants MIN..MAX with MIN <= MAX, not {s:?}");
     let (lo, hi) = s.split_once("..").ok_or_else(bad)?;
     let (lo, hi): (u32, u32) = (
@@ -59,13 +61,15 @@ fn stress_blocks(s: &str) -> Result<(u32, u32), String> {
 }
 
 impl EngineArgs {
-    pub fn settings(&self) -> crate::litmus::engine::Settings {
+    /// The engine's settings with `stress_blocks` per launch (each command has its default).
+    pub fn settings(&self, stress_blocks: (u32, u32)) -> crate::litmus::engine::Settings {
         crate::litmus::engine::Settings {
             instances: self.instances,
             stride: self.stride,
-            stress_blocks: self.stress_blocks,
+            stress_blocks,
             max_iters: self.stress_iters,
             sync: self.sync,
+            pack: self.pack,
             seed: self.seed,
         }
     }

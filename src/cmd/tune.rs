@@ -37,6 +37,10 @@ pub struct Args {
     /// Skip patch finding and use this critical patch size.
     #[arg(long)]
     patch_size: Option<usize>,
+    /// Stressing blocks per launch, drawn uniformly from MIN..=MAX (the runtime's stress is
+    /// heavy too: a share of every launch).
+    #[arg(long, value_name = "MIN..MAX", default_value = "64..512", value_parser = super::stress_blocks)]
+    stress_blocks: (u32, u32),
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -68,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 out: args.out,
                 device: args.engine.device,
                 sizes,
-                settings: args.engine.settings(),
+                settings: args.engine.settings(args.stress_blocks),
                 patch_size: args.patch_size,
                 command: std::env::args().collect::<Vec<_>>().join(" "),
             })?;

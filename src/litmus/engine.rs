@@ -52,9 +52,13 @@ struct Args {
     mul1: u32,
     add1: u32,
     rot: u32,
+    pack: u32,
+    permy: u32,
     pad: u32,
 }
-const _: () = assert!(std::mem::size_of::<Args>() == 120);
+const _: () = assert!(std::mem::size_of::<Args>() == 128);
+/// The size of the kernels' parameter struct, which the CUDA side asserts too.
+pub const ARGS_SIZE: usize = std::mem::size_of::<Args>();
 // SAFETY: plain old data laid out as the kernel's parameter struct.
 unsafe impl DeviceRepr for Args {}
 
@@ -87,6 +91,8 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         mul1,
         add1,
         rot,
+        pack,
+        permy,
         pad
     )
 }
@@ -107,6 +113,11 @@ pub struct Settings {
     /// The thread-synchronisation incantation (paper 001, Sec. 4.3.4): an instance's two
     /// threads meet at a bounded spin barrier before the test.
     pub sync: bool,
+    /// Dense packing: 0 keeps each instance in its own `stride` words with y = x + d; `p`
+    /// puts instance i's x at word 2pi and its y at 2p perm(i) + p, perm a fresh odd
+    /// multiplier per launch, so instances share cache lines (distances are then not
+    /// controlled: one distance, `d0`, is reported).
+    pub pack: u32,
     pub seed: u64,
 }
 
@@ -118,6 +129,7 @@ impl Default for Settings {
             stress_blocks: (64, 512),
             max_iters: 1 << 14,
             sync: false,
+            pack: 0,
             seed: 1,
         }
     }
@@ -360,6 +372,9 @@ impl Engine {
     /// Runs one job to completion and returns its counts.
     pub fn run(&mut self, job: &Job) -> Result<Counts> {
         let s = self.settings;
+        if s.pack > 0 && job.ndist > 1 {
+            anyhow::bail!("a dense layout (--pack) has no distances to sweep");
+        }
         if job.ndist == 0 || job.d0 + job.ndist > s.stride {
             anyhow::bail!(
                 "distances {}..{} do not fit the stride of {} words",
@@ -443,6 +458,10 @@ impl Engine {
         args.mul1 = self.draws.next_u32() | 1;
         args.add1 = self.draws.next_u32();
         args.rot = self.draws.next_u32() % (test_blocks + stress_blocks);
+        if s.pack > 0 {
+            args.pack = s.pack;
+            args.permy = self.draws.next_u32() | 1;
+        }
         let grid = LaunchConfig {
             grid_dim: (test_blocks + stress_blocks, 1, 1),
             block_dim: (BLOCK, 1, 1),
@@ -495,6 +514,16 @@ pub fn check_settings(s: &Settings) -> Result<()> {
     }
     if s.stress_blocks.0 > s.stress_blocks.1 {
         return Err(fail(exit_code::USAGE, "stress blocks: min above max"));
+    }
+    if s.pack > 0 && 2 * s.pack > s.stride {
+        return Err(fail(
+            exit_code::USAGE,
+            format!(
+                "--pack {} needs --stride of at least {}",
+                s.pack,
+                2 * s.pack
+            ),
+        ));
     }
     Ok(())
 }
