@@ -257,7 +257,9 @@ fn strong_access_lines(sass: &str) -> Vec<(usize, bool, String)> {
 }
 
 /// The lines of MP's reader between its load of y and its load of x, in one kernel's SASS:
-/// found after the writer's stores of x and y (the same window as the optcheck's).
+/// found after the writer's stores of x and y (the same window as the optcheck's: the first load
+/// is from the register the writer stored y through; the second is from another, x, which the
+/// compiler may hold in another register than the writer's).
 fn mp_reader_gap(f: &str) -> Option<Vec<&str>> {
     let a = strong_access_lines(f);
     let lines: Vec<&str> = f.lines().collect();
@@ -269,7 +271,7 @@ fn mp_reader_gap(f: &str) -> Option<Vec<&str>> {
                 && !w[3].1
                 && w[0].2 != w[1].2
                 && w[2].2 == w[1].2
-                && w[3].2 == w[0].2
+                && w[3].2 != w[2].2
         })
         .map(|w| lines[w[2].0 + 1..w[3].0].to_vec())
 }
@@ -345,7 +347,7 @@ fn litmus_accesses_keep_their_program_order_in_sass() {
                 && !w[3].0
                 && w[0].1 != w[1].1
                 && w[2].1 == w[1].1
-                && w[3].1 == w[0].1
+                && w[3].1 != w[2].1
         });
         assert!(
             mp,

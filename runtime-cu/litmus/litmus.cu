@@ -42,9 +42,11 @@ struct LitmusArgs {
     unsigned pack;                // 0: instance i at mem + i * stride, y = x + d. Else dense:
                                   // x_i at 2 * pack * i, y_i at 2 * pack * perm(i) + pack
     unsigned permy;               // dense layout: odd multiplier of perm (mod instances)
+    unsigned prestress;           // stores by each test thread to a stressed location first
+    unsigned banks;               // conflicting shared-memory accesses by each test thread first
     unsigned pad;
 };
-static_assert(sizeof(LitmusArgs) == 128, "src/litmus/engine.rs mirrors this layout");
+static_assert(sizeof(LitmusArgs) == 136, "src/litmus/engine.rs mirrors this layout");
 
 __device__ __forceinline__ void st_rlx(unsigned *p, unsigned v) {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -85,6 +87,24 @@ __device__ __forceinline__ void locations(const LitmusArgs &a, unsigned i, unsig
     }
 }
 
+// Pre-stress (a peer's incantation): the test threads themselves store to a stressed scratchpad
+// location before their test, so their own memory pipeline is busy when the test starts.
+__device__ __forceinline__ void pre_stress(const LitmusArgs &a) {
+    if (a.prestress == 0 || a.nlocs == 0) return;
+    volatile unsigned *p = a.scratch + a.locs[threadIdx.x % a.nlocs];
+    for (unsigned k = 0; k < a.prestress; k++) *p = k;
+}
+
+// General bank conflicts (paper 001, Sec. 4.2): every lane of a warp hits the same shared-memory
+// bank at a different address, so the accesses serialise, before the test.
+__device__ __forceinline__ void bank_conflicts(const LitmusArgs &a) {
+    __shared__ unsigned banked[32 * 32];
+    if (a.banks == 0) return;
+    volatile unsigned *s = banked;
+    unsigned lane = threadIdx.x % 32;
+    for (unsigned k = 0; k < a.banks; k++) s[lane * 32 + (k % 32)] += 1;
+}
+
 __device__ __forceinline__ void meet(const LitmusArgs &a, unsigned i) {
     atomicAdd(&a.barrier[i], 1u);
     for (unsigned spin = 0; spin < 4096; spin++)
@@ -107,6 +127,8 @@ __device__ void run_test(const LitmusArgs &a, unsigned g) {
     unsigned *x, *y;
     locations(a, i, a.d0 + i % a.ndist, &x, &y);
     await_stress(a);
+    pre_stress(a);
+    bank_conflicts(a);
     if (a.sync) meet(a, i);
     unsigned r;
     switch (a.test) {

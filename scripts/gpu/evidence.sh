@@ -193,7 +193,7 @@ litmus_ablation() {
   local f=$STEP_DIR/ablation.txt t v out
   header "$W litmus TEST --distance 64 --iterations 500 VARIANT" > "$f"
   for t in mp lb sb; do
-    for v in "--stress none" "--stress none --sync" "--stress none --pack 4" "--stress none --pack 16" "--stress-blocks 1..8 --pack 4" "--stress-blocks 1..8 --pack 4 --sync" "--stress-blocks 1..8" "--stress-blocks 8..32" "--stress-blocks 32..128" "--stress-blocks 64..512" "--stress-blocks 64..512 --sync"; do
+    for v in "--stress none" "--stress none --sync" "--stress none --pack 4" "--stress none --pack 16" "--stress-blocks 1..8 --pack 4" "--stress-blocks 1..8 --pack 4 --sync" "--stress-blocks 1..8 --prestress 64" "--stress-blocks 1..8 --banks 64" "--stress none --banks 64" "--stress-blocks 1..8" "--stress-blocks 8..32" "--stress-blocks 32..128" "--stress-blocks 64..512" "--stress-blocks 64..512 --sync"; do
       case $v in --stress-blocks*) v="--stress default $v" ;; esac
       [ "$(left)" -gt 10 ] || return 124
       # shellcheck disable=SC2086

@@ -41,6 +41,14 @@ pub struct EngineArgs {
     /// words, y at x + distance).
     #[arg(long, default_value_t = 0)]
     pub pack: u32,
+    /// Pre-stress incantation: stores by each test thread to a stressed location before its
+    /// test (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub prestress: u32,
+    /// Bank-conflict incantation: conflicting shared-memory accesses by each test thread
+    /// before its test (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub banks: u32,
     /// Seed of the per-launch random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -70,6 +78,8 @@ impl EngineArgs {
             max_iters: self.stress_iters,
             sync: self.sync,
             pack: self.pack,
+            prestress: self.prestress,
+            banks: self.banks,
             seed: self.seed,
         }
     }

@@ -54,9 +54,11 @@ struct Args {
     rot: u32,
     pack: u32,
     permy: u32,
+    prestress: u32,
+    banks: u32,
     pad: u32,
 }
-const _: () = assert!(std::mem::size_of::<Args>() == 128);
+const _: () = assert!(std::mem::size_of::<Args>() == 136);
 /// The size of the kernels' parameter struct, which the CUDA side asserts too.
 pub const ARGS_SIZE: usize = std::mem::size_of::<Args>();
 // SAFETY: plain old data laid out as the kernel's parameter struct.
@@ -93,6 +95,8 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         rot,
         pack,
         permy,
+        prestress,
+        banks,
         pad
     )
 }
@@ -118,6 +122,12 @@ pub struct Settings {
     /// multiplier per launch, so instances share cache lines (distances are then not
     /// controlled: one distance, `d0`, is reported).
     pub pack: u32,
+    /// Pre-stress incantation: stores by each test thread to a stressed location before its
+    /// test (0: none; needs stress locations).
+    pub prestress: u32,
+    /// Bank-conflict incantation (paper 001, Sec. 4.2): conflicting shared-memory accesses by
+    /// each test thread before its test (0: none).
+    pub banks: u32,
     pub seed: u64,
 }
 
@@ -130,6 +140,8 @@ impl Default for Settings {
             max_iters: 1 << 14,
             sync: false,
             pack: 0,
+            prestress: 0,
+            banks: 0,
             seed: 1,
         }
     }
@@ -458,6 +470,8 @@ impl Engine {
         args.mul1 = self.draws.next_u32() | 1;
         args.add1 = self.draws.next_u32();
         args.rot = self.draws.next_u32() % (test_blocks + stress_blocks);
+        args.prestress = s.prestress;
+        args.banks = s.banks;
         if s.pack > 0 {
             args.pack = s.pack;
             args.permy = self.draws.next_u32() | 1;
