@@ -161,7 +161,7 @@ peer_litmus() {
   sed 's/^testIterations=.*/testIterations=1000/' "$dir/params/stress_params.txt" > "$dir/shipped.txt"
   sed 's/^testIterations=.*/testIterations=1000/; s/^\(barrierPct\|memStressPct\|preStressPct\|shufflePct\)=.*/\1=0/' "$dir/params/stress_params.txt" > "$dir/none.txt"
   {
-    header "peer: $dir/mp-runner -s {none,shipped}.txt -t params/2-loc.txt; wmfix: $W litmus TEST --distance 64 --stress {none,default} [--pack 4] --iterations 2000 (-dense: with --pack 4)"
+    header "peer: $dir/mp-runner -s {none,shipped}.txt -t params/2-loc.txt; wmfix: $W litmus TEST --distance 64 --stress {none,default} [--sync] --iterations 2000 (-sync: with --sync)"
     echo "# peer: instances = 'Total behaviors' (one per testing thread and iteration, skipped ones included), weak = 'Number of weak behaviors', seconds = 'Time taken' (the iteration loop: memsets, copies, both kernels)"
     echo "# wmfix: instances, weak (r0=1 r1=0 for MP) and seconds from its report (the timed launches after one untimed launch: kernels, evaluation, resets)"
   } > "$runs"
@@ -174,10 +174,10 @@ peer_litmus() {
       echo "tool=peer test=MP stress=$s rep=$rep instances=$(echo "$out" | sed -n 's/^Total behaviors: //p') weak=$(echo "$out" | sed -n 's/^Number of weak behaviors: //p') seconds=$(echo "$out" | sed -n 's/^Time taken: \([0-9.e+-]*\) seconds/\1/p')" >> "$runs"
     done
     for t in mp lb sb; do
-      for s in none none-dense default default-dense; do
+      for s in none none-sync default default-sync; do
         [ "$(left)" -gt 10 ] || return 124
-        local opts=(--stress "${s%-dense}")
-        [ "$s" = "${s%-dense}" ] || opts+=(--pack 4)
+        local opts=(--stress "${s%-sync}")
+        [ "$s" = "${s%-sync}" ] || opts+=(--sync)
         out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 "${opts[@]}" --iterations 2000 --cache /tmp/ev/cache 2>&1)
         echo "$out" >> "$STEP_DIR/log.txt"
         echo "tool=wmfix test=${t^^} stress=$s rep=$rep $(echo "$out" | sed -n 's/^[A-Z]* at distance [0-9]*: \([0-9]*\) instances in [0-9]* launches, \([0-9.]*\) s$/instances=\1 seconds=\2/p') weak=$(echo "$out" | sed -n 's/^  weak: \([0-9]*\) .*/\1/p')" >> "$runs"
