@@ -1,7 +1,8 @@
 //! wmfix: exposes weak-memory bugs in CUDA applications and hardens them with the fewest
 //! fences. The folders follow the pipeline (DESIGN.md has the map): `rewrite` (insert) ->
 //! `app` (build) -> `run` (runs under stress) -> `cmd::test` / `reduce` -> `cost`, and the side
-//! track `litmus` -> `tune`. `cmd` holds the subcommands; `exit_code` and `stats` are leaves.
+//! track `litmus` -> `tune`. `cmd` holds the subcommands; `exit_code`, `stats` and `out_dir`
+//! (the output folder, which `insert` writes too) are leaves.
 
 pub mod app;
 pub mod cmd;
@@ -11,6 +12,7 @@ pub mod exit_code;
 pub mod fences;
 pub mod interrupt;
 pub mod litmus;
+pub mod out_dir;
 pub mod reduce;
 pub mod rewrite;
 pub mod rng;

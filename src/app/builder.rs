@@ -7,6 +7,7 @@ use crate::app::toolchain;
 use crate::digest::Fnv;
 use crate::exit_code::{self, fail};
 use crate::fences::scope::FenceScope;
+use crate::out_dir::OutDir;
 use crate::rewrite::insert::{self, OnParseError};
 use crate::rewrite::walk;
 use anyhow::{Context, Result};
@@ -25,17 +26,15 @@ pub struct Built {
 
 const BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
 
-pub fn build(app: &App, out: &Path, scope: FenceScope) -> Result<Built> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| fail(exit_code::CANT_WRITE, format!("{}: {e}", out.display())))?;
-    crate::app::claim::claim(out)?;
-    let out = out.canonicalize()?;
-    let input = walk::collect(std::slice::from_ref(&app.root), &out)?;
+/// Builds into `out` (opened by the caller, after every check that can refuse).
+pub fn build(app: &App, out: &OutDir, scope: FenceScope) -> Result<Built> {
+    crate::app::claim::claim(out);
+    let input = walk::collect(std::slice::from_ref(&app.root), out.root())?;
     let stamp = fingerprint(app, &input, scope)?;
-    let stamp_path = out.join("build.stamp");
-    let original = out.join("original");
-    let instrumented = out.join("tree");
-    let fences_json = out.join("fences.json");
+    let stamp_path = out.build_stamp();
+    let original = out.original();
+    let instrumented = out.tree();
+    let fences_json = out.fences_json();
     let up_to_date = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp)
         && original.is_dir()
         && instrumented.is_dir()
@@ -49,17 +48,15 @@ pub fn build(app: &App, out: &Path, scope: FenceScope) -> Result<Built> {
             rebuilt: false,
         });
     }
-    let _ = std::fs::remove_file(&stamp_path);
-    if original.exists() {
-        std::fs::remove_dir_all(&original)?;
-    }
+    out.remove(&stamp_path)?;
+    out.remove(&original)?;
     walk::copy_files(&input, &original).context("copying the original tree")?;
-    run_build(app, &original, &out.join("build-original.log"))?;
-    let summary = insert::run(&insert_options(app, &out, scope))?;
+    run_build(app, &original, &out.build_log("original"))?;
+    let summary = insert::run(&insert_options(app, out.root(), scope), out)?;
     for w in &summary.warnings {
         eprintln!("{w}");
     }
-    run_build(app, &instrumented, &out.join("build-instrumented.log"))?;
+    run_build(app, &instrumented, &out.build_log("instrumented"))?;
     std::fs::write(&stamp_path, stamp)?;
     Ok(Built {
         original,

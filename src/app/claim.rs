@@ -2,98 +2,53 @@
 //!
 //! A wmfix killed with SIGKILL cannot kill its runs' process groups, and a run left on the GPU
 //! would compete with the next command's runs. So every child carries `WMFIX_OWNER=<token of
-//! the output directory>` in its environment; the next wmfix that claims the directory takes
-//! an exclusive `flock` on `<out>/.wmfix-lock` (the kernel drops it when its holder dies, however
-//! it dies) and then kills every process group that still carries the token.
+//! the output directory>` in its environment; the next wmfix that claims the directory holds
+//! its lock (`out_dir::OutDir`: an exclusive `flock` that the kernel drops when its holder dies,
+//! however it dies) and kills every process group that still carries the token.
 
-use crate::exit_code::{self, fail};
-use anyhow::Result;
-use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
+use crate::out_dir::OutDir;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub const OWNER_VAR: &str = "WMFIX_OWNER";
 
-struct Claimed {
-    out: PathBuf,
-    token: String,
-    /// Holds the lock until the process exits.
-    _lock: std::fs::File,
-}
-
-/// The directory this process works in; a command claims one, a library caller may move on.
-static CLAIMED: Mutex<Option<Claimed>> = Mutex::new(None);
+/// The token of the directory this process works in; a command claims one, a library caller
+/// may move on.
+static CLAIMED: Mutex<Option<String>> = Mutex::new(None);
 
 /// The `(name, value)` every child of this process gets, once it has claimed a directory.
 pub fn owner_env() -> Option<(String, String)> {
     let claimed = CLAIMED.lock().unwrap();
     claimed
         .as_ref()
-        .map(|c| (OWNER_VAR.to_string(), c.token.clone()))
+        .map(|token| (OWNER_VAR.to_string(), token.clone()))
 }
 
-/// Takes `out` (an existing directory) for this process and kills what a killed earlier wmfix
-/// left running there. Claiming the directory already held is a no-op.
-pub fn claim(out: &Path) -> Result<()> {
-    let out = out.canonicalize()?;
+/// Tags this process's children with `out`'s token and kills what a killed earlier wmfix left
+/// running there (only while `out`'s lock is held: unlocked, another wmfix may be using the
+/// directory, and its runs are not leftovers). Claiming the directory already held is a no-op.
+pub fn claim(out: &OutDir) {
+    let token = token(out.root());
     let mut claimed = CLAIMED.lock().unwrap();
-    if claimed.as_ref().is_some_and(|c| c.out == out) {
-        return Ok(());
+    if claimed.as_ref() == Some(&token) {
+        return;
     }
-    let (lock, locked) = lock(&out)?;
-    let token = token(&out);
-    // Unlocked (a file system without locks), another wmfix may be using the directory: its
-    // runs are not leftovers.
-    let killed = if locked { kill_owned_by(&token) } else { 0 };
+    let killed = if out.locked() {
+        kill_owned_by(&token)
+    } else {
+        0
+    };
     if killed > 0 {
         eprintln!(
             "wmfix: killed {killed} process group(s) left running in {} by an earlier wmfix",
-            out.display()
+            out.root().display()
         );
     }
-    *claimed = Some(Claimed {
-        out,
-        token,
-        _lock: lock,
-    });
-    Ok(())
+    *claimed = Some(token);
 }
 
-pub fn token(out: &Path) -> String {
+pub fn token(out: &std::path::Path) -> String {
     crate::digest::Fnv::of(out.as_os_str().as_encoded_bytes())
-}
-
-/// The lock file, and whether the lock is held.
-fn lock(out: &Path) -> Result<(std::fs::File, bool)> {
-    let path = out.join(".wmfix-lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| fail(exit_code::CANT_WRITE, format!("{}: {e}", path.display())))?;
-    // SAFETY: flock(2) on a descriptor we own; no memory is involved.
-    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(fail(
-                exit_code::BUSY,
-                format!(
-                    "{}: another wmfix is using this output directory (give each its own --out)",
-                    out.display()
-                ),
-            ));
-        }
-        // A file system without locks: go on unguarded rather than refuse to work.
-        eprintln!(
-            "wmfix: warning: cannot lock {}: {e}; runs a killed wmfix left will not be cleaned up",
-            path.display()
-        );
-        return Ok((file, false));
-    }
-    Ok((file, true))
 }
 
 /// Kills the process groups of every process whose environment holds `WMFIX_OWNER=token`, and
@@ -193,17 +148,5 @@ mod tests {
         assert!(running(other.id() as i32), "another owner's run was killed");
         assert_eq!(kill_owned_by("test-token-other"), 1);
         other.wait().unwrap();
-    }
-
-    #[test]
-    fn a_second_lock_on_the_same_directory_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (first, locked) = lock(tmp.path()).unwrap();
-        assert!(locked);
-        let e = lock(tmp.path()).unwrap_err();
-        assert_eq!(exit_code::code_of(&e), exit_code::BUSY);
-        assert!(e.to_string().contains("another wmfix"), "{e}");
-        drop(first);
-        lock(tmp.path()).unwrap();
     }
 }

@@ -15,12 +15,15 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let app = crate::app::config::App::load(&args.dir)?;
-    let out = args.out.canonicalize().map_err(|e| {
-        exit_code::fail(exit_code::NO_INPUT, format!("{}: {e}", args.out.display()))
-    })?;
+    let out = super::open_earlier(
+        &args.out,
+        std::slice::from_ref(&app.root),
+        |o| o.reduce().report(),
+        "run `wmfix reduce` first",
+    )?;
     let saved = crate::reduce::record::Report::load(&out)?;
     let kept = &saved.result.fences;
-    let (files, now) = crate::reduce::patch::harden(&app, &out, kept, saved.scope)?;
+    let (files, now) = crate::reduce::patch::harden(&app, out.root(), kept, saved.scope)?;
     let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
     println!(
         "wmfix: added {} fences to {n} files in {}",

@@ -48,15 +48,25 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         nvml_index: args.nvml_index,
         scope: args.app.fence,
     };
-    let report = crate::cost::measure::run(&opts)?;
+    let app = crate::app::config::App::load(&opts.dir)?;
+    let inputs = [app.root.clone()];
+    // The reduced variant needs an earlier reduction: known before anything is written.
+    let out = match opts.middle {
+        Middle::Reduced => super::open_earlier(
+            &opts.out,
+            &inputs,
+            |o| o.reduce().report(),
+            "no reduction; run `wmfix reduce` first",
+        )?,
+        Middle::Given(_) => crate::out_dir::OutDir::open(&opts.out, &inputs)?,
+    };
+    let (report, runs) = crate::cost::measure::run(&opts, &out)?;
     print!("{}", crate::cost::measure::table(&report));
     println!(
         "wmfix: {} of {} rounds; runs in {}",
         report.rounds_done,
         report.rounds_asked,
-        crate::cost::measure::cost_dir(&opts.out)
-            .join("runs.jsonl")
-            .display()
+        runs.display()
     );
     Ok(if report.interrupted {
         exit_code::INTERRUPTED

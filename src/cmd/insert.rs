@@ -35,14 +35,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         print!("{}", crate::rewrite::dump::dump_tree(&text));
         return Ok(exit_code::OK);
     }
+    let out = crate::out_dir::OutDir::open(&args.out, &args.paths)?;
     let opts = insert::Options {
         paths: args.paths,
-        out: args.out,
+        out: out.root().to_path_buf(),
         fence: args.fence,
         on_parse_error: args.on_parse_error,
         only: None,
     };
-    let s = insert::run(&opts)?;
+    let s = insert::run(&opts, &out)?;
     for w in &s.warnings {
         eprintln!("{w}");
     }
@@ -51,8 +52,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         s.fences,
         s.instrumented,
         s.files,
-        s.out.tree().display(),
-        s.out.fences_json().display()
+        s.tree.display(),
+        s.fences_json.display()
     );
     if args.stats {
         let secs = s.cuda_time.as_secs_f64();

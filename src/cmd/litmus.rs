@@ -75,6 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let per_launch = settings.instances as u64;
     let ctx = litmus::open(args.engine.device)?;
     let gpu = litmus::device_info(&ctx)?;
+    let _cache = crate::out_dir::OutDir::open(&args.cache, &[])?;
     let cubin = litmus::compile(&args.cache, gpu.arch)?;
     let mut engine = litmus::Engine::new(ctx, &cubin, settings)?;
     let job = Job {

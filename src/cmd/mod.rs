@@ -13,10 +13,35 @@ pub mod tune;
 
 use crate::exit_code;
 use crate::fences::scope::FenceScope;
-use std::path::PathBuf;
+use crate::out_dir::OutDir;
+use std::path::{Path, PathBuf};
 
 pub(crate) fn usage(message: String) -> anyhow::Error {
     exit_code::fail(exit_code::USAGE, message)
+}
+
+/// The output folder of an earlier command that this one continues (`--resume`, `--replay`,
+/// `apply`, `cost` of a reduction), with the file it needs: a missing one is exit 66 with `hint`,
+/// and nothing is written before that is known.
+pub(crate) fn open_earlier(
+    out: &Path,
+    inputs: &[PathBuf],
+    needs: impl Fn(&OutDir) -> PathBuf,
+    hint: &str,
+) -> anyhow::Result<OutDir> {
+    let missing = |what: String| exit_code::fail(exit_code::NO_INPUT, format!("{what}: {hint}"));
+    let o = OutDir::existing(out, inputs).map_err(|e| {
+        if exit_code::code_of(&e) == exit_code::NO_INPUT {
+            missing(e.to_string())
+        } else {
+            e
+        }
+    })?;
+    let file = needs(&o);
+    if !file.is_file() {
+        return Err(missing(format!("{}: no such file", file.display())));
+    }
+    Ok(o)
 }
 
 #[derive(clap::Args)]

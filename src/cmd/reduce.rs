@@ -7,11 +7,12 @@ use crate::exit_code::{self, fail};
 use crate::fences::id::FenceId;
 use crate::fences::record::FenceList;
 use crate::fences::scope::FenceScope;
+use crate::out_dir::OutDir;
 use crate::reduce::algorithm::{self, Progress, Settings};
 use crate::reduce::journal::Journaled;
 use crate::reduce::oracle::Program;
 use crate::reduce::patch;
-use crate::reduce::record::{KeptFence, Report, reduce_dir};
+use crate::reduce::record::{KeptFence, Report};
 use crate::run::environment::TestEnv;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -36,16 +37,26 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     crate::interrupt::install();
     let started = Instant::now();
     let app = App::load(&opts.dir)?;
-    let built = builder::build(&app, &opts.out, opts.scope)?;
-    let out = opts.out.canonicalize()?;
-    let dir = reduce_dir(&out);
-    std::fs::create_dir_all(dir.join("logs"))?;
+    let inputs = [app.root.clone()];
+    let out = if opts.resume {
+        super::open_earlier(
+            &opts.out,
+            &inputs,
+            |o| o.reduce().journal(),
+            "nothing to resume",
+        )?
+    } else {
+        OutDir::open(&opts.out, &inputs)?
+    };
+    let built = builder::build(&app, &out, opts.scope)?;
+    let files = out.reduce();
+    std::fs::create_dir_all(files.logs())?;
     // C-Vise's lesson: check the unmodified program before reducing anything.
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
-    crate::run::trial::baseline(&app, &built.original, &dir.join("baseline.log"))?;
-    let records = FenceList::load(&out.join("fences.json"))?.fences;
+    crate::run::trial::baseline(&app, &built.original, &files.baseline_log())?;
+    let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
-    let stamp = std::fs::read_to_string(out.join("build.stamp"))?;
+    let stamp = std::fs::read_to_string(out.build_stamp())?;
     let header = serde_json::to_string(&serde_json::json!({
         // The budget may change between sessions: not part of what must match.
         "wmfix_reduce": 1, "split": opts.settings.split, "iterations": opts.settings.iterations,
@@ -55,18 +66,13 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let mut program = Program {
         app: &app,
         tree: built.instrumented.clone(),
-        logs: dir.join("logs"),
+        logs: files.logs(),
         env: opts.env,
         jobs: opts.jobs,
         gpus: opts.gpus.clone(),
         seed: opts.seed,
     };
-    let mut journal = Journaled::open(
-        &mut program,
-        &dir.join("journal.jsonl"),
-        &header,
-        opts.resume,
-    )?;
+    let mut journal = Journaled::open(&mut program, &files.journal(), &header, opts.resume)?;
     let bar = progress_bar();
     let budget = opts.settings.budget_seconds;
     let mut show = |p: &Progress| {
@@ -86,8 +92,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         Some(r) => fail(exit_code::ERRORS_SEEN, r.to_string()),
         None => e,
     })?;
-    let (hardened, sources) = patch::harden(&app, &out, &result.fences, opts.scope)?;
-    let patch_path = dir.join("fences.patch");
+    let (hardened, sources) = patch::harden(&app, out.root(), &result.fences, opts.scope)?;
+    let patch_path = files.patch();
     std::fs::write(&patch_path, patch::unified_diff(&hardened))?;
     let report = Report {
         app: app.root.clone(),

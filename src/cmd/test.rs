@@ -6,6 +6,7 @@ use crate::app::config::App;
 use crate::exit_code::{self, fail};
 use crate::fences::scope::FenceScope;
 use crate::fences::set::FenceSet;
+use crate::out_dir::{OutDir, TestFiles};
 use crate::run::batch::{self, Batch, Budget};
 use crate::run::environment::TestEnv;
 use crate::run::trial::{self, Outcome, RunRecord};
@@ -88,15 +89,22 @@ pub struct Plan {
     pub build: String,
 }
 
-/// Where `test` writes: `out/test/{runs.jsonl, summary.json, logs/}`.
-pub fn test_dir(out: &Path) -> PathBuf {
-    out.join("test")
-}
-
-pub fn test_app(opts: &Options) -> Result<Summary> {
+/// Runs the test; returns its summary and the folder of its records.
+pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     crate::interrupt::install();
     let app = App::load(&opts.dir)?;
-    let built = builder::build(&app, &opts.out, opts.scope)?;
+    let inputs = [app.root.clone()];
+    let out = if opts.resume {
+        super::open_earlier(
+            &opts.out,
+            &inputs,
+            |o| o.test().summary(),
+            "nothing to resume",
+        )?
+    } else {
+        OutDir::open(&opts.out, &inputs)?
+    };
+    let built = builder::build(&app, &out, opts.scope)?;
     eprintln!(
         "wmfix: {} ({} fences){}",
         app.root.display(),
@@ -108,28 +116,28 @@ pub fn test_app(opts: &Options) -> Result<Summary> {
         }
     );
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
-    trial::baseline(&app, &built.original, &opts.out.join("baseline.log"))?;
-    let out = opts.out.canonicalize()?;
-    let dir = test_dir(&out);
+    trial::baseline(&app, &built.original, &out.baseline_log())?;
+    let files = out.test();
+    let dir = files.dir();
     let plan = Plan {
         envs: opts.envs.iter().map(|e| e.to_string()).collect(),
         runs: match (opts.runs, opts.minutes) {
             (_, Some(_)) => None,
             (n, None) => Some(n.unwrap_or(100)),
         },
-        build: crate::digest::Fnv::of(&std::fs::read(out.join("build.stamp"))?),
+        build: crate::digest::Fnv::of(&std::fs::read(out.build_stamp())?),
     };
     let previous = if opts.resume {
-        previous_runs(&dir, opts, &plan)?
+        previous_runs(&files, opts, &plan)?
     } else {
-        fresh_dir(&dir)?;
+        fresh_dir(&out)?;
         Previous::default()
     };
-    let logs = dir.join("logs");
+    let logs = files.logs();
     let mut jsonl = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join("runs.jsonl"))?;
+        .open(files.runs())?;
     let batch = Batch {
         app: &app,
         tree: &built.instrumented,
@@ -196,7 +204,7 @@ pub fn test_app(opts: &Options) -> Result<Summary> {
                 "{}",
                 serde_json::to_string(&rec).expect("record serialises")
             );
-            let _ = write_summary(&dir, &summary);
+            let _ = write_summary(&files, &summary);
             bar.inc(1);
             bar.set_message(status(summary.rows.last().unwrap()));
             true
@@ -209,8 +217,8 @@ pub fn test_app(opts: &Options) -> Result<Summary> {
             break;
         }
     }
-    write_summary(&dir, &summary)?;
-    Ok(summary)
+    write_summary(&files, &summary)?;
+    Ok((summary, dir.to_path_buf()))
 }
 
 /// What an interrupted test left: its complete records, and each environment's seconds.
@@ -222,8 +230,8 @@ struct Previous {
 
 /// Reads `dir` for `--resume`: the settings must match, and `runs.jsonl` is cut back to its
 /// complete records (a kill can leave half a line).
-fn previous_runs(dir: &Path, opts: &Options, plan: &Plan) -> Result<Previous> {
-    let path = dir.join("summary.json");
+fn previous_runs(files: &TestFiles, opts: &Options, plan: &Plan) -> Result<Previous> {
+    let path = files.summary();
     let text = std::fs::read_to_string(&path).map_err(|e| {
         fail(
             exit_code::NO_INPUT,
@@ -247,7 +255,7 @@ fn previous_runs(dir: &Path, opts: &Options, plan: &Plan) -> Result<Previous> {
             ),
         ));
     }
-    let runs = dir.join("runs.jsonl");
+    let runs = files.runs();
     let bytes = match std::fs::read(&runs) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
@@ -278,29 +286,31 @@ fn previous_runs(dir: &Path, opts: &Options, plan: &Plan) -> Result<Previous> {
             .open(&runs)?
             .set_len(keep as u64)?;
     }
-    std::fs::create_dir_all(dir.join("logs"))?;
+    std::fs::create_dir_all(files.logs())?;
     let seconds = old.rows.iter().map(|r| r.seconds).collect();
     Ok(Previous { records, seconds })
 }
 
-fn fresh_dir(dir: &Path) -> Result<()> {
-    if dir.exists() {
-        let old = dir.with_extension("old");
-        let _ = std::fs::remove_dir_all(&old);
-        std::fs::rename(dir, &old)?;
+/// The previous test's records become `test.old/`; a new `test/` starts.
+fn fresh_dir(out: &OutDir) -> Result<()> {
+    let dir = out.test();
+    if dir.dir().exists() {
+        out.remove(&out.test_old())?;
+        out.rename(dir.dir(), &out.test_old())?;
     }
-    std::fs::create_dir_all(dir.join("logs"))?;
+    std::fs::create_dir_all(dir.logs())?;
     Ok(())
 }
 
-fn write_summary(dir: &Path, s: &Summary) -> std::io::Result<()> {
+fn write_summary(files: &TestFiles, s: &Summary) -> std::io::Result<()> {
     // Written to a temporary name first, so a reader never sees half a file.
-    let tmp = dir.join("summary.json.tmp");
+    let path = files.summary();
+    let tmp = path.with_extension("json.tmp");
     std::fs::write(
         &tmp,
         serde_json::to_string_pretty(s).expect("summary serialises") + "\n",
     )?;
-    std::fs::rename(tmp, dir.join("summary.json"))
+    std::fs::rename(tmp, path)
 }
 
 fn progress(env: &TestEnv, runs: Option<usize>) -> ProgressBar {
@@ -383,7 +393,14 @@ pub fn replay(
     id: usize,
     scope: FenceScope,
 ) -> Result<(RunRecord, Outcome, String)> {
-    let runs = test_dir(out).join("runs.jsonl");
+    let app = App::load(dir)?;
+    let out = super::open_earlier(
+        out,
+        std::slice::from_ref(&app.root),
+        |o| o.test().runs(),
+        "run `wmfix test` first",
+    )?;
+    let runs = out.test().runs();
     let text = std::fs::read_to_string(&runs).map_err(|e| {
         fail(
             exit_code::NO_INPUT,
@@ -401,9 +418,8 @@ pub fn replay(
             )
         })?;
     crate::interrupt::install();
-    let app = App::load(dir)?;
-    let built = builder::build(&app, out, scope)?;
-    let log = test_dir(out).join(format!("replay-{id}.log"));
+    let built = builder::build(&app, &out, scope)?;
+    let log = out.test().replay_log(id);
     let mut env = rec.spec.env_vars();
     if let Some(g) = &rec.gpu {
         env.push(("CUDA_VISIBLE_DEVICES".to_string(), g.clone()));
@@ -486,12 +502,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         scope: args.app.fence,
         resume: args.resume,
     };
-    let summary = test_app(&opts)?;
+    let (summary, records) = test_app(&opts)?;
     print!("{}", crate::cmd::test::table(&summary));
     println!(
         "wmfix: fences {}; records in {}",
         summary.fences,
-        crate::cmd::test::test_dir(&opts.out).display()
+        records.display()
     );
     if summary.interrupted {
         return Ok(exit_code::INTERRUPTED);

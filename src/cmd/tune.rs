@@ -48,6 +48,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let done = match args.analyse {
         Some(raw) => {
+            let _out = crate::out_dir::OutDir::open(&args.out, &[])?;
             let done = crate::tune::analyse::run(&crate::tune::analyse::Options {
                 raw,
                 out: args.out,

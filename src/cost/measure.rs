@@ -12,6 +12,7 @@ use crate::exit_code::{self, fail};
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::scope::FenceScope;
 use crate::fences::set::FenceSet;
+use crate::out_dir::{CostFiles, OutDir};
 use crate::run::trial::{self, Outcome};
 use crate::stats::{self, Spread};
 use anyhow::{Context, Result};
@@ -87,18 +88,14 @@ struct Variant {
     tree: PathBuf,
 }
 
-pub fn cost_dir(out: &Path) -> PathBuf {
-    out.join("cost")
-}
-
-pub fn run(opts: &Options) -> Result<Report> {
+/// Measures; returns the report and the file of its runs.
+pub fn run(opts: &Options, out: &OutDir) -> Result<(Report, PathBuf)> {
     crate::interrupt::install();
     let app = App::load(&opts.dir)?;
-    let built = builder::build(&app, &opts.out, opts.scope)?;
-    let out = opts.out.canonicalize()?;
-    let dir = cost_dir(&out);
-    std::fs::create_dir_all(dir.join("logs"))?;
-    let variants = variants(&app, &out, &built, opts)?;
+    let built = builder::build(&app, out, opts.scope)?;
+    let files = out.cost();
+    std::fs::create_dir_all(files.logs())?;
+    let variants = variants(&app, out, &built, opts)?;
     let meter = Meter::open(opts.nvml_index);
     let device = device_env(opts.nvml_index);
     let _held = opts.hold.then(|| crate::run::hold::hold(&[]));
@@ -113,11 +110,11 @@ pub fn run(opts: &Options) -> Result<Report> {
         rows: vec![],
     };
     let mut samples = Vec::new();
-    let mut jsonl = std::fs::File::create(dir.join("runs.jsonl"))?;
+    let mut jsonl = std::fs::File::create(files.runs())?;
     for round in 0..opts.warmup + opts.rounds {
         for v in order(variants.len(), opts.seed, round) {
             let v = &variants[v];
-            let log = dir.join("logs").join(format!("{}.log", v.name));
+            let log = files.logs().join(format!("{}.log", v.name));
             let Some(s) = measure(&app, v, round, &log, &device, meter.as_ref().ok())? else {
                 report.interrupted = true;
                 break;
@@ -128,7 +125,7 @@ pub fn run(opts: &Options) -> Result<Report> {
             writeln!(jsonl, "{}", serde_json::to_string(&s)?)?;
             samples.push(s);
             report.rows = rows(&variants, &samples);
-            write_report(&dir, &report)?;
+            write_report(&files, &report)?;
         }
         if report.interrupted {
             break;
@@ -140,17 +137,22 @@ pub fn run(opts: &Options) -> Result<Report> {
     // A round cut short by ctrl-c would weigh its variants unevenly: only whole rounds count.
     samples.retain(|s| s.round < opts.warmup + report.rounds_done);
     report.rows = rows(&variants, &samples);
-    write_report(&dir, &report)?;
-    Ok(report)
+    write_report(&files, &report)?;
+    Ok((report, files.runs()))
 }
 
 /// None (the original build), the middle set, all; a middle set equal to another is dropped.
-fn variants(app: &App, out: &Path, built: &builder::Built, opts: &Options) -> Result<Vec<Variant>> {
+fn variants(
+    app: &App,
+    out: &OutDir,
+    built: &builder::Built,
+    opts: &Options,
+) -> Result<Vec<Variant>> {
     let all = FenceId::all(built.fences);
     let (middle, middle_scope) = match &opts.middle {
         Middle::Reduced => {
             let saved = crate::reduce::record::Report::load(out)?;
-            let (_, now) = crate::reduce::patch::harden(app, out, &Ids::new(), saved.scope)?;
+            let (_, now) = crate::reduce::patch::harden(app, out.root(), &Ids::new(), saved.scope)?;
             if now != saved.sources {
                 return Err(fail(
                     exit_code::BAD_INPUT,
@@ -205,32 +207,30 @@ fn variants(app: &App, out: &Path, built: &builder::Built, opts: &Options) -> Re
 /// same sources were built there already.
 fn harden_and_build(
     app: &App,
-    out: &Path,
+    out: &OutDir,
     name: &str,
     fences: &Ids,
     scope: FenceScope,
 ) -> Result<PathBuf> {
-    let (files, _) = crate::reduce::patch::harden(app, out, fences, scope)?;
-    let tree = cost_dir(out).join(name);
+    let (files, _) = crate::reduce::patch::harden(app, out.root(), fences, scope)?;
+    let tree = out.cost().variant(name);
     let mut digest = crate::digest::Fnv::default();
-    digest.add(std::fs::read_to_string(out.join("build.stamp"))?.as_bytes());
+    digest.add(std::fs::read_to_string(out.build_stamp())?.as_bytes());
     for f in &files {
         digest.add(f.rel.as_os_str().as_encoded_bytes());
         digest.add(f.hardened.as_bytes());
     }
-    let stamp = tree.join(".wmfix-cost-stamp");
+    let stamp = out.cost().variant_stamp(name);
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s == digest.hex()) {
         return Ok(tree);
     }
-    if tree.exists() {
-        std::fs::remove_dir_all(&tree)?;
-    }
-    let input = crate::rewrite::walk::collect(std::slice::from_ref(&app.root), out)?;
+    out.remove(&tree)?;
+    let input = crate::rewrite::walk::collect(std::slice::from_ref(&app.root), out.root())?;
     crate::rewrite::walk::copy_files(&input, &tree).context("copying the sources")?;
     for f in &files {
         std::fs::write(tree.join(&f.rel), &f.hardened)?;
     }
-    builder::run_build(app, &tree, &cost_dir(out).join(format!("build-{name}.log")))?;
+    builder::run_build(app, &tree, &out.cost().build_log(name))?;
     std::fs::write(&stamp, digest.hex())?;
     Ok(tree)
 }
@@ -333,10 +333,11 @@ fn rows(variants: &[Variant], samples: &[Sample]) -> Vec<Row> {
     rows
 }
 
-fn write_report(dir: &Path, report: &Report) -> Result<()> {
-    let tmp = dir.join("cost.json.tmp");
+fn write_report(files: &CostFiles, report: &Report) -> Result<()> {
+    let path = files.report();
+    let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, serde_json::to_string_pretty(report)?)?;
-    std::fs::rename(tmp, dir.join("cost.json"))?;
+    std::fs::rename(tmp, path)?;
     Ok(())
 }
 

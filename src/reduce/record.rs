@@ -5,12 +5,13 @@ use crate::exit_code::{self, fail};
 use crate::fences::id::FenceId;
 use crate::fences::record::{AccessKind, FenceRecord};
 use crate::fences::scope::FenceScope;
+use crate::out_dir::OutDir;
 use crate::reduce::algorithm::{Reduced, Settings};
 use crate::reduce::patch::SourceDigests;
 use crate::run::environment::TestEnv;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A kept fence, for the summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,24 +53,16 @@ pub struct Report {
     pub sources: SourceDigests,
 }
 
-pub fn reduce_dir(out: &Path) -> PathBuf {
-    out.join("reduce")
-}
-
 impl Report {
-    pub fn path(out: &Path) -> PathBuf {
-        reduce_dir(out).join("reduce.json")
-    }
-
-    /// The last reduction in the output directory `out`.
-    pub fn load(out: &Path) -> Result<Report> {
-        let path = Report::path(out);
+    /// The last reduction in the output folder `out`.
+    pub fn load(out: &OutDir) -> Result<Report> {
+        let path = out.reduce().report();
         let text = std::fs::read_to_string(&path).map_err(|e| {
             fail(
                 exit_code::NO_INPUT,
                 format!(
                     "no reduction in {} ({e}); run `wmfix reduce` first",
-                    out.display()
+                    out.root().display()
                 ),
             )
         })?;
@@ -77,9 +70,9 @@ impl Report {
             .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))
     }
 
-    pub fn save(&self, out: &Path) -> Result<()> {
+    pub fn save(&self, out: &OutDir) -> Result<()> {
         std::fs::write(
-            Report::path(out),
+            out.reduce().report(),
             serde_json::to_string_pretty(self)? + "\n",
         )?;
         Ok(())

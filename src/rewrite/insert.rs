@@ -4,6 +4,7 @@
 use crate::exit_code::{self, fail};
 use crate::fences::record::{FenceList, VERSION};
 use crate::fences::scope::FenceScope;
+use crate::out_dir::OutDir;
 use crate::rewrite::render::{self, Planned};
 use crate::rewrite::source::SourceFile;
 use crate::rewrite::walk;
@@ -23,28 +24,13 @@ pub enum OnParseError {
 
 pub struct Options {
     pub paths: Vec<PathBuf>,
+    /// The output folder, skipped when walking the input (`run` writes to the `OutDir` it is
+    /// given, opened on this path).
     pub out: PathBuf,
     pub fence: FenceScope,
     pub on_parse_error: OnParseError,
     /// Instrument only files under these paths (the config's `sources`); copy the rest.
     pub only: Option<Vec<PathBuf>>,
-}
-
-/// Where things go in the output directory.
-pub struct OutLayout {
-    pub dir: PathBuf,
-}
-
-impl OutLayout {
-    pub fn tree(&self) -> PathBuf {
-        self.dir.join("tree")
-    }
-    pub fn runtime(&self) -> PathBuf {
-        self.dir.join("runtime")
-    }
-    pub fn fences_json(&self) -> PathBuf {
-        self.dir.join("fences.json")
-    }
 }
 
 pub struct Summary {
@@ -58,7 +44,9 @@ pub struct Summary {
     pub cuda_time: Duration,
     /// Compiling the queries, once per process.
     pub query_time: Duration,
-    pub out: OutLayout,
+    /// The instrumented mirror and the fence list written.
+    pub tree: PathBuf,
+    pub fences_json: PathBuf,
 }
 
 /// The input tree, parsed and planned, before fences are numbered.
@@ -75,10 +63,8 @@ pub struct PlannedTree {
     pub query_time: Duration,
 }
 
-pub fn run(opts: &Options) -> Result<Summary> {
-    let out = OutLayout {
-        dir: absolute(&opts.out)?,
-    };
+/// Instruments `opts.paths` into `out` (`tree/`, `runtime/`, `fences.json`).
+pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
     let PlannedTree {
         input,
         mut planned,
@@ -92,7 +78,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     let done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
         .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
     cuda_time += t0.elapsed();
-    write_output(&out, &input.root, &copies, &planned, &done, opts.fence)?;
+    write_output(out, &input.root, &copies, &planned, &done, opts.fence)?;
     Ok(Summary {
         files: input.files.len(),
         instrumented: done.texts.iter().filter(|t| t.is_some()).count(),
@@ -101,7 +87,8 @@ pub fn run(opts: &Options) -> Result<Summary> {
         cuda_bytes,
         cuda_time,
         query_time,
-        out,
+        tree: out.tree(),
+        fences_json: out.fences_json(),
     })
 }
 
@@ -109,7 +96,6 @@ pub fn run(opts: &Options) -> Result<Summary> {
 pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     let out_dir = absolute(&opts.out)?;
     let input = walk::collect(&opts.paths, &out_dir)?;
-    check_out_dir(&input.root, &out_dir)?;
     // Compiled once per process, and every capture the rewriter reads found in it (an internal
     // error otherwise); timed on its own so that --stats shows the per-byte cost.
     let t0 = Instant::now();
@@ -215,22 +201,6 @@ fn absolute(p: &Path) -> Result<PathBuf> {
     })
 }
 
-/// The output must not be the input or contain it: it is rewritten on every run.
-fn check_out_dir(root: &Path, out: &Path) -> Result<()> {
-    let out = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
-    if root.starts_with(&out) {
-        return Err(fail(
-            exit_code::BAD_INPUT,
-            format!(
-                "output directory {} contains the input {}; choose another --out",
-                out.display(),
-                root.display()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// `#include` path from a file mirrored at `tree/<rel>` to `runtime/wmfix.cuh`.
 fn include_path(rel: &Path) -> String {
     format!(
@@ -240,7 +210,7 @@ fn include_path(rel: &Path) -> String {
 }
 
 fn write_output(
-    out: &OutLayout,
+    out: &OutDir,
     root: &Path,
     copies: &[PathBuf],
     planned: &[Planned],
@@ -250,9 +220,7 @@ fn write_output(
     let cant =
         |p: &Path, e: std::io::Error| fail(exit_code::CANT_WRITE, format!("{}: {e}", p.display()));
     for dir in [out.tree(), out.runtime()] {
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| cant(&dir, e))?;
-        }
+        out.remove(&dir)?;
     }
     let write = |rel: &Path, bytes: &[u8]| -> Result<()> {
         let dest = out.tree().join(rel);

@@ -1,6 +1,7 @@
 //! Finding the files of the tree to instrument.
 
 use crate::exit_code::{self, fail};
+use crate::out_dir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -11,14 +12,26 @@ pub struct InputTree {
     pub files: Vec<PathBuf>,
 }
 
-/// All files under `paths` except those under `skip` (the output directory) and `.git`.
-/// One directory is mirrored as it is; several paths by their common parent.
+/// All files under `paths` except those under `skip` (the output directory), `.git`, and
+/// wmfix's output folders (`out_dir::is_output`: a marked folder, or one an older wmfix made),
+/// which are never sources. One directory is mirrored as it is; several paths by their common
+/// parent. A path inside an output folder is refused.
 pub fn collect(paths: &[PathBuf], skip: &Path) -> Result<InputTree> {
     let mut abs = Vec::new();
     for p in paths {
         let a = p
             .canonicalize()
             .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", p.display())))?;
+        if let Some(out) = a.ancestors().find(|d| out_dir::is_output(d)) {
+            return Err(fail(
+                exit_code::BAD_INPUT,
+                format!(
+                    "{} is inside wmfix's output folder {}: wmfix's output is never taken as a source",
+                    p.display(),
+                    out.display()
+                ),
+            ));
+        }
         abs.push(a);
     }
     let root = match abs.as_slice() {
@@ -29,7 +42,12 @@ pub fn collect(paths: &[PathBuf], skip: &Path) -> Result<InputTree> {
     let mut files = Vec::new();
     for a in &abs {
         let walker = walkdir::WalkDir::new(a).sort_by_file_name().into_iter();
-        for entry in walker.filter_entry(|e| e.path() != skip && e.file_name() != ".git") {
+        let source = |e: &walkdir::DirEntry| {
+            e.path() != skip
+                && e.file_name() != ".git"
+                && !(e.file_type().is_dir() && out_dir::is_output(e.path()))
+        };
+        for entry in walker.filter_entry(source) {
             let entry = entry?;
             if entry.file_type().is_file() {
                 files.push(

@@ -136,6 +136,8 @@ pub fn run(opts: &Options) -> Result<Done> {
     crate::interrupt::install();
     let ctx = litmus::open(opts.device)?;
     let gpu = litmus::device_info(&ctx)?;
+    // Marked and locked as wmfix's output once the GPU is known to be there.
+    let _out = crate::out_dir::OutDir::open(&opts.out, &[])?;
     let cubin = litmus::compile(&opts.out.join("cache"), gpu.arch)?;
     let engine = Engine::new(ctx, &cubin, opts.settings)?;
     let mut t = Tuner {

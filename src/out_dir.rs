@@ -1,0 +1,581 @@
+//! The output folder: the one place wmfix writes, deletes and renames.
+//!
+//! wmfix marks every output folder it makes with a marker file (`.wmfix-output`, as cargo-mutants
+//! marks its `mutants.out`) and deletes or renames paths only inside a folder that carries it. An
+//! existing folder that is not empty and carries no marker is refused (exit 73) before anything
+//! is written; so is an output folder that contains the input (exit 65). Marked folders are never
+//! taken as sources (`rewrite::walk`). `OutDir` also holds the lock that keeps one wmfix per folder
+//! (`run::claim` builds on it) and knows every path inside:
+//!
+//! ```text
+//! .wmfix-output  .wmfix-lock  build.stamp  fences.json  original/  tree/  runtime/
+//! build-original.log  build-instrumented.log  baseline.log
+//! test/{runs.jsonl, summary.json, logs/, replay-ID.log}  test.old/
+//! reduce/{journal.jsonl, reduce.json, fences.patch, baseline.log, logs/}
+//! cost/{runs.jsonl, cost.json, logs/, build-NAME.log, NAME/}
+//! ```
+//!
+//! A folder made by a wmfix older than the marker is recognised by its layout (see
+//! `made_by_old_wmfix`) and marked on first use.
+//!
+//! This is a leaf module: `insert` (the first stage) writes here too.
+
+use crate::exit_code::{self, fail};
+use anyhow::Result;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+pub const MARKER: &str = ".wmfix-output";
+const MARKER_TEXT: &str = "wmfix output folder (format 1)\n\
+wmfix made this folder: it rewrites and deletes what is inside it. Delete the folder to start afresh.\n";
+const LOCK: &str = ".wmfix-lock";
+const STAMP: &str = "build.stamp";
+const FENCES: &str = "fences.json";
+
+/// Every name a wmfix output folder holds at its top level, before and since the marker.
+const OWN_NAMES: &[&str] = &[
+    MARKER,
+    LOCK,
+    STAMP,
+    FENCES,
+    "original",
+    "tree",
+    "runtime",
+    "build-original.log",
+    "build-instrumented.log",
+    "baseline.log",
+    "test",
+    "test.old",
+    "reduce",
+    "cost",
+    "cache",
+    "tune",
+];
+
+/// An output folder this process has marked and locked.
+pub struct OutDir {
+    root: PathBuf,
+    /// Holds the lock until dropped (the kernel drops it too, however the process dies).
+    _lock: std::fs::File,
+    locked: bool,
+}
+
+impl OutDir {
+    /// Takes `path` as this command's output folder, creating and marking it when it is new.
+    /// Refused before anything is written: a folder that contains one of `inputs` (65), a path
+    /// that is not a folder, or a folder that is not empty and was not made by wmfix (73), a
+    /// folder another wmfix is using (75).
+    pub fn open(path: &Path, inputs: &[PathBuf]) -> Result<OutDir> {
+        let root = resolve(path)?;
+        check_inputs(&root, inputs)?;
+        if root.exists() {
+            check_adoptable(&root)?;
+        }
+        std::fs::create_dir_all(&root).map_err(|e| cant_write(&root, e))?;
+        Self::mark_and_lock(root)
+    }
+
+    /// An output folder that must already exist (`--resume`, `--replay`, `apply`, `cost` of a
+    /// reduction): missing is exit 66, and nothing is created.
+    pub fn existing(path: &Path, inputs: &[PathBuf]) -> Result<OutDir> {
+        let root = resolve(path)?;
+        if !root.is_dir() {
+            return Err(fail(
+                exit_code::NO_INPUT,
+                format!("{}: no such output folder", path.display()),
+            ));
+        }
+        check_inputs(&root, inputs)?;
+        check_adoptable(&root)?;
+        Self::mark_and_lock(root)
+    }
+
+    fn mark_and_lock(root: PathBuf) -> Result<OutDir> {
+        let marker = root.join(MARKER);
+        if !marker.is_file() {
+            std::fs::write(&marker, MARKER_TEXT).map_err(|e| cant_write(&marker, e))?;
+        }
+        let (lock, locked) = lock(&root)?;
+        Ok(OutDir {
+            root,
+            _lock: lock,
+            locked,
+        })
+    }
+
+    /// The folder, absolute and canonical.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the lock is held (false on a file system without locks).
+    pub fn locked(&self) -> bool {
+        self.locked
+    }
+
+    fn at(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// The original sources, built for the baseline.
+    pub fn original(&self) -> PathBuf {
+        self.at("original")
+    }
+    /// The instrumented mirror of the sources.
+    pub fn tree(&self) -> PathBuf {
+        self.at("tree")
+    }
+    /// The runtime headers the instrumented files include.
+    pub fn runtime(&self) -> PathBuf {
+        self.at("runtime")
+    }
+    pub fn fences_json(&self) -> PathBuf {
+        self.at(FENCES)
+    }
+    /// What the last build was made from; it names the build in test and reduce records.
+    pub fn build_stamp(&self) -> PathBuf {
+        self.at(STAMP)
+    }
+    /// `build-original.log` or `build-instrumented.log`.
+    pub fn build_log(&self, which: &str) -> PathBuf {
+        self.at(&format!("build-{which}.log"))
+    }
+    /// The baseline runs of `wmfix test`.
+    pub fn baseline_log(&self) -> PathBuf {
+        self.at("baseline.log")
+    }
+    pub fn test(&self) -> TestFiles {
+        TestFiles(self.at("test"))
+    }
+    /// Where the previous test's records go when a new test starts.
+    pub fn test_old(&self) -> PathBuf {
+        self.at("test.old")
+    }
+    pub fn reduce(&self) -> ReduceFiles {
+        ReduceFiles(self.at("reduce"))
+    }
+    pub fn cost(&self) -> CostFiles {
+        CostFiles(self.at("cost"))
+    }
+
+    /// Deletes `path` (a file or a folder) if it exists. Only paths inside this marked folder
+    /// can be deleted; anything else is a bug, refused.
+    pub fn remove(&self, path: &Path) -> Result<()> {
+        self.inside(path)?;
+        let r = match std::fs::symlink_metadata(path) {
+            Err(_) => return Ok(()),
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+            Ok(_) => std::fs::remove_file(path),
+        };
+        r.map_err(|e| cant_write(path, e))
+    }
+
+    /// Renames `from` to `to`, both inside this folder.
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inside(from)?;
+        self.inside(to)?;
+        std::fs::rename(from, to).map_err(|e| cant_write(from, e))
+    }
+
+    fn inside(&self, path: &Path) -> Result<()> {
+        let ok = path.starts_with(&self.root)
+            && path != self.root
+            && !path
+                .components()
+                .any(|c| c == std::path::Component::ParentDir);
+        if ok {
+            Ok(())
+        } else {
+            Err(fail(
+                exit_code::INTERNAL,
+                format!(
+                    "refusing to delete or rename {}: it is not inside the output folder {}",
+                    path.display(),
+                    self.root.display()
+                ),
+            ))
+        }
+    }
+}
+
+/// `out/test/`: what `wmfix test` records.
+pub struct TestFiles(PathBuf);
+
+impl TestFiles {
+    pub fn dir(&self) -> &Path {
+        &self.0
+    }
+    pub fn runs(&self) -> PathBuf {
+        self.0.join("runs.jsonl")
+    }
+    pub fn summary(&self) -> PathBuf {
+        self.0.join("summary.json")
+    }
+    /// The logs of erring runs, named in the records relative to `dir`.
+    pub fn logs(&self) -> PathBuf {
+        self.0.join("logs")
+    }
+    pub fn replay_log(&self, id: usize) -> PathBuf {
+        self.0.join(format!("replay-{id}.log"))
+    }
+}
+
+/// `out/reduce/`: the reduction's journal, result and patch.
+pub struct ReduceFiles(PathBuf);
+
+impl ReduceFiles {
+    pub fn dir(&self) -> &Path {
+        &self.0
+    }
+    pub fn journal(&self) -> PathBuf {
+        self.0.join("journal.jsonl")
+    }
+    pub fn report(&self) -> PathBuf {
+        self.0.join("reduce.json")
+    }
+    pub fn patch(&self) -> PathBuf {
+        self.0.join("fences.patch")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.0.join("logs")
+    }
+    pub fn baseline_log(&self) -> PathBuf {
+        self.0.join("baseline.log")
+    }
+}
+
+/// `out/cost/`: the variants' builds, the runs and the report.
+pub struct CostFiles(PathBuf);
+
+impl CostFiles {
+    pub fn dir(&self) -> &Path {
+        &self.0
+    }
+    pub fn runs(&self) -> PathBuf {
+        self.0.join("runs.jsonl")
+    }
+    pub fn report(&self) -> PathBuf {
+        self.0.join("cost.json")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.0.join("logs")
+    }
+    /// The sources of one variant, with its fences, built.
+    pub fn variant(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    /// What a variant's build was made from.
+    pub fn variant_stamp(&self, name: &str) -> PathBuf {
+        self.variant(name).join(".wmfix-cost-stamp")
+    }
+    pub fn build_log(&self, name: &str) -> PathBuf {
+        self.0.join(format!("build-{name}.log"))
+    }
+}
+
+/// Whether `dir` is a wmfix output folder, of this version (marked) or an older one. The walk of
+/// the sources skips these.
+pub fn is_output(dir: &Path) -> bool {
+    if dir.join(MARKER).is_file() {
+        return true;
+    }
+    // Cheap first: an old output folder holds one of these files.
+    [LOCK, STAMP, FENCES].iter().any(|f| dir.join(f).is_file()) && made_by_old_wmfix(dir)
+}
+
+/// An output folder of a wmfix older than the marker: every entry has a name wmfix writes, and
+/// at least one bears wmfix's own signature: its (empty) lock file, a build stamp (16 hex
+/// digits), a `fences.json` of wmfix's shape, or a marked sub-folder (`tune/`, `cache/`). A
+/// user's folder that merely shares names (`original/`, `tree/`, `test/`) is not one.
+pub fn made_by_old_wmfix(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut signed = false;
+    for e in entries {
+        let Ok(e) = e else { return false };
+        let name = e.file_name();
+        let Some(name) = name.to_str() else {
+            return false;
+        };
+        if !OWN_NAMES.contains(&name) {
+            return false;
+        }
+        signed |= signature(&e.path(), name);
+    }
+    signed
+}
+
+fn signature(path: &Path, name: &str) -> bool {
+    match name {
+        LOCK => std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0),
+        STAMP => std::fs::read_to_string(path).is_ok_and(|s| {
+            let s = s.strip_suffix('\n').unwrap_or(&s);
+            s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit())
+        }),
+        FENCES => std::fs::read(path).is_ok_and(|b| {
+            #[derive(serde::Deserialize)]
+            #[allow(dead_code)]
+            struct Shape {
+                version: u32,
+                fence_scope: String,
+                total: usize,
+                fences: Vec<serde::de::IgnoredAny>,
+            }
+            serde_json::from_slice::<Shape>(&b).is_ok()
+        }),
+        _ => path.join(MARKER).is_file(),
+    }
+}
+
+/// The absolute path, canonical where it exists (so `..` and links cannot hide an input).
+fn resolve(path: &Path) -> Result<PathBuf> {
+    let abs = std::path::absolute(path).map_err(|e| cant_write(path, e))?;
+    // The longest existing prefix is canonicalised; the rest is applied as written.
+    let mut parts = abs.components();
+    let mut root = PathBuf::new();
+    for c in parts.by_ref() {
+        root.push(c);
+        if !root.exists() {
+            root.pop();
+            let rest: PathBuf = std::iter::once(c).chain(parts.by_ref()).collect();
+            return finish(path, root, &rest);
+        }
+    }
+    finish(path, root, Path::new(""))
+}
+
+fn finish(path: &Path, existing: PathBuf, rest: &Path) -> Result<PathBuf> {
+    let mut root = existing.canonicalize().map_err(|e| cant_write(path, e))?;
+    for c in rest.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                root.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => root.push(c),
+        }
+    }
+    if root.exists() && !root.is_dir() {
+        return Err(fail(
+            exit_code::CANT_WRITE,
+            format!(
+                "{}: not a folder; --out names the folder wmfix writes into",
+                path.display()
+            ),
+        ));
+    }
+    Ok(root)
+}
+
+/// The output folder is rewritten on every run: it must not be an input or hold one. Inputs
+/// must exist, and must not lie in an output folder (wmfix's output is never a source).
+fn check_inputs(root: &Path, inputs: &[PathBuf]) -> Result<()> {
+    for given in inputs {
+        let input = given
+            .canonicalize()
+            .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", given.display())))?;
+        if let Some(out) = input.ancestors().find(|d| is_output(d)) {
+            return Err(fail(
+                exit_code::BAD_INPUT,
+                format!(
+                    "{} is inside wmfix's output folder {}: wmfix's output is never taken as a source",
+                    given.display(),
+                    out.display()
+                ),
+            ));
+        }
+        if input.starts_with(root) {
+            return Err(fail(
+                exit_code::BAD_INPUT,
+                format!(
+                    "output folder {} contains the input {}; choose another --out (nothing was written)",
+                    root.display(),
+                    input.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An existing folder is wmfix's (marked, or made by an older wmfix) or empty; anything else is
+/// the user's and is refused.
+fn check_adoptable(root: &Path) -> Result<()> {
+    if root.join(MARKER).is_file() {
+        return Ok(());
+    }
+    let empty = std::fs::read_dir(root)
+        .map_err(|e| cant_write(root, e))?
+        .next()
+        .is_none();
+    if empty {
+        return Ok(());
+    }
+    if made_by_old_wmfix(root) {
+        eprintln!(
+            "wmfix: {} was made by an earlier wmfix; marking it as wmfix's output folder",
+            root.display()
+        );
+        return Ok(());
+    }
+    Err(fail(
+        exit_code::CANT_WRITE,
+        format!(
+            "{} is not empty and was not made by wmfix (it has no {MARKER} file); wmfix deletes and rewrites what is inside its output folder, so it will not use this one: give --out a new or empty folder (nothing was written)",
+            root.display()
+        ),
+    ))
+}
+
+/// The lock file, and whether the lock is held.
+fn lock(root: &Path) -> Result<(std::fs::File, bool)> {
+    let path = root.join(LOCK);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| cant_write(&path, e))?;
+    // SAFETY: flock(2) on a descriptor we own; no memory is involved.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(fail(
+                exit_code::BUSY,
+                format!(
+                    "{}: another wmfix is using this output directory (give each its own --out)",
+                    root.display()
+                ),
+            ));
+        }
+        // A file system without locks: go on unguarded rather than refuse to work.
+        eprintln!(
+            "wmfix: warning: cannot lock {}: {e}; runs a killed wmfix left will not be cleaned up",
+            path.display()
+        );
+        return Ok((file, false));
+    }
+    Ok((file, true))
+}
+
+fn cant_write(path: &Path, e: std::io::Error) -> anyhow::Error {
+    fail(
+        exit_code::CANT_WRITE,
+        format!("{}: cannot write: {e}", path.display()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path, text: &str) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn a_second_lock_on_the_same_directory_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let first = OutDir::open(&tmp.path().join("o"), &[]).unwrap();
+        assert!(first.locked());
+        let e = OutDir::open(&tmp.path().join("o"), &[]).err().unwrap();
+        assert_eq!(exit_code::code_of(&e), exit_code::BUSY);
+        assert!(e.to_string().contains("another wmfix"), "{e}");
+        drop(first);
+        OutDir::open(&tmp.path().join("o"), &[]).unwrap();
+    }
+
+    #[test]
+    fn a_new_or_empty_folder_is_marked_a_users_folder_is_refused_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let new = tmp.path().join("a/b");
+        let o = OutDir::open(&new, &[]).unwrap();
+        assert!(new.join(MARKER).is_file() && is_output(&new));
+        assert_eq!(o.tree(), new.canonicalize().unwrap().join("tree"));
+        let users = tmp.path().join("users");
+        touch(&users.join("tree/notes.txt"), "mine");
+        touch(&users.join("test/data.csv"), "mine");
+        let e = OutDir::open(&users, &[]).err().unwrap();
+        assert_eq!(exit_code::code_of(&e), exit_code::CANT_WRITE);
+        assert!(e.to_string().contains("not made by wmfix"), "{e}");
+        assert!(!users.join(MARKER).exists() && !users.join(LOCK).exists());
+        assert!(!is_output(&users));
+    }
+
+    #[test]
+    fn an_output_folder_of_an_older_wmfix_is_recognised_by_its_signature() {
+        let tmp = tempfile::tempdir().unwrap();
+        let old = tmp.path().join("old");
+        touch(&old.join("tree/k.cu"), "");
+        touch(&old.join("runtime/wmfix.cuh"), "");
+        touch(
+            &old.join(FENCES),
+            r#"{"version": 1, "fence_scope": "device", "root": "/x", "total": 0, "fences": []}"#,
+        );
+        assert!(made_by_old_wmfix(&old) && is_output(&old));
+        OutDir::open(&old, &[]).unwrap();
+        assert!(old.join(MARKER).is_file());
+        // The same names without a signature, or with one more entry, are the user's.
+        let lookalike = tmp.path().join("lookalike");
+        touch(&lookalike.join("tree/k.cu"), "");
+        touch(&lookalike.join(FENCES), r#"{"fences": []}"#);
+        touch(&lookalike.join(STAMP), "not a stamp\n");
+        assert!(!made_by_old_wmfix(&lookalike));
+        let extra = tmp.path().join("extra");
+        touch(&extra.join(STAMP), "0123456789abcdef\n");
+        assert!(made_by_old_wmfix(&extra));
+        touch(&extra.join("thesis.tex"), "");
+        assert!(!made_by_old_wmfix(&extra));
+    }
+
+    #[test]
+    fn a_folder_holding_the_input_is_refused_before_it_is_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let app = tmp.path().join("app");
+        std::fs::create_dir(&app).unwrap();
+        let e = OutDir::open(tmp.path(), std::slice::from_ref(&app))
+            .err()
+            .unwrap();
+        assert_eq!(exit_code::code_of(&e), exit_code::BAD_INPUT);
+        let e = OutDir::open(&app.join("sub/.."), std::slice::from_ref(&app))
+            .err()
+            .unwrap();
+        assert_eq!(exit_code::code_of(&e), exit_code::BAD_INPUT);
+        assert!(!tmp.path().join(MARKER).exists(), "{e}");
+        assert!(!app.join(MARKER).exists(), "{e}");
+    }
+
+    #[test]
+    fn nothing_outside_the_folder_is_deleted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = OutDir::open(&tmp.path().join("o"), &[]).unwrap();
+        let outside = tmp.path().join("keep");
+        touch(&outside, "x");
+        for p in [
+            outside.clone(),
+            o.root().join("../keep"),
+            o.root().to_path_buf(),
+        ] {
+            let e = o.remove(&p).unwrap_err();
+            assert_eq!(exit_code::code_of(&e), exit_code::INTERNAL);
+        }
+        assert!(outside.exists());
+        touch(&o.tree().join("a/b"), "x");
+        o.remove(&o.tree()).unwrap();
+        assert!(!o.tree().exists());
+        o.remove(&o.tree()).unwrap();
+    }
+
+    #[test]
+    fn existing_wants_the_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = OutDir::existing(&tmp.path().join("none"), &[])
+            .err()
+            .unwrap();
+        assert_eq!(exit_code::code_of(&e), exit_code::NO_INPUT);
+        assert!(!tmp.path().join("none").exists());
+    }
+}
