@@ -16,7 +16,8 @@ pub const USAGE: i32 = 64;
 pub const BAD_INPUT: i32 = 65;
 /// An input path does not exist.
 pub const NO_INPUT: i32 = 66;
-/// No GPU or CUDA driver where a command needs one (`litmus`, `tune`).
+/// No GPU or CUDA driver where a command needs one (`test`, `reduce`, `cost` of a program
+/// that runs on a GPU; `litmus`, `tune`), or a baseline stopped by CUDA errors.
 pub const UNAVAILABLE: i32 = 69;
 /// A bug in wmfix.
 pub const INTERNAL: i32 = 70;

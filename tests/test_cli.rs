@@ -179,6 +179,71 @@ fn a_failing_original_stops_before_testing() {
 }
 
 #[test]
+fn no_gpu_is_said_in_one_line_before_anything_is_built() {
+    if wmfix::run::hold::driver_present() {
+        return; // a GPU machine: scripts/gpu covers it
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    // The README's first command, on a case study that needs a GPU.
+    let o = wmfix()
+        .current_dir(repo())
+        .args([
+            "test",
+            "case-studies/cbe-dot",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(69), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("no CUDA driver") && e.contains("gpu = false"),
+        "{e}"
+    );
+    assert!(
+        !out.exists(),
+        "something was built or written before the check"
+    );
+    // A stand-in that does not declare `gpu = false` is taken for a GPU program.
+    let (tmp, dir) = standin();
+    let cfg = std::fs::read_to_string(dir.join("wmfix.toml")).unwrap();
+    std::fs::write(dir.join("wmfix.toml"), cfg.replace("gpu = false", "")).unwrap();
+    for cmd in ["test", "reduce", "cost"] {
+        let o = wmfix()
+            .current_dir(tmp.path())
+            .args([cmd, dir.to_str().unwrap(), "--out", "out"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(69), "{cmd}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("`wmfix {cmd}` runs the program on a GPU")));
+    }
+    assert!(!tmp.path().join("out").exists());
+}
+
+#[test]
+fn a_baseline_stopped_by_cuda_errors_says_the_program_cannot_use_the_gpu() {
+    let (_tmp, dir) = standin();
+    let env = [
+        ("STANDIN_BASELINE", "3"),
+        (
+            "STANDIN_BASELINE_SAYS",
+            "CUDA error: no CUDA-capable device is detected",
+        ),
+    ];
+    let o = test(&dir, &["--runs", "5"], &env);
+    assert_eq!(o.status.code(), Some(69), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("cannot use the GPU") && e.contains("crashed with exit code 3"),
+        "{e}"
+    );
+    assert!(!e.contains("post-condition"), "{e}");
+}
+
+#[test]
 fn check_command_decides_the_post_condition() {
     let (tmp, dir) = standin();
     // Passes when the seed starts with 1 (and in the baseline, which has no seed).
@@ -219,7 +284,7 @@ fn config_and_build_errors_have_their_codes() {
     );
     std::fs::write(
         dir.join("wmfix.toml"),
-        "build = \"echo broken >&2; exit 1\"\nrun = \"./app\"\n",
+        "build = \"echo broken >&2; exit 1\"\nrun = \"./app\"\ngpu = false\n",
     )
     .unwrap();
     let o = test(&dir, &[], &[]);

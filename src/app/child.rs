@@ -14,6 +14,36 @@ pub enum Exit {
     Interrupted,
 }
 
+impl std::fmt::Display for Exit {
+    /// In words: "exit code 3", "signal 11 (SIGSEGV)", "timed out", "interrupted".
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match *self {
+            Exit::Code(c) => write!(f, "exit code {c}"),
+            Exit::Signal(s) => write!(f, "signal {s}{}", signal_name(s)),
+            Exit::Timeout => f.write_str("timed out"),
+            Exit::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+/// " (SIGSEGV)" for the signals a crashing program dies of, else nothing.
+pub fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGHUP => " (SIGHUP)",
+        libc::SIGINT => " (SIGINT)",
+        libc::SIGQUIT => " (SIGQUIT)",
+        libc::SIGILL => " (SIGILL)",
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGBUS => " (SIGBUS)",
+        libc::SIGFPE => " (SIGFPE)",
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGPIPE => " (SIGPIPE)",
+        libc::SIGTERM => " (SIGTERM)",
+        _ => "",
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Finished {
     pub exit: Exit,

@@ -29,6 +29,10 @@ pub struct Config {
     /// 192, which is how a shell reports its child's death by signal.
     #[serde(default)]
     pub crash_exit_codes: Vec<i32>,
+    /// Whether the program needs a GPU (the default). `false` declares one that does not (a
+    /// simulation, the stand-ins of wmfix's CPU tests): then no CUDA driver is looked for.
+    #[serde(default = "default_gpu")]
+    pub gpu: bool,
 }
 
 fn default_sources() -> Vec<PathBuf> {
@@ -37,6 +41,10 @@ fn default_sources() -> Vec<PathBuf> {
 
 fn default_timeout() -> f64 {
     30.0
+}
+
+fn default_gpu() -> bool {
+    true
 }
 
 /// A config and the folder it lives in (the application's root).
@@ -110,6 +118,10 @@ timeout_s = 30
 
 # Exit codes that mean a crash (e.g. a CUDA error) rather than a wrong result.
 crash_exit_codes = []
+
+# The program runs on a GPU: without a CUDA driver and device, wmfix stops before building.
+# gpu = false declares a program that needs none (a simulation, a stand-in).
+# gpu = true
 "#;
 
 #[cfg(test)]

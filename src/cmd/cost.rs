@@ -49,6 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         scope: args.app.fence,
     };
     let app = crate::app::config::App::load(&opts.dir)?;
+    super::needs_gpu(&app, "cost")?;
     let inputs = [app.root.clone()];
     // The reduced variant needs an earlier reduction: known before anything is written.
     let out = match opts.middle {

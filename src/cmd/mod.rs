@@ -20,6 +20,15 @@ pub(crate) fn usage(message: String) -> anyhow::Error {
     exit_code::fail(exit_code::USAGE, message)
 }
 
+/// A program that runs on a GPU (the config's `gpu`, true by default) needs a driver and a
+/// device: checked before anything is built or written (exit 69).
+pub(crate) fn needs_gpu(app: &crate::app::config::App, command: &str) -> anyhow::Result<()> {
+    if app.config.gpu {
+        crate::run::hold::require_gpu(command)?;
+    }
+    Ok(())
+}
+
 /// The output folder of an earlier command that this one continues (`--resume`, `--replay`,
 /// `apply`, `cost` of a reduction), with the file it needs: a missing one is exit 66 with `hint`,
 /// and nothing is written before that is known.

@@ -93,6 +93,7 @@ pub struct Plan {
 pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     crate::interrupt::install();
     let app = App::load(&opts.dir)?;
+    super::needs_gpu(&app, "test")?;
     let inputs = [app.root.clone()];
     let out = if opts.resume {
         super::open_earlier(
@@ -394,6 +395,7 @@ pub fn replay(
     scope: FenceScope,
 ) -> Result<(RunRecord, Outcome, String)> {
     let app = App::load(dir)?;
+    super::needs_gpu(&app, "test")?;
     let out = super::open_earlier(
         out,
         std::slice::from_ref(&app.root),

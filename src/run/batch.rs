@@ -237,6 +237,7 @@ mod tests {
                 timeout_s: 10.0,
                 check: None,
                 crash_exit_codes: vec![],
+                gpu: false,
             },
         };
         let logs = tmp.path().join("logs");

@@ -25,6 +25,32 @@ pub fn driver_present() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
+/// For commands that run the program on a GPU: a CUDA driver and at least one device, or exit
+/// 69 with one line saying so and what to do, before anything is built.
+pub fn require_gpu(command: &str) -> anyhow::Result<()> {
+    use crate::exit_code::{UNAVAILABLE, fail};
+    let what = format!(
+        "`wmfix {command}` runs the program on a GPU: run it where an NVIDIA GPU and its driver are, or set `gpu = false` in wmfix.toml if the program needs none"
+    );
+    if !driver_present() {
+        return Err(fail(
+            UNAVAILABLE,
+            format!("no CUDA driver (libcuda) on this machine; {what}"),
+        ));
+    }
+    match CudaContext::device_count() {
+        Ok(n) if n > 0 => Ok(()),
+        Ok(_) => Err(fail(
+            UNAVAILABLE,
+            format!("the CUDA driver sees no device; {what}"),
+        )),
+        Err(e) => Err(fail(
+            UNAVAILABLE,
+            format!("the CUDA driver finds no usable device ({e}); {what}"),
+        )),
+    }
+}
+
 /// Opens a context on each of `gpus` (ordinals as wmfix sees them; empty: device 0). Nothing
 /// on a machine without a CUDA driver, and nothing for a device that cannot be opened (a UUID,
 /// a bad ordinal): the runs themselves report what is wrong.
@@ -47,6 +73,21 @@ pub fn hold(gpus: &[String]) -> Held {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn no_driver_is_exit_69_naming_the_way_out() {
+        if super::driver_present() {
+            return; // a GPU machine: covered by the GPU scripts
+        }
+        let e = super::require_gpu("test").unwrap_err();
+        assert_eq!(crate::exit_code::code_of(&e), crate::exit_code::UNAVAILABLE);
+        let m = e.to_string();
+        assert!(
+            m.contains("no CUDA driver") && m.contains("gpu = false"),
+            "{m}"
+        );
+        assert!(!m.contains('\n'), "one line: {m}");
+    }
+
     #[test]
     fn nothing_is_held_without_a_driver() {
         if super::driver_present() {

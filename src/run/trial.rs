@@ -25,6 +25,54 @@ impl Outcome {
     }
 }
 
+impl std::fmt::Display for Outcome {
+    /// The word the records use: pass, fail, timeout, crash.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Timeout => "timeout",
+            Outcome::Crash => "crash",
+        })
+    }
+}
+
+/// How a run ended, in words: "passed", "failed its post-condition (exit code 1)", "crashed
+/// with exit code 3", "crashed: killed by signal 11 (SIGSEGV)", "timed out".
+pub fn describe(outcome: Outcome, exit: Exit) -> String {
+    match (outcome, exit) {
+        (Outcome::Pass, _) => "passed".into(),
+        (Outcome::Fail, Exit::Code(0)) => "failed its check".into(),
+        (Outcome::Fail, e) => format!("failed its post-condition ({e})"),
+        (Outcome::Timeout, _) => "timed out".into(),
+        (Outcome::Crash, Exit::Signal(s)) => {
+            format!("crashed: killed by signal {s}{}", child::signal_name(s))
+        }
+        (Outcome::Crash, Exit::Code(c)) if (129..=192).contains(&c) => format!(
+            "crashed: killed by signal {}{} (exit code {c} from the shell)",
+            c - 128,
+            child::signal_name(c - 128)
+        ),
+        (Outcome::Crash, e) => format!("crashed with {e}"),
+    }
+}
+
+/// Whether a program's output says that CUDA failed (no device, a driver too old, an error
+/// code from the runtime): the words CUDA's own messages and the usual checking macros print.
+pub fn mentions_cuda_error(output: &str) -> bool {
+    let text = output.to_ascii_lowercase();
+    [
+        "cuda error",
+        "cudaerror",
+        "cuda_error",
+        "cuda-capable device",
+        "cuda driver version is insufficient",
+        "cuda failure",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
+}
+
 /// What makes a run reproducible.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrialSpec {
@@ -179,13 +227,21 @@ const BASELINE_TRIES: usize = 3;
 
 /// The original, uninstrumented program must pass its post-condition (in one of a few tries),
 /// or no error could be blamed on weak memory.
+/// When every try failed with a CUDA error in its output, the program cannot use the GPU: that
+/// is said instead (exit 69), since no post-condition was ever reached.
 pub fn baseline(app: &App, original: &Path, log: &Path) -> anyhow::Result<()> {
     use crate::exit_code::{self, fail};
     let mut seen = Vec::new();
+    let mut cuda_errors = 0;
     for _ in 0..BASELINE_TRIES {
         match run_once(app, original, &[], log)? {
             Some((Outcome::Pass, _, _)) => return Ok(()),
-            Some((outcome, exit, _)) => seen.push(format!("{outcome:?} ({exit:?})")),
+            Some((outcome, exit, _)) => {
+                seen.push(describe(outcome, exit));
+                if mentions_cuda_error(&std::fs::read_to_string(log).unwrap_or_default()) {
+                    cuda_errors += 1;
+                }
+            }
             None => {
                 return Err(fail(
                     exit_code::INTERRUPTED,
@@ -195,13 +251,24 @@ pub fn baseline(app: &App, original: &Path, log: &Path) -> anyhow::Result<()> {
         }
     }
     let text = std::fs::read_to_string(log).unwrap_or_default();
+    let last = text.lines().take(20).collect::<Vec<_>>().join("\n");
+    seen.dedup();
+    if cuda_errors == BASELINE_TRIES {
+        return Err(fail(
+            exit_code::UNAVAILABLE,
+            format!(
+                "the original program cannot use the GPU: it stopped with a CUDA error in {BASELINE_TRIES} of {BASELINE_TRIES} runs ({}); check the driver and the device (nvidia-smi) and the program's own CUDA calls; last output in {}:\n{last}",
+                seen.join("; "),
+                log.display(),
+            ),
+        ));
+    }
     Err(fail(
         exit_code::BASELINE_FAILED,
         format!(
-            "the original program fails its post-condition in {BASELINE_TRIES} of {BASELINE_TRIES} runs ({}), so no error could be blamed on weak memory; last output in {}:\n{}",
-            seen.join(", "),
+            "the original program fails its post-condition in {BASELINE_TRIES} of {BASELINE_TRIES} runs ({}), so no error could be blamed on weak memory; last output in {}:\n{last}",
+            seen.join("; "),
             log.display(),
-            text.lines().take(20).collect::<Vec<_>>().join("\n")
         ),
     ))
 }
