@@ -278,6 +278,63 @@ fn ctrl_c_leaves_a_resumable_reduction() {
     assert_eq!(r["replayed_checks"].as_u64().unwrap() as usize, kept_checks);
 }
 
+#[test]
+fn sigint_twice_within_100_ms_leaves_reduce_json_and_patch_marked_incomplete() {
+    let (tmp, dir) = standin(33);
+    let child = reduce_cmd(&dir, "out", "17", 5, &["--jobs", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let jpath = tmp.path().join("out/reduce/journal.jsonl");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&jpath).map_or(0, |t| t.lines().count()) < 4 {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the reduction did not progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let o = interrupt_twice(child);
+    let r = report(&dir, "out");
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(r["result"]["complete"], false, "{r}");
+    assert!(
+        r["result"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted"),
+        "{r}"
+    );
+    // The set held is one that passed a check: fewer than all, once binary reduction has begun.
+    let kept = kept(&r);
+    assert!(!kept.is_empty() && kept.len() < 33, "{kept:?}");
+    assert_eq!(
+        r["result"]["checks"].as_u64().unwrap() as usize,
+        journal(&dir, "out").len()
+    );
+    let patch = std::fs::read_to_string(tmp.path().join("out/reduce/fences.patch")).unwrap();
+    assert!(patch.starts_with("wmfix reduce: INCOMPLETE"), "{patch}");
+    assert_eq!(
+        patch.matches("; __threadfence();").count(),
+        kept.len(),
+        "{patch}"
+    );
+    // It still applies.
+    let clean = copy_tree(&dir, &tmp.path().join("clean"));
+    let p = Command::new("patch")
+        .args([
+            "-p1",
+            "-i",
+            tmp.path().join("out/reduce/fences.patch").to_str().unwrap(),
+        ])
+        .current_dir(&clean)
+        .output()
+        .unwrap();
+    assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+    assert!(stdout(&o).contains("note: interrupted"), "{}", stdout(&o));
+}
+
 /// The pid the stand-in's first run writes to `pids`, once it has.
 fn first_pid(pids: &Path) -> i32 {
     let t0 = std::time::Instant::now();

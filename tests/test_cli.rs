@@ -329,6 +329,44 @@ fn ctrl_c_stops_runs_kills_children_and_keeps_results() {
 }
 
 #[test]
+fn sigint_twice_within_100_ms_stops_once_with_complete_records() {
+    let (tmp, dir) = standin();
+    let child = wmfix()
+        .current_dir(tmp.path())
+        .args(["test", dir.to_str().unwrap(), "--out", "out"])
+        .args(["--runs", "200", "--jobs", "2"])
+        .envs([
+            ("STANDIN_MODE", "rate"),
+            ("STANDIN_PERCENT", "25"),
+            ("STANDIN_SLEEP", "0.2"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs = tmp.path().join("out/test/runs.jsonl");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(t0.elapsed().as_secs() < 60, "the test did not progress");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let o = interrupt_twice(child);
+    let out = tmp.path().join("out");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("test/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["interrupted"], true, "{summary}");
+    // The summary counts exactly the runs recorded, and the table was printed.
+    let recs = records(&out);
+    assert!(recs.len() < 200, "the runs went on after the signals");
+    assert_eq!(
+        summary["rows"][0]["runs"].as_u64().unwrap() as usize,
+        recs.len()
+    );
+    assert!(stdout(&o).contains("95% CI"), "{}", stdout(&o));
+}
+
+#[test]
 fn gpus_spread_the_workers_and_replay_keeps_the_device() {
     let (tmp, dir) = standin();
     let env = [("STANDIN_MODE", "gpu"), ("STANDIN_BAD_GPU", "7")];

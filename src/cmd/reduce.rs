@@ -8,7 +8,7 @@ use crate::fences::id::FenceId;
 use crate::fences::record::FenceList;
 use crate::fences::scope::FenceScope;
 use crate::out_dir::OutDir;
-use crate::reduce::algorithm::{self, Progress, Settings};
+use crate::reduce::algorithm::{self, Progress, Reduced, Settings};
 use crate::reduce::journal::Journaled;
 use crate::reduce::oracle::Program;
 use crate::reduce::patch;
@@ -76,7 +76,9 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let mut journal = Journaled::open(&mut program, &files.journal(), &header, opts.resume)?;
     let bar = progress_bar();
     let budget = opts.settings.budget_seconds;
+    let mut last: Option<Progress> = None;
     let mut show = |p: &Progress| {
+        last = Some(p.clone());
         bar.set_message(format!(
             "{:?}: {} fences, I={}, {} spent, {} left",
             p.phase,
@@ -89,13 +91,26 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let result = algorithm::reduce(&mut journal, &all, opts.settings.clone(), &mut show);
     bar.finish_and_clear();
     let replayed = journal.replayed;
-    let result = result.map_err(|e| match e.downcast_ref::<algorithm::ReduceError>() {
-        Some(r) => fail(exit_code::ERRORS_SEEN, r.to_string()),
-        None => e,
-    })?;
+    // Interrupted, the best set so far is still written, marked as such.
+    let interrupted = result.is_err() && crate::interrupt::interrupted();
+    let result = match (result, &last) {
+        (Err(_), Some(p)) if interrupted => interrupted_result(p),
+        (r, _) => r.map_err(|e| match e.downcast_ref::<algorithm::ReduceError>() {
+            Some(r) => fail(exit_code::ERRORS_SEEN, r.to_string()),
+            None => e,
+        })?,
+    };
     let (hardened, sources) = patch::harden(&app, out.root(), &result.fences, opts.scope)?;
     let patch_path = files.patch();
-    std::fs::write(&patch_path, patch::unified_diff(&hardened))?;
+    let mut patch_text = String::new();
+    if !result.complete {
+        patch_text += &format!(
+            "wmfix reduce: INCOMPLETE, not checked for stability: {}\n\n",
+            result.note
+        );
+    }
+    patch_text += &patch::unified_diff(&hardened);
+    std::fs::write(&patch_path, patch_text)?;
     let report = Report {
         app: app.root.clone(),
         env: opts.env,
@@ -113,9 +128,28 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         wall_seconds: started.elapsed().as_secs_f64(),
         patch: patch_path,
         sources,
+        interrupted,
     };
     report.save(&out)?;
     Ok(report)
+}
+
+/// What an interrupted reduction reports: the set it held before the request cut short.
+fn interrupted_result(p: &Progress) -> Reduced {
+    Reduced {
+        fences: p.held.clone(),
+        complete: false,
+        iterations: p.iterations,
+        checks: p.checks,
+        cached_checks: p.cached_checks,
+        runs: p.runs,
+        seconds: p.seconds,
+        unfenced: None,
+        assumed_rate: None,
+        stability_runs: 0,
+        miss_probability: None,
+        note: "interrupted: these fences passed their last check only; `wmfix reduce --resume` continues the reduction".into(),
+    }
 }
 
 fn progress_bar() -> ProgressBar {
@@ -247,5 +281,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let report = reduce_app(&opts)?;
     print!("{}", crate::cmd::reduce::summary(&report));
-    Ok(exit_code::OK)
+    Ok(if report.interrupted {
+        exit_code::INTERRUPTED
+    } else {
+        exit_code::OK
+    })
 }

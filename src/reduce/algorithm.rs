@@ -47,12 +47,19 @@ pub enum Phase {
     Stability,
 }
 
-/// What the live progress line shows.
+/// What the live progress line shows, and what an interrupted reduction reports: given before
+/// each request, so it holds what was known before the request that a ctrl-c cuts short.
+#[derive(Clone, Debug)]
 pub struct Progress {
     pub phase: Phase,
     pub fences: usize,
     pub iterations: usize,
     pub seconds: f64,
+    /// The best set so far: the last that passed its check (all fences before any did).
+    pub held: Ids,
+    pub checks: usize,
+    pub cached_checks: usize,
+    pub runs: usize,
 }
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -101,6 +108,8 @@ struct Reducer<'a> {
     seconds: f64,
     phase: Phase,
     out_of_budget: bool,
+    /// The set binary and linear reduction hold now.
+    held: Ids,
 }
 
 pub fn reduce(
@@ -122,6 +131,7 @@ pub fn reduce(
         seconds: 0.0,
         phase: Phase::Sanity,
         out_of_budget: false,
+        held: all.clone(),
     };
     r.run(all)
 }
@@ -237,6 +247,7 @@ impl Reducer<'_> {
 
     fn binary(&mut self, mut f: Ids, i: usize) -> Result<Ids> {
         self.phase = Phase::Binary;
+        self.held = f.clone();
         match self.settings.split {
             Split::Halves => {
                 while f.len() > 1 && !self.out_of_budget {
@@ -292,7 +303,11 @@ impl Reducer<'_> {
     /// CheckApplication(F \ remove, I): the smaller set if it showed no error.
     fn try_remove(&mut self, f: &Ids, remove: &[FenceId], i: usize) -> Result<Option<Ids>> {
         let rest: Ids = f.iter().copied().filter(|x| !remove.contains(x)).collect();
-        Ok(self.check(&rest, i)?.then_some(rest))
+        let passed = self.check(&rest, i)?;
+        if passed {
+            self.held = rest.clone();
+        }
+        Ok(passed.then_some(rest))
     }
 
     fn check(&mut self, f: &Ids, i: usize) -> Result<bool> {
@@ -331,6 +346,10 @@ impl Reducer<'_> {
             fences: f.len(),
             iterations: i,
             seconds: self.seconds,
+            held: self.held.clone(),
+            checks: self.checks,
+            cached_checks: self.cached_checks,
+            runs: self.runs,
         });
         self.nonce += 1;
         let t = self.oracle.run(f, req, self.nonce, left)?;
@@ -512,6 +531,22 @@ mod tests {
         assert!(!r.complete);
         assert!(r.fences.contains(&FenceId(7)));
         assert!(r.seconds <= 30.0 + 0.3 + 1e-9, "{}", r.seconds);
+    }
+
+    #[test]
+    fn progress_holds_the_best_set_so_far() {
+        let mut o = sim(&[3, 8], 1.0, 2);
+        let mut seen: Vec<Progress> = vec![];
+        let s = settings(Split::Halves, Stability::Minutes(0.1), true);
+        let r = reduce(&mut o, &FenceId::all(12), s, &mut |p| seen.push(p.clone())).unwrap();
+        assert_eq!(seen[0].held.len(), 12, "all fences before any check passed");
+        // Every set held passed a check, so it keeps the needed fences, and they only shrink
+        // within a round; before the stability check the held set is the result.
+        assert!(seen.iter().all(|p| p.held.is_superset(&set(&[3, 8]))));
+        let last = seen.last().unwrap();
+        assert_eq!(last.phase, Phase::Stability);
+        assert_eq!(last.held, r.fences);
+        assert_eq!(last.checks + 1, r.checks);
     }
 
     #[test]

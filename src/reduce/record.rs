@@ -51,6 +51,9 @@ pub struct Report {
     pub patch: PathBuf,
     /// The sources the fence ids refer to; `wmfix apply` refuses if they changed.
     pub sources: SourceDigests,
+    /// Stopped by ctrl-c (or SIGTERM): `result` is the best set so far, not complete.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 impl Report {

@@ -131,8 +131,24 @@ pub fn alive(pid: i32) -> bool {
 
 /// Sends ctrl-c to a wmfix started by the test and checks it exits 130, as documented.
 pub fn interrupt(child: std::process::Child) -> Output {
-    // SAFETY: kill(2) sends SIGINT to a process this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    interrupt_with(child, &[0])
+}
+
+/// SIGINT twice, 50 ms apart, as `timeout -s INT` delivers it (to wmfix, then to its process
+/// group): one interruption, so wmfix stops as it does for one. Checks exit 130.
+pub fn interrupt_twice(child: std::process::Child) -> Output {
+    interrupt_with(child, &[0, 50])
+}
+
+fn interrupt_with(child: std::process::Child, after_ms: &[u64]) -> Output {
+    let t0 = std::time::Instant::now();
+    for &ms in after_ms {
+        while t0.elapsed().as_millis() < ms as u128 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // SAFETY: kill(2) sends SIGINT to a process this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
     let o = child.wait_with_output().unwrap();
     assert_eq!(
         o.status.code(),
