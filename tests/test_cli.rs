@@ -89,6 +89,12 @@ fn errors_are_counted_exactly_and_recorded() {
 #[test]
 fn replay_reruns_a_recorded_run() {
     let (tmp, dir) = standin();
+    // Four fences, so that `--fences 0,2-3` names fences the program has.
+    std::fs::write(
+        dir.join("kernel.cu"),
+        "__global__ void k(int *a) { a[0] = 0; a[1] = 1; a[2] = 2; a[3] = 3; }\n",
+    )
+    .unwrap();
     let env = [("STANDIN_MODE", "rate"), ("STANDIN_PERCENT", "50")];
     let o = test(&dir, &["--runs", "20", "--fences", "0,2-3"], &env);
     assert_eq!(o.status.code(), Some(2));

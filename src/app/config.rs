@@ -55,7 +55,7 @@ pub struct App {
 }
 
 impl App {
-    /// Reads `dir/wmfix.toml`.
+    /// Reads `dir/wmfix.toml`. A wrong value is exit 78 naming `wmfix.toml:LINE`.
     pub fn load(dir: &Path) -> Result<App> {
         let root = dir
             .canonicalize()
@@ -67,31 +67,119 @@ impl App {
                 format!("{}: {e} (`wmfix init` writes a template)", path.display()),
             )
         })?;
-        let config = parse(&text)
-            .map_err(|e| fail(exit_code::CONFIG, format!("{}: {e}", path.display())))?;
-        for s in &config.sources {
-            if !root.join(s).exists() {
-                return Err(fail(
-                    exit_code::CONFIG,
-                    format!(
-                        "{}: source `{}` does not exist",
-                        path.display(),
-                        s.display()
-                    ),
-                ));
-            }
+        let at = |e: ConfigError| {
+            let place = match e.line {
+                Some(l) => format!("{}:{l}", path.display()),
+                None => path.display().to_string(),
+            };
+            fail(exit_code::CONFIG, format!("{place}: {}", e.message))
+        };
+        let config = parse(&text).map_err(at)?;
+        let spans = spans(&text);
+        for (k, s) in config.sources.iter().enumerate() {
+            let line = spans
+                .as_ref()
+                .and_then(|p| p.sources.get(k))
+                .map(|s| line_of(&text, s.span().start));
+            source_inside(&root, s).map_err(|message| at(ConfigError { line, message }))?;
         }
         Ok(App { root, config })
     }
 }
 
-pub fn parse(text: &str) -> Result<Config, String> {
-    let config: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
-    if !(config.timeout_s > 0.0 && config.timeout_s.is_finite()) {
+/// A source must exist and lie inside the application's folder: wmfix instruments and copies
+/// only the application.
+fn source_inside(root: &Path, s: &Path) -> Result<(), String> {
+    let abs = root.join(s);
+    let Ok(canonical) = abs.canonicalize() else {
+        return Err(format!("source `{}` does not exist", s.display()));
+    };
+    if !canonical.starts_with(root) {
         return Err(format!(
-            "timeout_s must be a positive number of seconds, not {}",
-            config.timeout_s
+            "source `{}` is outside the application's folder {}: sources are paths inside it",
+            s.display(),
+            root.display()
         ));
+    }
+    Ok(())
+}
+
+/// A config error, with the line it is on when known.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "line {l}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Where the values that are checked after parsing stand, for messages.
+#[derive(Deserialize)]
+struct Spans {
+    #[serde(default)]
+    sources: Vec<toml::Spanned<PathBuf>>,
+    build: toml::Spanned<String>,
+    run: toml::Spanned<String>,
+    timeout_s: Option<toml::Spanned<f64>>,
+}
+
+fn spans(text: &str) -> Option<Spans> {
+    toml::from_str(text).ok()
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text.as_bytes()[..byte.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+pub fn parse(text: &str) -> Result<Config, ConfigError> {
+    // toml's own messages name the line and column already.
+    let config: Config = toml::from_str(text).map_err(|e| ConfigError {
+        line: None,
+        message: e.to_string().trim_end().to_string(),
+    })?;
+    let spans = spans(text);
+    let line =
+        |f: fn(&Spans) -> Option<usize>| spans.as_ref().and_then(f).map(|b| line_of(text, b));
+    if !(config.timeout_s > 0.0 && config.timeout_s.is_finite()) {
+        return Err(ConfigError {
+            line: line(|s| Some(s.timeout_s.as_ref()?.span().start)),
+            message: format!(
+                "timeout_s must be a positive number of seconds, not {}",
+                config.timeout_s
+            ),
+        });
+    }
+    for (key, value, start, what) in [
+        (
+            "build",
+            &config.build,
+            line(|s| Some(s.build.span().start)),
+            "builds the program",
+        ),
+        (
+            "run",
+            &config.run,
+            line(|s| Some(s.run.span().start)),
+            "runs the program once",
+        ),
+    ] {
+        if value.trim().is_empty() {
+            return Err(ConfigError {
+                line: start,
+                message: format!("`{key}` is empty: give the shell command that {what}"),
+            });
+        }
     }
     Ok(config)
 }
@@ -138,7 +226,9 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_rejected_with_their_line() {
-        let e = parse("build = \"make\"\nrun = \"./a\"\ntimeout = 3\n").unwrap_err();
+        let e = parse("build = \"make\"\nrun = \"./a\"\ntimeout = 3\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("line 3") && e.contains("unknown field `timeout`"),
             "{e}"
@@ -150,12 +240,53 @@ mod tests {
         assert!(
             parse("run = \"./a\"\n")
                 .unwrap_err()
+                .to_string()
                 .contains("missing field `build`")
         );
-        assert!(
-            parse("build = \"b\"\nrun = \"r\"\ntimeout_s = 0\n")
-                .unwrap_err()
-                .contains("positive")
+        let e = parse("build = \"b\"\nrun = \"r\"\ntimeout_s = 0\n").unwrap_err();
+        assert!(e.message.contains("positive") && e.line == Some(3), "{e}");
+    }
+
+    #[test]
+    fn empty_commands_are_refused_on_their_line() {
+        let e = parse("# x\nbuild = \"make\"\nrun = \"  \"\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 3: `run` is empty: give the shell command that runs the program once"
         );
+        let e = parse("build = \"\"\nrun = \"./a\"\n").unwrap_err();
+        assert_eq!(e.line, Some(1));
+        assert!(e.message.contains("`build` is empty"), "{e}");
+    }
+
+    #[test]
+    fn sources_must_be_inside_the_application() {
+        let tmp = tempfile::tempdir().unwrap();
+        let app = tmp.path().join("app");
+        std::fs::create_dir_all(app.join("src")).unwrap();
+        std::fs::write(tmp.path().join("k.cu"), "").unwrap();
+        let write = |sources: &str| {
+            let text =
+                format!("build = \"b\"\nrun = \"r\"\nsources = [\n  \"src\",\n  {sources},\n]\n");
+            std::fs::write(app.join(FILE_NAME), text).unwrap();
+            App::load(&app)
+        };
+        for outside in ["\"../k.cu\"", "\"/etc\"", "\"src/../..\""] {
+            let e = write(outside).unwrap_err();
+            assert_eq!(exit_code::code_of(&e), exit_code::CONFIG);
+            let m = e.to_string();
+            assert!(
+                m.contains("wmfix.toml:5: source")
+                    && m.contains("is outside the application's folder"),
+                "{m}"
+            );
+        }
+        let e = write("\"gone.cu\"").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("wmfix.toml:5: source `gone.cu` does not exist"),
+            "{e}"
+        );
+        assert!(write("\"src/.\"").is_ok());
     }
 }

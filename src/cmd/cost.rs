@@ -1,19 +1,21 @@
 //! `wmfix cost`: run time and energy of no, reduced and all fences.
 
-use super::{AppArgs, usage};
+use super::AppArgs;
+use crate::cost::measure::Middle;
 use crate::exit_code;
+use std::num::NonZeroUsize;
 
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     app: AppArgs,
     /// The middle variant: `reduced` (the last `wmfix reduce` in the output directory), or
-    /// fence ids like `0,3,7-9`.
+    /// fence ids like `0,3,7-9` (ids the program does not have are refused).
     #[arg(long, default_value = "reduced")]
-    fences: String,
-    /// Timed rounds; each runs every variant once, in a random order.
-    #[arg(long, default_value_t = 30)]
-    rounds: usize,
+    fences: Middle,
+    /// Timed rounds (at least 1); each runs every variant once, in a random order.
+    #[arg(long, default_value = "30")]
+    rounds: NonZeroUsize,
     /// Untimed rounds before them.
     #[arg(long, default_value_t = 1)]
     warmup: usize,
@@ -29,19 +31,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    use crate::cost::measure::Middle;
-    let middle = match args.fences.as_str() {
-        "reduced" => Middle::Reduced,
-        s => Middle::Given(crate::fences::set::FenceSet::parse(s).map_err(usage)?),
-    };
-    if args.rounds == 0 {
-        return Err(usage("--rounds must be at least 1".into()));
-    }
     let opts = crate::cost::measure::Options {
         dir: args.app.dir,
         out: args.app.out,
-        middle,
-        rounds: args.rounds,
+        middle: args.fences,
+        rounds: args.rounds.get(),
         warmup: args.warmup,
         seed: args.seed,
         hold: !args.no_hold,

@@ -10,15 +10,13 @@ pub mod litmus;
 pub mod reduce;
 pub mod test;
 pub mod tune;
+pub mod values;
 
 use crate::exit_code;
 use crate::fences::scope::FenceScope;
 use crate::out_dir::OutDir;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-
-pub(crate) fn usage(message: String) -> anyhow::Error {
-    exit_code::fail(exit_code::USAGE, message)
-}
 
 /// A program that runs on a GPU (the config's `gpu`, true by default) needs a driver and a
 /// device: checked before anything is built or written (exit 69).
@@ -122,14 +120,14 @@ impl EngineArgs {
 /// How `test` and `reduce` run the program.
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// Runs at a time. The default, 4, doubled runs per hour on an H200 (cbe-dot: 10,561 with
-    /// one job, 20,537 with four, 19,608 with eight) with the same error rate.
-    #[arg(long, short, default_value_t = 4)]
-    pub jobs: usize,
+    /// Runs at a time (at least 1). The default, 4, doubled runs per hour on an H200 (cbe-dot:
+    /// 10,561 with one job, 20,537 with four, 19,608 with eight) with the same error rate.
+    #[arg(long, short, default_value = "4")]
+    pub jobs: NonZeroUsize,
     /// Spread the runs over these GPUs (`all`, or ordinals like `0,1`): worker w runs with
     /// CUDA_VISIBLE_DEVICES set to the (w mod n)-th. Raise --jobs with the number of GPUs.
     #[arg(long)]
-    pub gpus: Option<String>,
+    pub gpus: Option<values::GpuList>,
     /// Do not hold a CUDA context open in wmfix while the runs go. Holding one makes each
     /// run's own context faster: a context held by another process cut a cbe-dot run on an
     /// H200 from 0.45 s to 0.31 s.
@@ -140,7 +138,8 @@ pub struct RunArgs {
 impl RunArgs {
     pub fn gpus(&self) -> anyhow::Result<Vec<String>> {
         match &self.gpus {
-            Some(g) => crate::run::batch::parse_gpus(g),
+            Some(values::GpuList::All) => crate::run::batch::all_gpus(),
+            Some(values::GpuList::Listed(g)) => Ok(g.clone()),
             None => Ok(vec![]),
         }
     }

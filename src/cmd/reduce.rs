@@ -209,28 +209,31 @@ pub fn summary(r: &Report) -> String {
 
 // ---- the command line ----
 
-use super::{AppArgs, RunArgs, usage};
+use super::{AppArgs, RunArgs, values};
+use std::num::NonZeroUsize;
 
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     app: AppArgs,
-    /// Time budget in hours; the best result so far is reported when it runs out.
-    #[arg(long, default_value_t = 24.0)]
-    hours: f64,
+    /// Time budget in hours (a positive number); the best result so far is reported when it
+    /// runs out.
+    #[arg(long, default_value = "24")]
+    hours: values::Hours,
     /// Testing environment for the checks.
     #[arg(long, default_value = "sys-str+")]
-    env: String,
-    /// Runs per check (I); doubled when the stability check fails.
-    #[arg(long, default_value_t = 32)]
-    iterations: usize,
+    env: values::Env,
+    /// Runs per check (I, at least 1); doubled when the stability check fails.
+    #[arg(long, default_value = "32")]
+    iterations: NonZeroUsize,
     /// Stability check of the paper: this many minutes without error. Without it, the
     /// statistical criterion of --confidence is used.
     #[arg(long)]
-    stable_minutes: Option<f64>,
-    /// Confidence that a missing needed fence would have shown in the stability check.
-    #[arg(long, default_value_t = 0.99)]
-    confidence: f64,
+    stable_minutes: Option<values::Minutes>,
+    /// Confidence that a missing needed fence would have shown in the stability check
+    /// (between 0 and 1).
+    #[arg(long, default_value = "0.99")]
+    confidence: values::Probability,
     /// How binary reduction splits the fences.
     #[arg(long, value_enum, default_value_t = crate::reduce::algorithm::Split::Halves)]
     split: crate::reduce::algorithm::Split,
@@ -249,30 +252,24 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     use crate::reduce::algorithm::{Settings, Stability};
-    if !(args.confidence > 0.0 && args.confidence < 1.0) {
-        return Err(usage(format!(
-            "--confidence must be between 0 and 1, not {}",
-            args.confidence
-        )));
-    }
     let stability = match args.stable_minutes {
-        Some(m) => Stability::Minutes(m),
+        Some(m) => Stability::Minutes(m.0),
         None => Stability::Statistical {
-            confidence: args.confidence,
+            confidence: args.confidence.0,
         },
     };
     let opts = crate::cmd::reduce::Options {
-        env: crate::run::environment::TestEnv::parse(&args.env).map_err(usage)?,
+        env: args.env.0,
         settings: Settings {
             split: args.split,
-            iterations: args.iterations.max(1),
+            iterations: args.iterations.get(),
             stability,
             cache: !args.no_cache,
-            budget_seconds: args.hours * 3600.0,
+            budget_seconds: args.hours.0 * 3600.0,
         },
         dir: args.app.dir,
         out: args.app.out,
-        jobs: args.runs_at_once.jobs.max(1),
+        jobs: args.runs_at_once.jobs.get(),
         gpus: args.runs_at_once.gpus()?,
         hold: !args.runs_at_once.no_hold,
         seed: args.seed,

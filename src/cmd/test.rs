@@ -106,6 +106,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         OutDir::open(&opts.out, &inputs)?
     };
     let built = builder::build(&app, &out, opts.scope)?;
+    opts.fences.check_ids("--fences", built.fences)?;
     eprintln!(
         "wmfix: {} ({} fences){}",
         app.root.display(),
@@ -438,7 +439,8 @@ pub fn replay(
 
 // ---- the command line ----
 
-use super::{AppArgs, RunArgs, usage};
+use super::{AppArgs, RunArgs, values};
+use std::num::NonZeroUsize;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -447,22 +449,22 @@ pub struct Args {
     /// Testing environments: `all`, or a comma-separated list of no-str-, no-str+, sys-str-,
     /// sys-str+, rand-str-, rand-str+, cache-str-, cache-str+.
     #[arg(long, default_value = "sys-str+")]
-    env: String,
-    /// Runs per environment (default 100 unless --minutes is given).
+    env: values::EnvList,
+    /// Runs per environment, at least 1 (default 100 unless --minutes is given).
     #[arg(long, conflicts_with = "minutes")]
-    runs: Option<usize>,
-    /// Minutes per environment, instead of a number of runs.
+    runs: Option<NonZeroUsize>,
+    /// Minutes per environment (a positive number), instead of a number of runs.
     #[arg(long)]
-    minutes: Option<f64>,
+    minutes: Option<values::Minutes>,
     /// Base seed; each run gets its own seed derived from it.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     #[command(flatten)]
     runs_at_once: RunArgs,
     /// Fences enabled in the instrumented program: `none` (the program as written), `all`, or
-    /// ids like `0,3,7-9`.
+    /// ids like `0,3,7-9` (ids the program does not have are refused).
     #[arg(long, default_value = "none")]
-    fences: String,
+    fences: FenceSet,
     /// Re-run one recorded run (its id in wmfix-out/test/runs.jsonl) with the same seed,
     /// environment and fences.
     #[arg(long, value_name = "RUN")]
@@ -475,7 +477,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let fences = crate::fences::set::FenceSet::parse(&args.fences).map_err(usage)?;
+    let fences = args.fences;
     if let Some(id) = args.replay {
         let (rec, outcome, log) =
             crate::cmd::test::replay(&args.app.dir, &args.app.out, id, args.app.fence)?;
@@ -491,13 +493,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         });
     }
     let opts = crate::cmd::test::Options {
-        envs: crate::run::environment::TestEnv::parse_list(&args.env).map_err(usage)?,
+        envs: args.env.0,
         dir: args.app.dir,
         out: args.app.out,
-        runs: args.runs,
-        minutes: args.minutes,
+        runs: args.runs.map(NonZeroUsize::get),
+        minutes: args.minutes.map(|m| m.0),
         seed: args.seed,
-        jobs: args.runs_at_once.jobs.max(1),
+        jobs: args.runs_at_once.jobs.get(),
         gpus: args.runs_at_once.gpus()?,
         hold: !args.runs_at_once.no_hold,
         fences,

@@ -162,17 +162,8 @@ fn variants(
             (saved.result.fences, saved.scope)
         }
         Middle::Given(FenceSet::All) => (all.clone(), opts.scope),
-        Middle::Given(FenceSet::Ids(ids)) => {
-            if let Some(bad) = ids.iter().find(|&&i| i.0 >= built.fences) {
-                return Err(fail(
-                    exit_code::USAGE,
-                    format!(
-                        "--fences: no fence {bad}; the program has {} (0 to {})",
-                        built.fences,
-                        built.fences.saturating_sub(1)
-                    ),
-                ));
-            }
+        Middle::Given(set @ FenceSet::Ids(ids)) => {
+            set.check_ids("--fences", built.fences)?;
             (ids.clone(), opts.scope)
         }
     };

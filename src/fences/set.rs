@@ -6,6 +6,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
+/// The longest range `a-b` taken.
+const MAX_RANGE: usize = 1 << 20;
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FenceSet {
     All,
@@ -35,7 +38,8 @@ impl FenceSet {
                 Some((a, b)) => {
                     let (a, b): (usize, usize) =
                         (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                    if a > b {
+                    // A range far beyond any program's fences is a typo, not a million ids.
+                    if a > b || b - a > MAX_RANGE {
                         return Err(bad());
                     }
                     ids.extend((a..=b).map(FenceId));
@@ -69,6 +73,26 @@ impl FromStr for FenceSet {
     type Err = String;
     fn from_str(s: &str) -> Result<FenceSet, String> {
         FenceSet::parse(s)
+    }
+}
+
+impl FenceSet {
+    /// Refuses ids the program does not have (exit 64, naming `option`): a fence set is
+    /// checked against the program's count once it is known.
+    pub fn check_ids(&self, option: &str, total: usize) -> anyhow::Result<()> {
+        if let FenceSet::Ids(ids) = self
+            && let Some(bad) = ids.iter().find(|i| i.0 >= total)
+        {
+            let have = match total {
+                0 => "none".to_string(),
+                n => format!("{n} (0 to {})", n - 1),
+            };
+            return Err(crate::exit_code::fail(
+                crate::exit_code::USAGE,
+                format!("{option}: no fence {bad}; the program has {have}"),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -112,6 +136,23 @@ impl<'de> Deserialize<'de> for FenceSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_beyond_the_program_name_the_option() {
+        let set = FenceSet::parse("0,12").unwrap();
+        let e = set.check_ids("--fences", 10).unwrap_err();
+        assert_eq!(crate::exit_code::code_of(&e), crate::exit_code::USAGE);
+        assert_eq!(
+            e.to_string(),
+            "--fences: no fence 12; the program has 10 (0 to 9)"
+        );
+        assert!(FenceSet::All.check_ids("--fences", 0).is_ok());
+        assert!(set.check_ids("--fences", 13).is_ok());
+        assert!(
+            FenceSet::parse("0-99999999999").is_err(),
+            "a range far too long"
+        );
+    }
 
     #[test]
     fn ranges_round_trip() {

@@ -192,29 +192,18 @@ fn run_one(
     Ok(Some(rec))
 }
 
-/// `--gpus`: `all` (every device the driver sees) or a comma-separated list of device ordinals
-/// or UUIDs, as CUDA_VISIBLE_DEVICES takes them.
-pub fn parse_gpus(spec: &str) -> Result<Vec<String>> {
+/// `--gpus all`: every device the driver sees, as ordinals.
+pub fn all_gpus() -> Result<Vec<String>> {
     use crate::exit_code::{self, fail};
-    if spec == "all" {
-        if !crate::run::hold::driver_present() {
-            return Err(fail(
-                exit_code::UNAVAILABLE,
-                "--gpus all: no CUDA driver on this machine",
-            ));
-        }
-        let n = cudarc::driver::CudaContext::device_count()
-            .map_err(|e| fail(exit_code::UNAVAILABLE, format!("--gpus all: {e}")))?;
-        return Ok((0..n).map(|i| i.to_string()).collect());
+    if !crate::run::hold::driver_present() {
+        return Err(fail(
+            exit_code::UNAVAILABLE,
+            "--gpus all: no CUDA driver on this machine",
+        ));
     }
-    let gpus: Vec<String> = spec.split(',').map(|g| g.trim().to_string()).collect();
-    if gpus
-        .iter()
-        .any(|g| g.is_empty() || g.contains(char::is_whitespace))
-    {
-        return Err(fail(exit_code::USAGE, format!("--gpus: bad list {spec:?}")));
-    }
-    Ok(gpus)
+    let n = cudarc::driver::CudaContext::device_count()
+        .map_err(|e| fail(exit_code::UNAVAILABLE, format!("--gpus all: {e}")))?;
+    Ok((0..n).map(|i| i.to_string()).collect())
 }
 
 #[cfg(test)]

@@ -1,0 +1,150 @@
+//! Option values as types, parsed by clap (`FromStr`), so a bad value is refused with exit 64
+//! and a message naming the option before anything runs: durations that are not positive
+//! finite numbers, GPU lists that are neither `all` nor ordinals, environments and fence sets
+//! that do not parse. Counts that must not be zero are `NonZeroUsize`.
+
+use crate::fences::set::FenceSet;
+use crate::run::environment::TestEnv;
+use std::str::FromStr;
+
+/// A positive, finite number (of minutes, hours): `nan`, `inf`, `0` and `-1` are refused.
+fn positive(s: &str, unit: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("expected a positive number of {unit}, not `{s}`")),
+    }
+}
+
+/// `--minutes`, `--stable-minutes`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Minutes(pub f64);
+
+impl FromStr for Minutes {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Minutes, String> {
+        positive(s, "minutes").map(Minutes)
+    }
+}
+
+/// `--hours`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hours(pub f64);
+
+impl FromStr for Hours {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Hours, String> {
+        positive(s, "hours").map(Hours)
+    }
+}
+
+/// `--confidence`: strictly between 0 and 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Probability(pub f64);
+
+impl FromStr for Probability {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Probability, String> {
+        match s.trim().parse::<f64>() {
+            Ok(p) if p > 0.0 && p < 1.0 => Ok(Probability(p)),
+            _ => Err(format!("expected a number between 0 and 1, not `{s}`")),
+        }
+    }
+}
+
+/// `--gpus`: `all` (resolved with the driver when the runs start), or device ordinals or UUIDs
+/// as CUDA_VISIBLE_DEVICES takes them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GpuList {
+    All,
+    Listed(Vec<String>),
+}
+
+impl FromStr for GpuList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<GpuList, String> {
+        if s.trim() == "all" {
+            return Ok(GpuList::All);
+        }
+        let gpus: Vec<String> = s.split(',').map(|g| g.trim().to_string()).collect();
+        for g in &gpus {
+            let ordinal = !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit());
+            let uuid = (g.starts_with("GPU-") || g.starts_with("MIG-"))
+                && g.len() > 4
+                && g[4..]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'/');
+            if !(ordinal || uuid) {
+                return Err(format!(
+                    "`{g}` is not a GPU: expected `all`, or device ordinals or UUIDs like `0,1`"
+                ));
+            }
+        }
+        Ok(GpuList::Listed(gpus))
+    }
+}
+
+/// `--env` of `test`: `all` or a comma-separated list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnvList(pub Vec<TestEnv>);
+
+impl FromStr for EnvList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<EnvList, String> {
+        TestEnv::parse_list(s).map(EnvList)
+    }
+}
+
+/// `--env` of `reduce`: one environment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Env(pub TestEnv);
+
+impl FromStr for Env {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Env, String> {
+        TestEnv::parse(s).map(Env)
+    }
+}
+
+/// `cost --fences`: `reduced`, or a fence set.
+impl FromStr for crate::cost::measure::Middle {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        use crate::cost::measure::Middle;
+        match s.trim() {
+            "reduced" => Ok(Middle::Reduced),
+            s => FenceSet::parse(s).map(Middle::Given),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_positive_and_finite() {
+        for bad in [
+            "nan", "NaN", "inf", "-inf", "0", "-1", "0.0", "", "x", "1e999",
+        ] {
+            assert!(bad.parse::<Minutes>().is_err(), "{bad}");
+            assert!(bad.parse::<Hours>().is_err(), "{bad}");
+        }
+        assert_eq!("0.5".parse::<Minutes>(), Ok(Minutes(0.5)));
+        assert_eq!("24".parse::<Hours>(), Ok(Hours(24.0)));
+        assert!("1".parse::<Probability>().is_err() && "0".parse::<Probability>().is_err());
+        assert!("nan".parse::<Probability>().is_err());
+    }
+
+    #[test]
+    fn gpu_lists_are_all_ordinals_or_uuids() {
+        assert_eq!("all".parse::<GpuList>(), Ok(GpuList::All));
+        assert_eq!(
+            "0, 2".parse::<GpuList>(),
+            Ok(GpuList::Listed(vec!["0".into(), "2".into()]))
+        );
+        assert!("GPU-8f3c-11".parse::<GpuList>().is_ok());
+        for bad in ["abc", "0,,1", "", "-1", "0 1", "GPU-", "1.5"] {
+            assert!(bad.parse::<GpuList>().is_err(), "{bad}");
+        }
+    }
+}
