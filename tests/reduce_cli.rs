@@ -247,6 +247,8 @@ fn the_patch_applies_and_apply_writes_it() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(65));
+    // Naming the changed file once.
+    assert_eq!(stderr(&o).matches("kernel.cu").count(), 1, "{}", stderr(&o));
 }
 
 #[test]

@@ -51,12 +51,21 @@ pub fn build(app: &App, out: &OutDir, scope: FenceScope) -> Result<Built> {
     out.remove(&stamp_path)?;
     out.remove(&original)?;
     walk::copy_files(&input, &original).context("copying the original tree")?;
+    let step = spinner("building the original program");
     run_build(app, &original, &out.build_log("original"))?;
+    step.set_message("instrumenting the sources");
     let summary = insert::run(&insert_options(app, out.root(), scope), out)?;
-    for w in &summary.warnings {
-        eprintln!("{w}");
-    }
+    step.suspend(|| {
+        for w in &summary.warnings {
+            eprintln!("{w}");
+        }
+    });
+    step.set_message(format!(
+        "building the instrumented program ({} fences)",
+        summary.fences
+    ));
     run_build(app, &instrumented, &out.build_log("instrumented"))?;
+    step.finish_and_clear();
     std::fs::write(&stamp_path, stamp)?;
     Ok(Built {
         original,
@@ -64,6 +73,19 @@ pub fn build(app: &App, out: &OutDir, scope: FenceScope) -> Result<Built> {
         fences: summary.fences,
         rebuilt: true,
     })
+}
+
+/// A spinner naming the build step, with the time it has taken (builds take tens of seconds);
+/// drawn only on a terminal.
+pub fn spinner(step: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            .expect("valid template"),
+    );
+    bar.set_message(step.to_string());
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
 }
 
 /// How `build` and `reduce` instrument an application: its `sources` only, into `out`.
@@ -104,7 +126,7 @@ pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
         return Err(fail(
             exit_code::BUILD_FAILED,
             format!(
-                "build failed in {} ({:?}); log {}:\n{}",
+                "build failed in {} ({}); log {}:\n{}",
                 dir.display(),
                 f.exit,
                 log.display(),

@@ -80,8 +80,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let mut show = |p: &Progress| {
         last = Some(p.clone());
         bar.set_message(format!(
-            "{:?}: {} fences, I={}, {} spent, {} left",
-            p.phase,
+            "{}: {} fences, I={}, {} spent, {} left",
+            phase_name(p.phase),
             p.fences,
             p.iterations,
             hms(p.seconds),
@@ -149,6 +149,17 @@ fn interrupted_result(p: &Progress) -> Reduced {
         stability_runs: 0,
         miss_probability: None,
         note: "interrupted: these fences passed their last check only; `wmfix reduce --resume` continues the reduction".into(),
+    }
+}
+
+fn phase_name(p: algorithm::Phase) -> &'static str {
+    use algorithm::Phase::*;
+    match p {
+        Sanity => "checking all fences",
+        Calibrate => "measuring the unfenced error rate",
+        Binary => "binary reduction",
+        Linear => "linear reduction",
+        Stability => "stability check",
     }
 }
 

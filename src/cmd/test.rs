@@ -185,6 +185,8 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
             row.add(r.outcome);
         }
         bar.inc(row.runs as u64);
+        // Runs taken over from an interrupted test took no time now: not in the ETA.
+        bar.reset_eta();
         summary.rows.push(row);
         let start = Instant::now();
         let earlier = summary.rows[k].seconds;
@@ -213,7 +215,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         };
         let done = batch::run(&batch, budget, next_id, &spec, &mut on_record)?;
         next_id = id_end.max(next_id + done);
-        bar.finish_with_message(status(summary.rows.last().unwrap()));
+        finish(&bar, status(summary.rows.last().unwrap()));
         if crate::interrupt::interrupted() {
             summary.interrupted = true;
             break;
@@ -321,9 +323,9 @@ fn progress(env: &TestEnv, runs: Option<usize>) -> ProgressBar {
         None => ProgressBar::new_spinner(),
     };
     let template = if runs.is_some() {
-        "{prefix:>10} [{bar:30}] {pos}/{len} {msg}"
+        "{prefix:>10} [{bar:30}] {pos}/{len} {msg}, ETA {eta}"
     } else {
-        "{prefix:>10} {spinner} {pos} runs {msg}"
+        "{prefix:>10} {spinner} {pos} runs in {elapsed} {msg}"
     };
     bar.set_style(
         ProgressStyle::with_template(template)
@@ -333,6 +335,15 @@ fn progress(env: &TestEnv, runs: Option<usize>) -> ProgressBar {
     bar.set_prefix(env.to_string());
     bar.enable_steady_tick(Duration::from_millis(250));
     bar
+}
+
+/// Leaves the bar drawn and ends its line, so that what follows (the table, the next
+/// environment's bar) starts on a line of its own.
+fn finish(bar: &ProgressBar, msg: String) {
+    bar.finish_with_message(msg);
+    if !bar.is_hidden() {
+        eprintln!();
+    }
 }
 
 fn status(row: &Row) -> String {
@@ -388,13 +399,17 @@ pub fn table(s: &Summary) -> String {
     out
 }
 
+/// A recorded run, run again.
+pub struct Replayed {
+    pub record: RunRecord,
+    pub outcome: Outcome,
+    pub exit: crate::app::child::Exit,
+    /// What it printed.
+    pub output: String,
+}
+
 /// `wmfix test --replay ID`: one recorded run again, same seed, environment and fences.
-pub fn replay(
-    dir: &Path,
-    out: &Path,
-    id: usize,
-    scope: FenceScope,
-) -> Result<(RunRecord, Outcome, String)> {
+pub fn replay(dir: &Path, out: &Path, id: usize, scope: FenceScope) -> Result<Replayed> {
     let app = App::load(dir)?;
     super::needs_gpu(&app, "test")?;
     let out = super::open_earlier(
@@ -427,14 +442,15 @@ pub fn replay(
     if let Some(g) = &rec.gpu {
         env.push(("CUDA_VISIBLE_DEVICES".to_string(), g.clone()));
     }
-    let Some((outcome, _, _)) = trial::run_once(&app, &built.instrumented, &env, &log)? else {
+    let Some((outcome, exit, _)) = trial::run_once(&app, &built.instrumented, &env, &log)? else {
         return Err(fail(exit_code::INTERRUPTED, "interrupted"));
     };
-    Ok((
-        rec,
+    Ok(Replayed {
+        record: rec,
         outcome,
-        std::fs::read_to_string(&log).unwrap_or_default(),
-    ))
+        exit,
+        output: std::fs::read_to_string(&log).unwrap_or_default(),
+    })
 }
 
 // ---- the command line ----
@@ -479,14 +495,18 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let fences = args.fences;
     if let Some(id) = args.replay {
-        let (rec, outcome, log) =
-            crate::cmd::test::replay(&args.app.dir, &args.app.out, id, args.app.fence)?;
-        print!("{log}");
+        let r = replay(&args.app.dir, &args.app.out, id, args.app.fence)?;
+        let rec = &r.record;
+        print!("{}", r.output);
         println!(
-            "wmfix: run {id} ({}, seed {}, fences {}): recorded {:?}, replayed {:?}",
-            rec.spec.env, rec.spec.seed, rec.spec.fences, rec.outcome, outcome
+            "wmfix: run {id} ({}, seed {}, fences {}): recorded: {}; replayed: {}",
+            rec.spec.env,
+            rec.spec.seed,
+            rec.spec.fences,
+            trial::describe(rec.outcome, rec.exit()),
+            trial::describe(r.outcome, r.exit)
         );
-        return Ok(if outcome.is_error() {
+        return Ok(if r.outcome.is_error() {
             exit_code::ERRORS_SEEN
         } else {
             exit_code::OK

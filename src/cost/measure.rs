@@ -221,7 +221,9 @@ fn harden_and_build(
     for f in &files {
         std::fs::write(tree.join(&f.rel), &f.hardened)?;
     }
+    let step = builder::spinner(&format!("building the {name} variant"));
     builder::run_build(app, &tree, &out.cost().build_log(name))?;
+    step.finish_and_clear();
     std::fs::write(&stamp, digest.hex())?;
     Ok(tree)
 }

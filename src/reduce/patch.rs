@@ -77,7 +77,8 @@ pub fn apply(
     recorded: &SourceDigests,
 ) -> Result<usize> {
     if now != recorded {
-        let changed: Vec<String> = recorded
+        // Each file once, whether it changed, appeared or went.
+        let changed: std::collections::BTreeSet<String> = recorded
             .keys()
             .chain(now.keys())
             .filter(|k| now.get(*k) != recorded.get(*k))
@@ -87,7 +88,7 @@ pub fn apply(
             exit_code::BAD_INPUT,
             format!(
                 "sources changed since the reduction ({}); not applied",
-                changed.join(", ")
+                changed.into_iter().collect::<Vec<_>>().join(", ")
             ),
         ));
     }

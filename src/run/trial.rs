@@ -117,6 +117,17 @@ pub struct RunRecord {
     pub log: Option<PathBuf>,
 }
 
+impl RunRecord {
+    /// How the run ended, as far as the record says (a timeout has no code).
+    pub fn exit(&self) -> Exit {
+        match (self.signal, self.exit_code) {
+            (Some(s), _) => Exit::Signal(s),
+            (None, Some(c)) => Exit::Code(c),
+            (None, None) => Exit::Timeout,
+        }
+    }
+}
+
 /// Runs the program once in `tree` with `extra_env`; `None` if interrupted.
 pub fn run_once(
     app: &App,

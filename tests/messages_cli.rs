@@ -1,0 +1,223 @@
+//! What wmfix says (issue 11, item 5): outcomes in words, not Rust's Debug text; in a terminal,
+//! a spinner naming the build step, a bar with its ETA, and the table on a line of its own.
+
+mod common;
+use common::*;
+use std::io::Read;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+
+fn standin() -> (tempfile::TempDir, std::path::PathBuf) {
+    fixture("standin")
+}
+
+fn test(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    wmfix()
+        .current_dir(dir.parent().unwrap())
+        .args(["test", dir.to_str().unwrap(), "--out", "out"])
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// Debug text of the types that describe runs.
+fn no_debug_text(text: &str) {
+    for debug in [
+        "Code(",
+        "Signal(",
+        "Crash (",
+        "Fail (",
+        "Timeout (",
+        "Pass (",
+    ] {
+        assert!(!text.contains(debug), "Debug text {debug:?} in: {text}");
+    }
+}
+
+#[test]
+fn outcomes_are_said_in_words() {
+    let (_tmp, dir) = standin();
+    let o = test(&dir, &["--runs", "2"], &[("STANDIN_BASELINE", "1")]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("(failed its post-condition (exit code 1))"),
+        "{}",
+        stderr(&o)
+    );
+    no_debug_text(&stderr(&o));
+    let o = test(&dir, &["--runs", "2"], &[("STANDIN_BASELINE", "139")]);
+    assert!(
+        stderr(&o)
+            .contains("crashed: killed by signal 11 (SIGSEGV) (exit code 139 from the shell)"),
+        "{}",
+        stderr(&o)
+    );
+    no_debug_text(&stderr(&o));
+
+    // A replayed run says how it and its record ended.
+    let env = [("STANDIN_MODE", "cudaerr")];
+    let o = test(&dir, &["--runs", "1"], &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = test(&dir, &["--replay", "0"], &env);
+    assert!(
+        stdout(&o)
+            .contains("recorded: crashed with exit code 3; replayed: crashed with exit code 3"),
+        "{}",
+        stdout(&o)
+    );
+    no_debug_text(&stdout(&o));
+
+    // A failed build.
+    let cfg = std::fs::read_to_string(dir.join("wmfix.toml"))
+        .unwrap()
+        .replace("cp app.sh app && chmod +x app", "exit 7");
+    std::fs::write(dir.join("wmfix.toml"), cfg).unwrap();
+    let o = test(&dir, &[], &[]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(stderr(&o).contains("(exit code 7)"), "{}", stderr(&o));
+    no_debug_text(&stderr(&o));
+}
+
+/// Runs wmfix with its stdout and stderr on a terminal (a pty 150 columns wide); returns what
+/// it wrote there and whether it succeeded.
+fn on_a_terminal(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (String, bool) {
+    let (mut master, mut slave) = (0, 0);
+    let size = libc::winsize {
+        ws_row: 50,
+        ws_col: 150,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty(3) writes two descriptors; no name buffer or termios is passed.
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(r, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = wmfix()
+        .current_dir(cwd)
+        .args(args)
+        .envs(env.iter().copied())
+        .env("TERM", "xterm")
+        .stdin(std::process::Stdio::null())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave)
+        .spawn()
+        .unwrap();
+    let mut bytes = Vec::new();
+    // Reading ends with EIO once the child (the last holder of the terminal) has exited.
+    let _ = std::fs::File::from(master).read_to_end(&mut bytes);
+    let ok = child.wait().unwrap().success();
+    (String::from_utf8_lossy(&bytes).into_owned(), ok)
+}
+
+/// What a terminal shows after `text`: lines of characters, with `\r`, erase-line and cursor
+/// up/down.
+fn screen(text: &str) -> Vec<String> {
+    let mut lines: Vec<Vec<char>> = vec![vec![]];
+    let (mut row, mut col) = (0usize, 0usize);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(esc) = rest.strip_prefix("\x1b[") {
+            let end = esc.find(|c: char| c.is_ascii_alphabetic()).unwrap();
+            let n: usize = esc[..end].parse().unwrap_or(1);
+            match &esc[end..end + 1] {
+                "A" => row = row.saturating_sub(n),
+                "B" => row += n,
+                "K" => lines[row].clear(),
+                _ => {}
+            }
+            rest = &esc[end + 1..];
+        } else {
+            match c {
+                '\n' => row += 1,
+                '\r' => col = 0,
+                c => {
+                    let line = &mut lines[row];
+                    if line.len() <= col {
+                        line.resize(col + 1, ' ');
+                    }
+                    line[col] = c;
+                    col += 1;
+                }
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+        while lines.len() <= row {
+            lines.push(vec![]);
+        }
+    }
+    lines
+        .iter()
+        .map(|l| l.iter().collect::<String>().trim_end().to_string())
+        .collect()
+}
+
+#[test]
+fn in_a_terminal_the_bar_has_an_eta_and_the_table_a_line_of_its_own() {
+    let (tmp, dir) = standin();
+    let (text, _) = on_a_terminal(
+        tmp.path(),
+        &[
+            "test",
+            dir.to_str().unwrap(),
+            "--out",
+            "out",
+            "--runs",
+            "6",
+            "--env",
+            "sys-str+,no-str-",
+        ],
+        &[("STANDIN_SLEEP", "0.05")],
+    );
+    let lines = screen(&text);
+    let shown = lines.join("\n");
+    let bar = |env: &str| {
+        lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(&format!("{env} [")))
+            .unwrap_or_else(|| panic!("no bar for {env}:\n{shown}"))
+    };
+    let (first, second) = (bar("sys-str+"), bar("no-str-"));
+    assert!(first < second, "{shown}");
+    for i in [first, second] {
+        assert!(
+            lines[i].contains("6/6") && lines[i].contains("runs/s") && lines[i].contains("ETA"),
+            "{shown}"
+        );
+    }
+    assert!(
+        lines[second + 1].starts_with("env "),
+        "the table does not start on its own line:\n{shown}"
+    );
+}
+
+#[test]
+fn a_build_shows_a_spinner_naming_its_step() {
+    let (tmp, dir) = standin();
+    let cfg = std::fs::read_to_string(dir.join("wmfix.toml"))
+        .unwrap()
+        .replace("cp app.sh app", "sleep 0.5; cp app.sh app");
+    std::fs::write(dir.join("wmfix.toml"), cfg).unwrap();
+    // The spinner is cleared when the build ends; what it said is in the bytes written.
+    let (text, ok) = on_a_terminal(
+        tmp.path(),
+        &["build", dir.to_str().unwrap(), "--out", "out"],
+        &[],
+    );
+    assert!(ok, "{text}");
+    for step in [
+        "building the original program",
+        "building the instrumented program (0 fences)",
+    ] {
+        assert!(text.contains(step), "{step}: {text:?}");
+    }
+}
