@@ -21,7 +21,7 @@ pub fn effective(errors: usize, runs: usize) -> bool {
 }
 
 /// A sample's mean with its 95% confidence half-width (Student's t), and its median.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Spread {
     pub n: usize,
     pub mean: f64,

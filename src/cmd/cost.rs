@@ -28,6 +28,10 @@ pub struct Args {
     /// Seed of the round orders.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Print the report (what cost.json holds) as one JSON document on stdout; the table goes
+    /// to stderr.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -56,13 +60,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Middle::Given(_) => crate::out_dir::OutDir::open(&opts.out, &inputs)?,
     };
     let (report, runs) = crate::cost::measure::run(&opts, &out)?;
-    print!("{}", crate::cost::measure::table(&report));
-    println!(
-        "wmfix: {} of {} rounds; runs in {}",
+    let human = format!(
+        "{}wmfix: {} of {} rounds; runs in {}\n",
+        crate::cost::measure::table(&report),
         report.rounds_done,
         report.rounds_asked,
         runs.display()
     );
+    super::report(args.json, &report, &human);
     Ok(if report.interrupted {
         exit_code::INTERRUPTED
     } else {

@@ -25,6 +25,27 @@ pub struct Args {
     /// Print how many bytes of CUDA source were instrumented, and how fast.
     #[arg(long)]
     stats: bool,
+    /// Print one JSON document on stdout (counts, warnings, where the output is); the summary
+    /// and warnings go to stderr.
+    #[arg(long, conflicts_with = "dump_tree")]
+    json: bool,
+}
+
+/// What `wmfix insert --json` prints.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct InsertJson {
+    /// Files in the input tree.
+    pub files: usize,
+    /// Files instrumented (the others are copied as they are).
+    pub instrumented: usize,
+    pub fences: usize,
+    /// Parse errors and macros reported, each with its file:line:col.
+    pub warnings: Vec<String>,
+    pub tree: PathBuf,
+    pub fences_json: PathBuf,
+    /// Bytes of CUDA source instrumented and the seconds it took (parse, plan, render).
+    pub cuda_bytes: usize,
+    pub seconds: f64,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -47,23 +68,34 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     for w in &s.warnings {
         eprintln!("{w}");
     }
-    println!(
-        "wmfix: {} fences in {} of {} files; instrumented tree in {}, fence list in {}",
+    let mut human = format!(
+        "wmfix: {} fences in {} of {} files; instrumented tree in {}, fence list in {}\n",
         s.fences,
         s.instrumented,
         s.files,
         s.tree.display(),
         s.fences_json.display()
     );
+    let secs = s.cuda_time.as_secs_f64();
     if args.stats {
-        let secs = s.cuda_time.as_secs_f64();
-        println!(
-            "wmfix: instrumented {} bytes of CUDA source in {:.3} ms: {:.1} MB/s (and {:.0} ms to compile the queries, once per process)",
+        human += &format!(
+            "wmfix: instrumented {} bytes of CUDA source in {:.3} ms: {:.1} MB/s (and {:.0} ms to compile the queries, once per process)\n",
             s.cuda_bytes,
             secs * 1e3,
             s.cuda_bytes as f64 / 1e6 / secs.max(1e-9),
             s.query_time.as_secs_f64() * 1e3
         );
     }
+    let doc = InsertJson {
+        files: s.files,
+        instrumented: s.instrumented,
+        fences: s.fences,
+        warnings: s.warnings,
+        tree: s.tree,
+        fences_json: s.fences_json,
+        cuda_bytes: s.cuda_bytes,
+        seconds: secs,
+    };
+    super::report(args.json, &doc, &human);
     Ok(exit_code::OK)
 }

@@ -18,6 +18,20 @@ use crate::out_dir::OutDir;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
+/// Prints a command's result: `human` on stdout, or with `--json` the one JSON document `doc`
+/// on stdout and `human` on stderr, so a script reads stdout whole.
+pub(crate) fn report(json: bool, doc: &impl serde::Serialize, human: &str) {
+    if json {
+        eprint!("{human}");
+        println!(
+            "{}",
+            serde_json::to_string_pretty(doc).expect("reports serialise")
+        );
+    } else {
+        print!("{human}");
+    }
+}
+
 /// A program that runs on a GPU (the config's `gpu`, true by default) needs a driver and a
 /// device: checked before anything is built or written (exit 69).
 pub(crate) fn needs_gpu(app: &crate::app::config::App, command: &str) -> anyhow::Result<()> {

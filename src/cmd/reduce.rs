@@ -259,6 +259,10 @@ pub struct Args {
     /// Continue the reduction recorded in wmfix-out/reduce/journal.jsonl.
     #[arg(long)]
     resume: bool,
+    /// Print the report (what reduce.json holds) as one JSON document on stdout; the summary
+    /// goes to stderr.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -288,7 +292,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         scope: args.app.fence,
     };
     let report = reduce_app(&opts)?;
-    print!("{}", crate::cmd::reduce::summary(&report));
+    super::report(args.json, &report, &summary(&report));
     Ok(if report.interrupted {
         exit_code::INTERRUPTED
     } else {

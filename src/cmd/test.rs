@@ -356,6 +356,64 @@ fn status(row: &Row) -> String {
     format!("errors {} ({rate:.1}%), {per_s:.1} runs/s", row.errors())
 }
 
+/// One line of the result table; `--json` gives these.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TableRow {
+    pub env: String,
+    pub runs: usize,
+    pub pass: usize,
+    pub fail: usize,
+    pub timeout: usize,
+    pub crash: usize,
+    pub errors: usize,
+    /// Errors over runs, 0 to 1.
+    pub error_rate: f64,
+    /// The 95% Wilson interval of the error rate.
+    pub ci95: (f64, f64),
+    /// More than 5% of runs erred (the paper's threshold).
+    pub effective: bool,
+    pub runs_per_hour: f64,
+    pub seconds: f64,
+}
+
+/// What `wmfix test --json` prints: the table and where the records are.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TestJson {
+    pub app: PathBuf,
+    pub fences: FenceSet,
+    pub seed: u64,
+    pub jobs: usize,
+    pub interrupted: bool,
+    pub resumed_runs: usize,
+    /// `runs.jsonl`, `summary.json` and the logs of erring runs.
+    pub records: PathBuf,
+    pub rows: Vec<TableRow>,
+}
+
+pub fn table_rows(s: &Summary) -> Vec<TableRow> {
+    s.rows
+        .iter()
+        .map(|r| TableRow {
+            env: r.env.clone(),
+            runs: r.runs,
+            pass: r.pass,
+            fail: r.fail,
+            timeout: r.timeout,
+            crash: r.crash,
+            errors: r.errors(),
+            error_rate: if r.runs > 0 {
+                r.errors() as f64 / r.runs as f64
+            } else {
+                0.0
+            },
+            ci95: stats::wilson95(r.errors(), r.runs),
+            effective: stats::effective(r.errors(), r.runs),
+            runs_per_hour: 3600.0 * r.runs as f64 / r.seconds.max(1e-9),
+            seconds: r.seconds,
+        })
+        .collect()
+}
+
 /// The result table (paper 000, Tab. 5, for one application).
 pub fn table(s: &Summary) -> String {
     let mut out = format!(
@@ -371,13 +429,7 @@ pub fn table(s: &Summary) -> String {
         "effective",
         "runs/h"
     );
-    for r in &s.rows {
-        let (lo, hi) = stats::wilson95(r.errors(), r.runs);
-        let rate = if r.runs > 0 {
-            100.0 * r.errors() as f64 / r.runs as f64
-        } else {
-            0.0
-        };
+    for r in table_rows(s) {
         out += &format!(
             "{:<11} {:>6} {:>6} {:>6} {:>7} {:>6} {:>6.1}% {:>17} {:>9} {:>9.0}\n",
             r.env,
@@ -386,14 +438,10 @@ pub fn table(s: &Summary) -> String {
             r.fail,
             r.timeout,
             r.crash,
-            rate,
-            format!("[{:.1}%, {:.1}%]", 100.0 * lo, 100.0 * hi),
-            if stats::effective(r.errors(), r.runs) {
-                "yes"
-            } else {
-                "no"
-            },
-            3600.0 * r.runs as f64 / r.seconds.max(1e-9)
+            100.0 * r.error_rate,
+            format!("[{:.1}%, {:.1}%]", 100.0 * r.ci95.0, 100.0 * r.ci95.1),
+            if r.effective { "yes" } else { "no" },
+            r.runs_per_hour
         );
     }
     out
@@ -490,6 +538,10 @@ pub struct Args {
     /// have had.
     #[arg(long, conflicts_with_all = ["replay", "minutes"])]
     resume: bool,
+    /// Print one JSON document on stdout (the table's rows, where the records are); the
+    /// table and messages go to stderr.
+    #[arg(long, conflicts_with = "replay")]
+    json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -527,12 +579,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         resume: args.resume,
     };
     let (summary, records) = test_app(&opts)?;
-    print!("{}", crate::cmd::test::table(&summary));
-    println!(
-        "wmfix: fences {}; records in {}",
+    let human = format!(
+        "{}wmfix: fences {}; records in {}\n",
+        table(&summary),
         summary.fences,
         records.display()
     );
+    let doc = TestJson {
+        app: summary.app.clone(),
+        fences: summary.fences.clone(),
+        seed: summary.seed,
+        jobs: summary.jobs,
+        interrupted: summary.interrupted,
+        resumed_runs: summary.resumed_runs,
+        records,
+        rows: table_rows(&summary),
+    };
+    super::report(args.json, &doc, &human);
     if summary.interrupted {
         return Ok(exit_code::INTERRUPTED);
     }

@@ -16,7 +16,7 @@ use crate::out_dir::{CostFiles, OutDir};
 use crate::run::trial::{self, Outcome};
 use crate::stats::{self, Spread};
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -53,7 +53,7 @@ pub struct Sample {
     pub reported_ms: Option<f64>,
 }
 
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Row {
     pub variant: String,
     pub fences: usize,
@@ -69,7 +69,8 @@ pub struct Row {
     pub reported_ratio: Option<(f64, f64)>,
 }
 
-#[derive(Serialize, Debug)]
+/// `cost.json`, and what `wmfix cost --json` prints.
+#[derive(Serialize, Deserialize, Debug)]
 pub struct Report {
     pub app: PathBuf,
     pub gpu: Option<String>,
