@@ -151,11 +151,12 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
     let spans = spans(text);
     let line =
         |f: fn(&Spans) -> Option<usize>| spans.as_ref().and_then(f).map(|b| line_of(text, b));
-    if !(config.timeout_s > 0.0 && config.timeout_s.is_finite()) {
+    // Up to about 300 years: a run's timeout becomes a `Duration`.
+    if !(config.timeout_s > 0.0 && config.timeout_s <= 1e10) {
         return Err(ConfigError {
             line: line(|s| Some(s.timeout_s.as_ref()?.span().start)),
             message: format!(
-                "timeout_s must be a positive number of seconds, not {}",
+                "timeout_s must be a positive number of seconds (at most 1e10), not {}",
                 config.timeout_s
             ),
         });
@@ -245,6 +246,10 @@ mod tests {
         );
         let e = parse("build = \"b\"\nrun = \"r\"\ntimeout_s = 0\n").unwrap_err();
         assert!(e.message.contains("positive") && e.line == Some(3), "{e}");
+        for t in ["nan", "inf", "1e300", "-1"] {
+            let text = format!("build = \"b\"\nrun = \"r\"\ntimeout_s = {t}\n");
+            assert!(parse(&text).is_err(), "{t}");
+        }
     }
 
     #[test]

@@ -7,11 +7,19 @@ use crate::fences::set::FenceSet;
 use crate::run::environment::TestEnv;
 use std::str::FromStr;
 
-/// A positive, finite number (of minutes, hours): `nan`, `inf`, `0` and `-1` are refused.
-fn positive(s: &str, unit: &str) -> Result<f64, String> {
+/// The longest duration taken, in seconds (about 300 years): a time budget becomes a
+/// `Duration`, which a larger number would overflow.
+pub const MAX_SECONDS: f64 = 1e10;
+
+/// A positive, finite number of `unit`s (`seconds` each), at most `MAX_SECONDS`: `nan`, `inf`,
+/// `0`, `-1` and `1e300` are refused.
+fn positive(s: &str, unit: &str, seconds: f64) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err(format!("expected a positive number of {unit}, not `{s}`")),
+        Ok(x) if x.is_finite() && x > 0.0 && x * seconds <= MAX_SECONDS => Ok(x),
+        _ => Err(format!(
+            "expected a positive number of {unit} (at most {:.0}), not `{s}`",
+            MAX_SECONDS / seconds
+        )),
     }
 }
 
@@ -22,7 +30,7 @@ pub struct Minutes(pub f64);
 impl FromStr for Minutes {
     type Err = String;
     fn from_str(s: &str) -> Result<Minutes, String> {
-        positive(s, "minutes").map(Minutes)
+        positive(s, "minutes", 60.0).map(Minutes)
     }
 }
 
@@ -33,7 +41,7 @@ pub struct Hours(pub f64);
 impl FromStr for Hours {
     type Err = String;
     fn from_str(s: &str) -> Result<Hours, String> {
-        positive(s, "hours").map(Hours)
+        positive(s, "hours", 3600.0).map(Hours)
     }
 }
 
@@ -124,7 +132,7 @@ mod tests {
     #[test]
     fn durations_are_positive_and_finite() {
         for bad in [
-            "nan", "NaN", "inf", "-inf", "0", "-1", "0.0", "", "x", "1e999",
+            "nan", "NaN", "inf", "-inf", "0", "-1", "0.0", "", "x", "1e999", "1e300",
         ] {
             assert!(bad.parse::<Minutes>().is_err(), "{bad}");
             assert!(bad.parse::<Hours>().is_err(), "{bad}");

@@ -8,7 +8,7 @@ use crate::out_dir::OutDir;
 use crate::rewrite::render::{self, Planned};
 use crate::rewrite::source::SourceFile;
 use crate::rewrite::walk;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -102,12 +102,12 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     crate::rewrite::queries::check()
         .map_err(|e| crate::exit_code::fail(crate::exit_code::INTERNAL, e))?;
     let query_time = t0.elapsed();
-    let (sources, mut copies) = read_candidates(opts, &input)?;
+    let (sources, mut copies, unreadable) = read_candidates(opts, &input)?;
     let cuda_bytes = sources.iter().map(|f| f.text.len()).sum();
     let t0 = Instant::now();
     let parsed = render::plan_files(sources);
     let cuda_time = t0.elapsed();
-    let mut warnings = Vec::new();
+    let mut warnings = unreadable;
     let mut planned = Vec::new();
     // In input order, so that the first syntax error reported is the first in the tree.
     for p in parsed {
@@ -148,13 +148,16 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     })
 }
 
-/// The files to instrument, read, and the files to copy as they are.
+/// The files to instrument, read, the files to copy as they are, and warnings about candidates
+/// that are not UTF-8 text (copied as they are, like a file that does not parse; with
+/// `--on-parse-error fail`, refused).
 fn read_candidates(
     opts: &Options,
     input: &walk::InputTree,
-) -> Result<(Vec<SourceFile>, Vec<PathBuf>)> {
+) -> Result<(Vec<SourceFile>, Vec<PathBuf>, Vec<String>)> {
     let mut sources = Vec::new();
     let mut copies = Vec::new();
+    let mut warnings = Vec::new();
     for rel in &input.files {
         let abs = input.root.join(rel);
         let selected = opts
@@ -165,8 +168,20 @@ fn read_candidates(
             copies.push(rel.clone());
             continue;
         }
-        let text =
-            std::fs::read_to_string(&abs).with_context(|| format!("reading {}", abs.display()))?;
+        let bytes = std::fs::read(&abs)
+            .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", abs.display())))?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            let msg = format!(
+                "{}: not UTF-8 text",
+                display_path(&opts.paths, &input.root, rel).display()
+            );
+            if opts.on_parse_error == OnParseError::Fail {
+                return Err(fail(exit_code::BAD_INPUT, msg));
+            }
+            warnings.push(format!("{msg}: file copied unchanged"));
+            copies.push(rel.clone());
+            continue;
+        };
         let shown = opts
             .paths
             .iter()
@@ -175,7 +190,7 @@ fn read_candidates(
             .unwrap_or_else(|| display_path(&opts.paths, &input.root, rel));
         sources.push(SourceFile::new(rel.clone(), shown, text));
     }
-    Ok((sources, copies))
+    Ok((sources, copies, warnings))
 }
 
 fn display_path(paths: &[PathBuf], root: &Path, rel: &Path) -> PathBuf {
