@@ -131,25 +131,54 @@ pub fn alive(pid: i32) -> bool {
 
 /// Sends ctrl-c to a wmfix started by the test and checks it exits 130, as documented.
 pub fn interrupt(child: std::process::Child) -> Output {
-    interrupt_with(child, &[0])
+    sigint(&child);
+    exited_130(child.wait_with_output().unwrap())
 }
 
-/// SIGINT twice, 50 ms apart, as `timeout -s INT` delivers it (to wmfix, then to its process
-/// group): one interruption, so wmfix stops as it does for one. Checks exit 130.
-pub fn interrupt_twice(child: std::process::Child) -> Output {
-    interrupt_with(child, &[0, 50])
-}
-
-fn interrupt_with(child: std::process::Child, after_ms: &[u64]) -> Output {
+/// SIGINT twice, as `timeout -s INT` delivers it (to wmfix, then to its process group): the
+/// second as soon as wmfix says it has taken the first (so that the kernel does not merge the
+/// two into one), a millisecond or so later, while wmfix is stopping. One interruption: wmfix must stop as
+/// it does for one. Checks exit 130. The child's stderr must be piped.
+pub fn interrupt_twice(mut child: std::process::Child) -> Output {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let err = Arc::new(Mutex::new(Vec::new()));
+    let mut pipe = child.stderr.take().expect("stderr piped");
+    let reader = {
+        let err = Arc::clone(&err);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                err.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    sigint(&child);
     let t0 = std::time::Instant::now();
-    for &ms in after_ms {
-        while t0.elapsed().as_millis() < ms as u128 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        // SAFETY: kill(2) sends SIGINT to a process this test started.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let taken = || String::from_utf8_lossy(&err.lock().unwrap()).contains("wmfix: interrupted");
+    while !taken() {
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "the first SIGINT was not taken"
+        );
+        std::thread::sleep(std::time::Duration::from_micros(200));
     }
-    let o = child.wait_with_output().unwrap();
+    sigint(&child);
+    let mut o = child.wait_with_output().unwrap();
+    reader.join().unwrap();
+    o.stderr = err.lock().unwrap().clone();
+    exited_130(o)
+}
+
+fn sigint(child: &std::process::Child) {
+    // SAFETY: kill(2) sends SIGINT to a process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+}
+
+fn exited_130(o: Output) -> Output {
     assert_eq!(
         o.status.code(),
         Some(130),
