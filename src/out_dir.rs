@@ -280,52 +280,109 @@ pub fn is_output(dir: &Path) -> bool {
         return true;
     }
     // Cheap first: an old output folder holds one of these files.
-    [LOCK, STAMP, FENCES].iter().any(|f| dir.join(f).is_file()) && made_by_old_wmfix(dir)
+    [LOCK, STAMP, FENCES, LITMUS_SOURCE, RAW, ANALYSIS]
+        .iter()
+        .any(|f| dir.join(f).is_file())
+        && made_by_old_wmfix(dir)
 }
 
-/// An output folder of a wmfix older than the marker: every entry has a name wmfix writes, and
-/// at least one bears wmfix's own signature: its (empty) lock file, a build stamp (16 hex
-/// digits), a `fences.json` of wmfix's shape, or a marked sub-folder (`tune/`, `cache/`). A
-/// user's folder that merely shares names (`original/`, `tree/`, `test/`) is not one.
+/// A folder of a wmfix older than the marker: every entry has a name that wmfix writes there,
+/// and at least one bears wmfix's own signature. Three kinds: an application's output (its
+/// empty lock file, a build stamp of 16 hex digits, a `fences.json` of wmfix's shape, a
+/// marked or old `tune/` or `cache/`), `litmus`'s kernel cache (`litmus-<digest>-sm_<arch>.cubin`,
+/// or its `litmus.cu`), and `tune`'s output (its `raw.json` or `analysis.json`). A user's folder
+/// that merely shares names (`original/`, `tree/`, `test/`) is not one.
 pub fn made_by_old_wmfix(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };
-    let mut signed = false;
+    let mut names = Vec::new();
     for e in entries {
         let Ok(e) = e else { return false };
-        let name = e.file_name();
-        let Some(name) = name.to_str() else {
-            return false;
-        };
-        if !OWN_NAMES.contains(&name) {
-            return false;
+        match e.file_name().into_string() {
+            Ok(n) => names.push(n),
+            Err(_) => return false,
         }
-        signed |= signature(&e.path(), name);
     }
-    signed
+    [Kind::App, Kind::Cache, Kind::Tune]
+        .into_iter()
+        .any(|k| names.iter().all(|n| k.owns(n)) && names.iter().any(|n| k.signed(&dir.join(n), n)))
 }
 
-fn signature(path: &Path, name: &str) -> bool {
-    match name {
-        LOCK => std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0),
-        STAMP => std::fs::read_to_string(path).is_ok_and(|s| {
-            let s = s.strip_suffix('\n').unwrap_or(&s);
-            s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit())
-        }),
-        FENCES => std::fs::read(path).is_ok_and(|b| {
-            #[derive(serde::Deserialize)]
-            #[allow(dead_code)]
-            struct Shape {
-                version: u32,
-                fence_scope: String,
-                total: usize,
-                fences: Vec<serde::de::IgnoredAny>,
+const LITMUS_SOURCE: &str = "litmus.cu";
+const RAW: &str = "raw.json";
+const ANALYSIS: &str = "analysis.json";
+
+/// The kinds of folder an older wmfix made.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// `--out` of build, test, reduce, cost, insert.
+    App,
+    /// `litmus --cache`.
+    Cache,
+    /// `tune --out`.
+    Tune,
+}
+
+impl Kind {
+    /// Whether wmfix writes an entry of this name in a folder of this kind.
+    fn owns(self, name: &str) -> bool {
+        match self {
+            Kind::App => OWN_NAMES.contains(&name),
+            Kind::Cache => name == LITMUS_SOURCE || cubin_name(name).is_some(),
+            Kind::Tune => {
+                [RAW, ANALYSIS, "patches.svg", "spread.svg", "cache"].contains(&name)
+                    || name.ends_with(".toml")
             }
-            serde_json::from_slice::<Shape>(&b).is_ok()
-        }),
-        _ => path.join(MARKER).is_file(),
+        }
     }
+
+    /// Whether this entry shows that wmfix wrote it.
+    fn signed(self, path: &Path, name: &str) -> bool {
+        match (self, name) {
+            (Kind::App, LOCK) => std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0),
+            (Kind::App, STAMP) => std::fs::read_to_string(path).is_ok_and(|s| {
+                let s = s.strip_suffix('\n').unwrap_or(&s);
+                s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit())
+            }),
+            (Kind::App, FENCES) => has_keys(path, &["version", "fence_scope", "total", "fences"]),
+            (Kind::App, "cache" | "tune") | (Kind::Tune, "cache") => {
+                path.join(MARKER).is_file() || made_by_old_wmfix(path)
+            }
+            (Kind::Cache, n) => {
+                cubin_name(n).is_some_and(|tmp| !tmp)
+                    || std::fs::read_to_string(path)
+                        .is_ok_and(|t| t.starts_with("// wmfix litmus engine"))
+            }
+            (Kind::Tune, RAW) => has_keys(path, &["format", "params"]),
+            (Kind::Tune, ANALYSIS) => has_keys(path, &["gpu", "patch", "sequence"]),
+            _ => false,
+        }
+    }
+}
+
+/// `litmus-<16 hex>-sm_<digits>.cubin` (Some(false)) or `.tmp` (Some(true)), as the litmus
+/// engine names its builds.
+fn cubin_name(name: &str) -> Option<bool> {
+    let rest = name.strip_prefix("litmus-")?;
+    let (digest, rest) = rest.split_at_checked(16)?;
+    let (arch, tmp) = match rest.strip_suffix(".cubin") {
+        Some(a) => (a, false),
+        None => (rest.strip_suffix(".tmp")?, true),
+    };
+    let arch = arch.strip_prefix("-sm_")?;
+    let ok = digest.bytes().all(|b| b.is_ascii_hexdigit())
+        && !arch.is_empty()
+        && arch.bytes().all(|b| b.is_ascii_digit());
+    ok.then_some(tmp)
+}
+
+/// A JSON object with these keys.
+fn has_keys(path: &Path, keys: &[&str]) -> bool {
+    std::fs::read(path).is_ok_and(|b| {
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&b)
+            .is_ok_and(|m| keys.iter().all(|k| m.contains_key(*k)))
+    })
 }
 
 /// The absolute path, canonical where it exists (so `..` and links cannot hide an input).
@@ -529,6 +586,37 @@ mod tests {
         assert!(made_by_old_wmfix(&extra));
         touch(&extra.join("thesis.tex"), "");
         assert!(!made_by_old_wmfix(&extra));
+    }
+
+    #[test]
+    fn old_kernel_caches_and_tune_folders_are_recognised_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("wmfix-out");
+        let cache = out.join("cache");
+        touch(
+            &cache.join("litmus.cu"),
+            "// wmfix litmus engine: MP, LB and SB\n",
+        );
+        touch(&cache.join("litmus-0123456789abcdef-sm_90.cubin"), "");
+        assert!(made_by_old_wmfix(&cache) && is_output(&cache));
+        // The folder that holds only that cache is wmfix's too.
+        assert!(made_by_old_wmfix(&out));
+        let tune = tmp.path().join("tune");
+        touch(&tune.join("raw.json"), r#"{"format": 1, "params": {}}"#);
+        touch(&tune.join("nvidia-h200.toml"), "");
+        touch(&tune.join("patches.svg"), "");
+        assert!(made_by_old_wmfix(&tune));
+        // The same names without wmfix's signature are the user's.
+        let mine = tmp.path().join("mine");
+        touch(&mine.join("litmus.cu"), "__global__ void mp() {}\n");
+        touch(&mine.join("litmus-1.cubin"), "");
+        assert!(!made_by_old_wmfix(&mine) && !is_output(&mine));
+        let notes = tmp.path().join("notes");
+        touch(&notes.join("raw.json"), "[1, 2]");
+        touch(&notes.join("settings.toml"), "");
+        assert!(!made_by_old_wmfix(&notes));
+        assert_eq!(cubin_name("litmus-0123456789abcdef-sm_90.tmp"), Some(true));
+        assert_eq!(cubin_name("litmus-0123456789abcdef-sm_.cubin"), None);
     }
 
     #[test]
