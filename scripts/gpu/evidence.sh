@@ -216,6 +216,27 @@ tune_step() {
 }
 add tune-patch-64 tune_step
 
+# Issue 11 on a GPU: the GPU check passes, a doubled SIGINT (timeout without --foreground
+# signals wmfix and its process group) leaves complete records, --json, a device that is not there.
+cli_checks() {
+  local f=$STEP_DIR/checks.txt o=/tmp/ev/cli rc
+  rm -rf "$o"; mkdir -p "$o"
+  header "issue 11 checks" > "$f"
+  "$W" test case-studies/cbe-dot --out "$o/t" --runs 20 >> "$STEP_DIR/log.txt" 2>&1
+  echo "test, 20 runs: exit $? (0 or 2 expected)" >> "$f"
+  timeout -s INT --preserve-status 25 "$W" test case-studies/cbe-dot --out "$o/t2" --runs 100000 >> "$STEP_DIR/log.txt" 2>&1
+  rc=$?
+  echo "test cut by timeout -s INT (doubled signal): exit $rc (130 expected); summary says interrupted: $(grep -o '"interrupted": [a-z]*' "$o/t2/test/summary.json")" >> "$f"
+  timeout -s INT --preserve-status 20 "$W" reduce case-studies/ls-bh-nf --out "$o/r" --hours 1 >> "$STEP_DIR/log.txt" 2>&1
+  rc=$?
+  echo "reduce cut by timeout -s INT: exit $rc (130 expected); reduce.json: $(grep -o '"interrupted": [a-z]*' "$o/r/reduce/reduce.json"); fences.patch starts: $(head -c 40 "$o/r/reduce/fences.patch")" >> "$f"
+  "$W" test case-studies/cbe-dot --out "$o/t" --runs 20 --json > "$o/t.json" 2>> "$STEP_DIR/log.txt"
+  echo "test --json: exit $?; parses: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(type(d).__name__, sorted(d)[:6])' "$o/t.json" 2>&1)" >> "$f"
+  CUDA_VISIBLE_DEVICES=99 "$W" test case-studies/cbe-dot --out "$o/t3" > "$o/nodev.txt" 2>&1
+  echo "CUDA_VISIBLE_DEVICES=99: exit $? (69 expected): $(tail -n 1 "$o/nodev.txt")" >> "$f"
+}
+add cli-checks cli_checks
+
 # cbe-ht's native failures (case-studies/cbe-ht/README.md): where the scheduler puts its blocks,
 # and how often the original fails natively at several grid sizes.
 cbe_ht_native() {
