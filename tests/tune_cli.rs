@@ -273,7 +273,7 @@ fn tune_refuses_bad_sizes_before_opening_the_gpu() {
     for (args, says) in [
         (&["tune", "--max-spread", "65"][..], "--max-spread 65"),
         (&["tune", "--max-spread", "0"][..], "--max-spread 0"),
-        (&["tune", "--max-sequence", "6"][..], "--max-sequence 6"),
+        (&["tune", "--max-sequence", "9"][..], "--max-sequence 9"),
         (&["tune", "--patch-size", "0"][..], "--patch-size 0"),
         (&["tune", "--distances", "300"][..], "--stride 256"),
         (&["tune", "--executions", "0"][..], "must be positive"),

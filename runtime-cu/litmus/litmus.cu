@@ -1,12 +1,20 @@
 // wmfix litmus engine: MP, LB and SB over global memory, many instances per launch, with
 // stressing blocks in the same launch (paper 000, Sec. 3). Compiled at run time by `wmfix tune`
 // and `wmfix litmus` (nvcc -cubin for the device's architecture) and launched through the
-// driver API; the host side is src/litmus.rs, which mirrors `LitmusArgs` field by field.
+// driver API; the host side is src/litmus/engine.rs, which mirrors `LitmusArgs` field by field.
 //
 // Accesses: the test's loads and stores are inline PTX `ld.relaxed.gpu` / `st.relaxed.gpu`
 // with a "memory" clobber, so neither the compiler nor ptxas may merge, drop or reorder them,
 // while the hardware may (relaxed accesses to different locations are unordered in the PTX
-// model). Stressing accesses are `ld.volatile` / `st.volatile`, which are never cached in L1.
+// model).
+//
+// Stress: the stressing blocks run the application runtime's own stress code
+// (wmfix_stress.cuh, compiled in beside this file): the same loop over the profile's access
+// sequence, the same accesses (`ld.volatile`, `st.relaxed.gpu`), the same polling (warp 0 every
+// 64 accesses, a shared stop flag) and the same deadline, so that a tune measures the stress
+// the applications get. It lives in a function of its own (`litmus_stress`, never inlined), so
+// the kernel's own machine code holds only the test threads' accesses (tests/nvcc_compile.rs
+// reads them there).
 //
 // One launch: test blocks (256 threads) hold 2 * instances threads; role 0 threads fill the
 // first half of the test blocks and role 1 the second half, so the two threads of an instance
@@ -17,7 +25,14 @@
 
 #include <cstdint>
 
+#include "wmfix_stress.cuh"
+
 #define LITMUS_BLOCK 256
+
+// Counters after the runtime's kDoneWords counters of finished (test) blocks.
+#define LITMUS_STARTED (wmfix::kDoneWords)       // stressing blocks that have started
+#define LITMUS_ARRIVED (wmfix::kDoneWords + 1)   // test blocks at the grid barrier
+#define LITMUS_COUNTERS (wmfix::kDoneWords + 2)
 
 struct LitmusArgs {
     unsigned *mem;                // instance regions: instance i at mem + i * stride
@@ -25,8 +40,9 @@ struct LitmusArgs {
     unsigned *barrier;            // per-instance arrival counter (sync incantation)
     unsigned *scratch;            // stress scratchpad, disjoint from mem
     const unsigned *locs;         // stressed scratchpad locations (words)
-    unsigned *done;               // [0] test blocks finished, [1] stressing blocks started
+    unsigned *done;               // LITMUS_COUNTERS counters, zero at launch
     unsigned long long *hist;     // [ndist][4] outcomes (index r0 * 2 + r1), then missing
+    unsigned long long max_ns;    // stressing blocks stop after this long, whatever happens
     unsigned test;                // 0 MP, 1 LB, 2 SB
     unsigned instances;           // a power of two, a multiple of LITMUS_BLOCK
     unsigned stride;              // words between instances' x
@@ -34,8 +50,9 @@ struct LitmusArgs {
     unsigned ndist;
     unsigned test_blocks;         // 2 * instances / LITMUS_BLOCK
     unsigned stress_blocks;
-    unsigned nlocs;
-    unsigned max_iters;           // bound on a stressing thread's loop
+    unsigned nlocs;               // 0 (no stress) to wmfix::kMaxSpread
+    unsigned seq_bits;            // the stressing sequence: bit k set = access k is a store
+    unsigned seq_len;
     unsigned sync;                // 1: both threads meet before the test (bounded spin)
     unsigned mul0, add0, mul1, add1;  // per-role instance permutation (mul odd)
     unsigned rot;                 // rotation of the stressing blocks' positions
@@ -44,9 +61,10 @@ struct LitmusArgs {
     unsigned permy;               // dense layout: odd multiplier of perm (mod instances)
     unsigned prestress;           // stores by each test thread to a stressed location first
     unsigned banks;               // conflicting shared-memory accesses by each test thread first
+    unsigned grid_barrier;        // 1: all test blocks meet before the test (bounded spin)
     unsigned pad;
 };
-static_assert(sizeof(LitmusArgs) == 136, "src/litmus/engine.rs mirrors this layout");
+static_assert(sizeof(LitmusArgs) == 152, "src/litmus/engine.rs mirrors this layout");
 
 __device__ __forceinline__ void st_rlx(unsigned *p, unsigned v) {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -105,6 +123,22 @@ __device__ __forceinline__ void bank_conflicts(const LitmusArgs &a) {
     for (unsigned k = 0; k < a.banks; k++) s[lane * 32 + (k % 32)] += 1;
 }
 
+// Grid barrier (a peer's incantation): every test block arrives, then waits (bounded) until
+// all have, so the test threads of the whole launch start their tests together. All blocks of
+// a launch are resident at once (the host caps the grid), so the wait ends. The flag is the
+// same for the whole launch, so every thread of a block reaches the barriers or none does.
+__device__ __forceinline__ void grid_barrier(const LitmusArgs &a) {
+    if (!a.grid_barrier) return;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *arrived = a.done + LITMUS_ARRIVED;
+        atomicAdd(arrived, 1u);
+        for (unsigned spin = 0; spin < (1u << 16); spin++)
+            if (ld_rlx(arrived) >= a.test_blocks) break;
+    }
+    __syncthreads();
+}
+
 __device__ __forceinline__ void meet(const LitmusArgs &a, unsigned i) {
     atomicAdd(&a.barrier[i], 1u);
     for (unsigned spin = 0; spin < 4096; spin++)
@@ -116,10 +150,10 @@ __device__ __forceinline__ void meet(const LitmusArgs &a, unsigned i) {
 __device__ __forceinline__ void await_stress(const LitmusArgs &a) {
     if (a.stress_blocks == 0) return;
     for (unsigned spin = 0; spin < (1u << 16); spin++)
-        if (ld_rlx(&a.done[1]) >= a.stress_blocks) break;
+        if (ld_rlx(&a.done[LITMUS_STARTED]) >= a.stress_blocks) break;
 }
 
-__device__ void run_test(const LitmusArgs &a, unsigned g) {
+__device__ __forceinline__ void run_test(const LitmusArgs &a, unsigned g) {
     unsigned role = g >= a.instances;
     unsigned k = g & (a.instances - 1);
     unsigned i = role ? (k * a.mul1 + a.add1) & (a.instances - 1)
@@ -129,6 +163,7 @@ __device__ void run_test(const LitmusArgs &a, unsigned g) {
     await_stress(a);
     pre_stress(a);
     bank_conflicts(a);
+    grid_barrier(a);
     if (a.sync) meet(a, i);
     unsigned r;
     switch (a.test) {
@@ -161,67 +196,54 @@ __device__ void run_test(const LitmusArgs &a, unsigned g) {
     a.results[2 * i + role] = r + 1;
 }
 
-// SEQ encodes the stressing loop: 1 << len | bits, bit k set = the k-th access is a store.
-template <unsigned SEQ>
-__device__ void stress(const LitmusArgs &a) {
-    if (a.nlocs == 0) return;
-    volatile unsigned *loc = a.scratch + a.locs[threadIdx.x % a.nlocs];
-    volatile unsigned *done = a.done;
-    if (threadIdx.x == 0) atomicAdd(&a.done[1], 1u);
-    unsigned sink = 0;
-    for (unsigned it = 0; it < a.max_iters; it++) {
-        // Every iteration: with thousands of threads on one or two words, one iteration can
-        // take microseconds, so a sparser check keeps launches running long after the test.
-        if (*done >= a.test_blocks) break;
-#pragma unroll
-        for (unsigned k = 0; (2u << k) <= SEQ; k++) {
-            if ((SEQ >> k) & 1)
-                *loc = it;
-            else
-                sink += *loc;
-        }
+// A stressing block: the runtime's sys-str stress (wmfix::run_stress), described by a launch
+// table in shared memory that says what the runtime's would: the profile's sequence at the
+// launch's locations, until every test block has finished (counted in the runtime's counters)
+// or max_ns have passed. Scalars, not the kernel's parameter struct: a reference to that would
+// copy it to the stack of every thread.
+__device__ __noinline__ void litmus_stress(unsigned *done, const unsigned *locs, unsigned *scratch,
+                                           unsigned long long max_ns, unsigned test_blocks, unsigned seq_bits,
+                                           unsigned seq_len, unsigned nlocs, unsigned sidx) {
+    __shared__ wmfix::LaunchTable table;
+    __shared__ unsigned stop;
+    if (threadIdx.x == 0) {
+        table.done = done;
+        table.app_blocks = test_blocks;
+        table.stress_kind = wmfix::kSysStress;
+        table.seq_bits = seq_bits;
+        table.seq_len = seq_len;
+        table.spread = nlocs;
+        table.scratch = scratch;
+        table.scratch_words = 0;
+        table.cache_words = 0;
+        table.stress_quota_threads = 0xffffffffu;  // every stressing block of a launch stresses
+        table.max_ns = max_ns;
+        table.rng_seed = 0;
+        stop = 0;
+        atomicAdd(&done[LITMUS_STARTED], 1u);
     }
-    if (sink == 0xFFFFFFFFu) a.scratch[0] = sink;  // keeps the loads
+    for (unsigned j = threadIdx.x; j < nlocs; j += blockDim.x) table.locs[j] = locs[j];
+    __syncthreads();
+    wmfix::run_stress(&table, sidx, 0, &stop);
 }
 
-template <unsigned SEQ>
-__device__ void litmus_body(const LitmusArgs &a) {
+extern "C" __global__ void __launch_bounds__(LITMUS_BLOCK) litmus_run(LitmusArgs a) {
     unsigned index;
     if (block_role(a, blockIdx.x, &index)) {
-        stress<SEQ>(a);
+        if (a.nlocs > 0)
+            litmus_stress(a.done, a.locs, a.scratch, a.max_ns, a.test_blocks, a.seq_bits, a.seq_len, a.nlocs, index);
         return;
     }
     run_test(a, index * LITMUS_BLOCK + threadIdx.x);
     __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(a.done, 1u);
-    }
+    // Counted as the runtime counts a finished application block, which its stress polls.
+    if (threadIdx.x == 0) atomicAdd(a.done + (blockIdx.x % wmfix::kDoneStripes) * wmfix::kDoneStride, 1u);
 }
 
-#define LITMUS_KERNEL(SEQ) \
-    extern "C" __global__ void __launch_bounds__(LITMUS_BLOCK) litmus_##SEQ(LitmusArgs a) { \
-        litmus_body<SEQ>(a); \
-    }
-
-// Every sequence of 1 to 5 accesses: codes 2 to 63.
-LITMUS_KERNEL(2) LITMUS_KERNEL(3) LITMUS_KERNEL(4) LITMUS_KERNEL(5) LITMUS_KERNEL(6)
-LITMUS_KERNEL(7) LITMUS_KERNEL(8) LITMUS_KERNEL(9) LITMUS_KERNEL(10) LITMUS_KERNEL(11)
-LITMUS_KERNEL(12) LITMUS_KERNEL(13) LITMUS_KERNEL(14) LITMUS_KERNEL(15) LITMUS_KERNEL(16)
-LITMUS_KERNEL(17) LITMUS_KERNEL(18) LITMUS_KERNEL(19) LITMUS_KERNEL(20) LITMUS_KERNEL(21)
-LITMUS_KERNEL(22) LITMUS_KERNEL(23) LITMUS_KERNEL(24) LITMUS_KERNEL(25) LITMUS_KERNEL(26)
-LITMUS_KERNEL(27) LITMUS_KERNEL(28) LITMUS_KERNEL(29) LITMUS_KERNEL(30) LITMUS_KERNEL(31)
-LITMUS_KERNEL(32) LITMUS_KERNEL(33) LITMUS_KERNEL(34) LITMUS_KERNEL(35) LITMUS_KERNEL(36)
-LITMUS_KERNEL(37) LITMUS_KERNEL(38) LITMUS_KERNEL(39) LITMUS_KERNEL(40) LITMUS_KERNEL(41)
-LITMUS_KERNEL(42) LITMUS_KERNEL(43) LITMUS_KERNEL(44) LITMUS_KERNEL(45) LITMUS_KERNEL(46)
-LITMUS_KERNEL(47) LITMUS_KERNEL(48) LITMUS_KERNEL(49) LITMUS_KERNEL(50) LITMUS_KERNEL(51)
-LITMUS_KERNEL(52) LITMUS_KERNEL(53) LITMUS_KERNEL(54) LITMUS_KERNEL(55) LITMUS_KERNEL(56)
-LITMUS_KERNEL(57) LITMUS_KERNEL(58) LITMUS_KERNEL(59) LITMUS_KERNEL(60) LITMUS_KERNEL(61)
-LITMUS_KERNEL(62) LITMUS_KERNEL(63)
-
 // One thread per instance: count the outcome under its distance, then reset the instance's
-// locations, results and barrier for the next launch. An instance with a result missing counts
-// in the last slot, never as an outcome. Dynamic shared memory: (ndist * 4 + 1) u32.
+// locations, results and barrier, and the launch's counters, for the next launch. An instance
+// with a result missing counts in the last slot, never as an outcome. Dynamic shared memory:
+// (ndist * 4 + 1) u32.
 extern "C" __global__ void litmus_eval(LitmusArgs a) {
     extern __shared__ unsigned counts[];
     unsigned slots = a.ndist * 4 + 1;
@@ -241,7 +263,7 @@ extern "C" __global__ void litmus_eval(LitmusArgs a) {
         a.results[2 * i + 1] = 0;
         a.barrier[i] = 0;
     }
-    if (i == 0) a.done[0] = a.done[1] = 0;
+    for (unsigned j = i; j < LITMUS_COUNTERS; j += gridDim.x * blockDim.x) a.done[j] = 0;
     __syncthreads();
     for (unsigned j = threadIdx.x; j < slots; j += blockDim.x)
         if (counts[j]) atomicAdd(&a.hist[j], (unsigned long long)counts[j]);

@@ -32,6 +32,10 @@ pub struct Args {
     /// Where the compiled kernels are cached.
     #[arg(long, default_value = "wmfix-out/cache")]
     cache: PathBuf,
+    /// Print one JSON object (GPU, settings, outcomes, rates and how they are counted)
+    /// instead of the histogram.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `--stress`: the built-in profile, none, or a profile file.
@@ -92,7 +96,25 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ..job.clone()
     })?;
     let counts = engine.run(&job)?;
-    println!("GPU: {} (sm_{}), driver {}", gpu.name, gpu.arch, gpu.driver);
-    print!("{}", litmus::report(test, &job, &counts));
+    if args.json {
+        let measured = crate::litmus::report::Measured {
+            test,
+            job: &job,
+            counts: &counts,
+            settings: engine.settings(),
+            gpu: &gpu,
+            stress: match &args.stress {
+                Stress::Default => "default".into(),
+                Stress::None => "none".into(),
+                Stress::Profile(p) => p.display().to_string(),
+            },
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            date: crate::tune::measure::utc_now(),
+        };
+        println!("{}", crate::litmus::report::json(&measured));
+    } else {
+        println!("GPU: {} (sm_{}), driver {}", gpu.name, gpu.arch, gpu.driver);
+        print!("{}", crate::litmus::report::report(test, &job, &counts));
+    }
     Ok(exit_code::OK)
 }

@@ -76,9 +76,10 @@ pub struct EngineArgs {
     /// Words between neighbouring instances' first locations (at least the largest distance + 1).
     #[arg(long, default_value_t = 256)]
     pub stride: u32,
-    /// Bound on a stressing thread's loop (it stops earlier once the test is done).
-    #[arg(long, default_value_t = 1 << 14)]
-    pub stress_iters: u32,
+    /// Bound on how long a stressing block stresses, in microseconds (it stops earlier, as the
+    /// runtime's do, once the test blocks are done).
+    #[arg(long, default_value_t = 10_000)]
+    pub stress_max_us: u64,
     /// The thread-synchronisation incantation: an instance's threads meet before the test.
     #[arg(long)]
     pub sync: bool,
@@ -95,6 +96,10 @@ pub struct EngineArgs {
     /// before its test (0: none).
     #[arg(long, default_value_t = 0)]
     pub banks: u32,
+    /// Grid barrier incantation: every test block meets the others (bounded spin) before the
+    /// test, so the whole launch starts its tests together.
+    #[arg(long)]
+    pub barrier: bool,
     /// Seed of the per-launch random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -121,11 +126,12 @@ impl EngineArgs {
             instances: self.instances,
             stride: self.stride,
             stress_blocks,
-            max_iters: self.stress_iters,
+            max_us: self.stress_max_us,
             sync: self.sync,
             pack: self.pack,
             prestress: self.prestress,
             banks: self.banks,
+            grid_barrier: self.barrier,
             seed: self.seed,
         }
     }

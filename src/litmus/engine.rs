@@ -1,10 +1,11 @@
 //! The litmus engine: MP, LB and SB test instances run by the thousand per launch on the GPU,
 //! with stressing blocks in the same launch, outcomes counted on the GPU (paper 000, Sec. 3).
 //!
-//! The kernels are `runtime-cu/litmus/litmus.cu`, embedded in the binary, compiled at run time
-//! with nvcc to a cubin for the device's architecture (cached beside the output) and launched
-//! through the driver API (cudarc, which loads libcuda at run time: wmfix builds and runs
-//! without CUDA, and only these commands need a GPU).
+//! The kernels are `runtime-cu/litmus/litmus.cu`, embedded in the binary with the runtime's
+//! stress headers it includes (its stressing blocks run the applications' stress code),
+//! compiled at run time with nvcc to a cubin for the device's architecture (cached beside the
+//! output) and launched through the driver API (cudarc, which loads libcuda at run time: wmfix
+//! builds and runs without CUDA, and only these commands need a GPU).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,14 +18,35 @@ use cudarc::driver::{
 };
 
 use crate::exit_code::{self, fail};
+use crate::litmus::profile::MAX_SPREAD;
 use crate::litmus::vocabulary::{Access, Sequence, Test};
 
 /// The kernels' source.
 pub const SOURCE: &str = include_str!("../../runtime-cu/litmus/litmus.cu");
+/// The kernels' source and the runtime headers it includes, as they are written beside each
+/// other for nvcc: the stressing blocks run the runtime's own stress loop.
+pub const SOURCES: [(&str, &str); 3] = [
+    ("litmus.cu", SOURCE),
+    (
+        "wmfix_common.cuh",
+        include_str!("../../runtime-cu/wmfix_common.cuh"),
+    ),
+    (
+        "wmfix_stress.cuh",
+        include_str!("../../runtime-cu/wmfix_stress.cuh"),
+    ),
+];
+/// The test kernel (test and stressing blocks) and the evaluation kernel.
+pub const KERNEL: &str = "litmus_run";
+pub const EVAL_KERNEL: &str = "litmus_eval";
 /// Threads per block, `LITMUS_BLOCK` in the source.
 pub const BLOCK: u32 = 256;
-/// The litmus kernels exist for every access sequence of 1 to this many accesses.
-pub const LONGEST_KERNEL_SEQUENCE: usize = 5;
+/// The longest access sequence the tune enumerates (every (ld|st)+ up to it: 2^(N+1) - 2 of
+/// them). The kernel runs any sequence the runtime runs.
+pub const LONGEST_TUNED_SEQUENCE: usize = 8;
+/// Counters of a launch (`LITMUS_COUNTERS` in the source): the runtime's counters of finished
+/// blocks, then stressing blocks started and test blocks at the grid barrier.
+pub const COUNTERS: usize = 32 * 32 + 2;
 
 /// Mirrors `LitmusArgs` in litmus.cu (the source asserts the same size).
 #[repr(C)]
@@ -37,6 +59,7 @@ struct Args {
     locs: u64,
     done: u64,
     hist: u64,
+    max_ns: u64,
     test: u32,
     instances: u32,
     stride: u32,
@@ -45,7 +68,8 @@ struct Args {
     test_blocks: u32,
     stress_blocks: u32,
     nlocs: u32,
-    max_iters: u32,
+    seq_bits: u32,
+    seq_len: u32,
     sync: u32,
     mul0: u32,
     add0: u32,
@@ -56,9 +80,10 @@ struct Args {
     permy: u32,
     prestress: u32,
     banks: u32,
+    grid_barrier: u32,
     pad: u32,
 }
-const _: () = assert!(std::mem::size_of::<Args>() == 136);
+const _: () = assert!(std::mem::size_of::<Args>() == 152);
 /// The size of the kernels' parameter struct, which the CUDA side asserts too.
 pub const ARGS_SIZE: usize = std::mem::size_of::<Args>();
 // SAFETY: plain old data laid out as the kernel's parameter struct.
@@ -78,6 +103,7 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         locs,
         done,
         hist,
+        max_ns,
         test,
         instances,
         stride,
@@ -86,7 +112,8 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         test_blocks,
         stress_blocks,
         nlocs,
-        max_iters,
+        seq_bits,
+        seq_len,
         sync,
         mul0,
         add0,
@@ -97,12 +124,13 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         permy,
         prestress,
         banks,
+        grid_barrier,
         pad
     )
 }
 
 /// How launches are shaped; the same for every job of an engine.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Settings {
     /// Test instances per launch: a power of two, at least `BLOCK`.
     pub instances: u32,
@@ -111,9 +139,9 @@ pub struct Settings {
     pub stride: u32,
     /// Stressing blocks per launch, drawn uniformly from this range (inclusive).
     pub stress_blocks: (u32, u32),
-    /// Bound on a stressing thread's loop iterations (it stops earlier once the test blocks
-    /// are done).
-    pub max_iters: u32,
+    /// Bound on how long a stressing block stresses, in microseconds (it stops earlier, as the
+    /// runtime's do, once the test blocks are done).
+    pub max_us: u64,
     /// The thread-synchronisation incantation (paper 001, Sec. 4.3.4): an instance's two
     /// threads meet at a bounded spin barrier before the test.
     pub sync: bool,
@@ -128,6 +156,8 @@ pub struct Settings {
     /// Bank-conflict incantation (paper 001, Sec. 4.2): conflicting shared-memory accesses by
     /// each test thread before its test (0: none).
     pub banks: u32,
+    /// Grid barrier incantation: all test blocks meet (bounded spin) before the test.
+    pub grid_barrier: bool,
     pub seed: u64,
 }
 
@@ -137,11 +167,12 @@ impl Default for Settings {
             instances: 1 << 16,
             stride: 256,
             stress_blocks: (64, 512),
-            max_iters: 1 << 14,
+            max_us: 10_000,
             sync: false,
             pack: 0,
             prestress: 0,
             banks: 0,
+            grid_barrier: false,
             seed: 1,
         }
     }
@@ -200,29 +231,30 @@ pub fn weak_outcome(test: Test) -> usize {
     }
 }
 
-/// The kernel name for a stressing sequence: `litmus_<code>`, code = 1 << len | store bits.
-pub fn kernel_name(seq: &Sequence) -> String {
-    let mut code = 1u32 << seq.len();
+/// A stressing sequence as the runtime encodes it: bit k set = access k is a store; and its
+/// length.
+pub fn sequence_bits(seq: &Sequence) -> (u32, u32) {
+    let mut bits = 0u32;
     for (k, a) in seq.accesses().iter().enumerate() {
         if *a == Access::St {
-            code |= 1 << k;
+            bits |= 1 << k;
         }
     }
-    format!("litmus_{code}")
+    (bits, seq.len() as u32)
 }
 
 /// Compiles the kernels for `sm_<arch>` into `cache` (once per source and architecture) and
 /// returns the cubin's path.
 pub fn compile(cache: &Path, arch: u32) -> Result<PathBuf> {
-    let digest = crate::digest::Fnv::of(SOURCE.as_bytes());
+    let all: String = SOURCES.iter().map(|(_, text)| *text).collect();
+    let digest = crate::digest::Fnv::of(all.as_bytes());
     let cubin = cache.join(format!("litmus-{digest}-sm_{arch}.cubin"));
     if cubin.is_file() {
         return Ok(cubin);
     }
-    std::fs::create_dir_all(cache)
-        .with_context(|| format!("{}: cannot create", cache.display()))?;
-    let src = cache.join("litmus.cu");
-    std::fs::write(&src, SOURCE).with_context(|| format!("{}: cannot write", src.display()))?;
+    let dir = cache.join(format!("litmus-{digest}"));
+    write_sources(&dir)?;
+    let src = dir.join("litmus.cu");
     let tmp = cubin.with_extension("tmp");
     let out = std::process::Command::new("nvcc")
         .envs(crate::app::toolchain::build_env())
@@ -245,11 +277,21 @@ pub fn compile(cache: &Path, arch: u32) -> Result<PathBuf> {
     Ok(cubin)
 }
 
+/// Writes the kernels' source and the runtime headers it includes into `dir`.
+pub fn write_sources(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    for (name, text) in SOURCES {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+    Ok(())
+}
+
 /// The GPU side: a context, the module, and buffers sized for the largest job so far.
 pub struct Engine {
     stream: Arc<CudaStream>,
-    /// Every stressing sequence's kernel, by name (they keep the module loaded).
-    kernels: std::collections::HashMap<String, CudaFunction>,
+    /// The test kernel (which keeps the module loaded) and the evaluation kernel.
+    kernel: CudaFunction,
     eval: CudaFunction,
     settings: Settings,
     bufs: Buffers,
@@ -335,18 +377,11 @@ impl Engine {
         check_settings(&settings)?;
         let stream = ctx.default_stream();
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_file(cubin))?;
-        let eval = module.load_function("litmus_eval")?;
+        let eval = module.load_function(EVAL_KERNEL)?;
+        let kernel = module.load_function(KERNEL)?;
         let bufs = Buffers::new(&stream, &settings, 1, 1, 1)?;
         let draws = crate::rng::Draws::new(settings.seed);
-        // Every kernel now: the grid cap must hold for the one with the most registers.
-        let mut kernels = std::collections::HashMap::new();
-        let mut resident = u32::MAX;
-        for seq in crate::litmus::vocabulary::all_sequences(LONGEST_KERNEL_SEQUENCE) {
-            let name = kernel_name(&seq);
-            let k = module.load_function(&name)?;
-            resident = resident.min(resident_blocks(&ctx, &k)?);
-            kernels.insert(name, k);
-        }
+        let resident = resident_blocks(&ctx, &kernel)?;
         let test_blocks = 2 * settings.instances / BLOCK;
         if test_blocks > resident {
             return Err(fail(
@@ -360,7 +395,7 @@ impl Engine {
         }
         Ok(Engine {
             stream,
-            kernels,
+            kernel,
             eval,
             settings,
             bufs,
@@ -371,14 +406,6 @@ impl Engine {
 
     pub fn settings(&self) -> &Settings {
         &self.settings
-    }
-
-    fn kernel(&self, seq: &Sequence) -> Result<CudaFunction> {
-        let name = kernel_name(seq);
-        self.kernels
-            .get(&name)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("no kernel {name} for sequence {seq}"))
     }
 
     /// Runs one job to completion and returns its counts.
@@ -395,6 +422,12 @@ impl Engine {
                 s.stride
             );
         }
+        if max_locs(&job.locations) > MAX_SPREAD {
+            anyhow::bail!(
+                "{} stressed locations: the runtime's stress takes at most {MAX_SPREAD}",
+                max_locs(&job.locations)
+            );
+        }
         let scratch_words = scratch_needed(&job.locations);
         self.bufs.grow(
             &self.stream,
@@ -403,11 +436,10 @@ impl Engine {
             max_locs(&job.locations),
         )?;
         self.stream.memset_zeros(&mut self.bufs.hist)?;
-        let kernel = self.kernel(&job.sequence)?;
         let launches = (job.executions * job.ndist as u64).div_ceil(s.instances as u64);
         let start = Instant::now();
         for _ in 0..launches {
-            self.launch(&kernel, job)?;
+            self.launch(job)?;
         }
         let hist = self.stream.clone_dtoh(&self.bufs.hist)?;
         let seconds = start.elapsed().as_secs_f64();
@@ -424,7 +456,7 @@ impl Engine {
         })
     }
 
-    fn launch(&mut self, kernel: &CudaFunction, job: &Job) -> Result<()> {
+    fn launch(&mut self, job: &Job) -> Result<()> {
         let s = self.settings;
         let (lo, hi) = s.stress_blocks;
         let locs = match &job.locations {
@@ -463,7 +495,8 @@ impl Engine {
         args.test_blocks = test_blocks;
         args.stress_blocks = stress_blocks;
         args.nlocs = locs.len() as u32;
-        args.max_iters = s.max_iters;
+        args.max_ns = s.max_us.saturating_mul(1000);
+        (args.seq_bits, args.seq_len) = sequence_bits(&job.sequence);
         args.sync = s.sync as u32;
         args.mul0 = self.draws.next_u32() | 1;
         args.add0 = self.draws.next_u32();
@@ -472,6 +505,7 @@ impl Engine {
         args.rot = self.draws.next_u32() % (test_blocks + stress_blocks);
         args.prestress = s.prestress;
         args.banks = s.banks;
+        args.grid_barrier = s.grid_barrier as u32;
         if s.pack > 0 {
             args.pack = s.pack;
             args.permy = self.draws.next_u32() | 1;
@@ -489,7 +523,10 @@ impl Engine {
         // SAFETY: the arguments match the kernels' parameter struct, and every buffer they
         // point into is owned by `self.bufs`, sized by `grow` for this job.
         unsafe {
-            self.stream.launch_builder(kernel).arg(&args).launch(grid)?;
+            self.stream
+                .launch_builder(&self.kernel)
+                .arg(&args)
+                .launch(grid)?;
             self.stream
                 .launch_builder(&self.eval)
                 .arg(&args)
@@ -577,7 +614,7 @@ impl Buffers {
             mem: stream.alloc_zeros(n * s.stride as usize)?,
             results: stream.alloc_zeros(2 * n)?,
             barrier: stream.alloc_zeros(n)?,
-            done: stream.alloc_zeros(2)?,
+            done: stream.alloc_zeros(COUNTERS)?,
             scratch: stream.alloc_zeros(scratch + SCRATCH_ALIGN_WORDS)?,
             locs: stream.alloc_zeros(locs.max(1))?,
             hist: stream.alloc_zeros(ndist as usize * 4 + 1)?,
@@ -649,49 +686,6 @@ pub fn locations(p: &crate::litmus::profile::Stress) -> Locations {
     }
 }
 
-/// The histogram and rates `wmfix litmus` prints.
-pub fn report(test: Test, job: &Job, c: &Counts) -> String {
-    let names = ["r0=0 r1=0", "r0=0 r1=1", "r0=1 r1=0", "r0=1 r1=1"];
-    let weak_i = weak_outcome(test);
-    let mut totals = [0u64; 4];
-    for o in &c.outcomes {
-        for k in 0..4 {
-            totals[k] += o[k];
-        }
-    }
-    let mut out = format!(
-        "{test} at distance{} {}: {} instances in {} launches, {:.3} s\n",
-        if job.ndist > 1 { "s" } else { "" },
-        if job.ndist > 1 {
-            format!("{}..{}", job.d0, job.d0 + job.ndist - 1)
-        } else {
-            job.d0.to_string()
-        },
-        c.instances,
-        c.launches,
-        c.seconds
-    );
-    for (k, name) in names.iter().enumerate() {
-        let tag = if k == weak_i { "  <- weak" } else { "" };
-        out += &format!("  {name}: {:>14}{tag}\n", totals[k]);
-    }
-    if c.missing > 0 {
-        out += &format!(
-            "  missing: {:>12}  (instances that did not report)\n",
-            c.missing
-        );
-    }
-    let secs = c.seconds.max(1e-9);
-    out += &format!(
-        "  weak: {} ({:.3e} of instances); {:.3e} weak/s; {:.3e} instances/s\n",
-        totals[weak_i],
-        totals[weak_i] as f64 / c.instances.max(1) as f64,
-        totals[weak_i] as f64 / secs,
-        c.instances as f64 / secs
-    );
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -706,26 +700,30 @@ mod tests {
     }
 
     #[test]
-    fn kernel_names_encode_length_and_stores() {
-        let k = |s: &str| kernel_name(&Sequence::parse(s).unwrap());
-        assert_eq!(k("ld"), "litmus_2");
-        assert_eq!(k("st"), "litmus_3");
-        assert_eq!(k("st ld"), "litmus_5");
-        assert_eq!(k("ld st st ld"), "litmus_22");
-        assert_eq!(k("st st st st st"), "litmus_63");
+    fn stressing_blocks_run_the_runtimes_stress_loop() {
+        // Not a copy: the runtime's header itself, its entry point, a sys-str table.
+        assert!(SOURCE.contains("#include \"wmfix_stress.cuh\""));
+        assert!(SOURCE.contains("wmfix::run_stress(&table"));
+        assert!(SOURCE.contains("table.stress_kind = wmfix::kSysStress;"));
+        assert!(
+            !SOURCE.contains("volatile unsigned *loc"),
+            "a loop of its own"
+        );
+        let runtime = crate::rewrite::runtime_headers::RUNTIME_FILES;
+        for (name, text) in &SOURCES[1..] {
+            assert!(runtime.contains(&(*name, *text)), "{name} differs");
+        }
     }
 
     #[test]
-    fn every_sequence_has_a_kernel_in_the_source() {
-        for seq in crate::litmus::vocabulary::all_sequences(LONGEST_KERNEL_SEQUENCE) {
-            let name = kernel_name(&seq);
-            let code = name.trim_start_matches("litmus_");
-            assert!(
-                SOURCE.contains(&format!("LITMUS_KERNEL({code})")),
-                "{name} missing for {}",
-                seq.text()
-            );
-        }
+    fn sequences_are_encoded_as_the_runtime_parses_them() {
+        // wmfix_host.cuh's parse_sequence: bit i set = access i is a store.
+        let b = |s: &str| sequence_bits(&Sequence::parse(s).unwrap());
+        assert_eq!(b("ld"), (0, 1));
+        assert_eq!(b("st"), (1, 1));
+        assert_eq!(b("ld st st ld"), (0x6, 4));
+        assert_eq!(b("st4"), (0xf, 4));
+        assert_eq!(b("ld st ld st ld st"), (0b101010, 6));
     }
 
     #[test]
@@ -739,32 +737,6 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn the_report_marks_the_weak_outcome() {
-        let job = Job {
-            test: Test::Mp,
-            d0: 64,
-            ndist: 1,
-            executions: 8,
-            sequence: Sequence::parse("st ld").unwrap(),
-            locations: Locations::None,
-        };
-        let c = Counts {
-            outcomes: vec![[3, 2, 1, 2]],
-            missing: 0,
-            instances: 8,
-            launches: 1,
-            seconds: 0.5,
-        };
-        let r = report(Test::Mp, &job, &c);
-        assert!(r.contains("MP at distance 64: 8 instances"), "{r}");
-        assert!(r.contains("r0=1 r1=0:              1  <- weak"), "{r}");
-        assert!(
-            r.contains("weak: 1 (1.250e-1 of instances); 2.000e0 weak/s; 1.600e1 instances/s"),
-            "{r}"
-        );
     }
 
     #[test]

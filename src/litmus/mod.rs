@@ -2,4 +2,5 @@
 
 pub mod engine;
 pub mod profile;
+pub mod report;
 pub mod vocabulary;

@@ -49,13 +49,13 @@ impl Sizes {
     /// opened, so a bad size costs no GPU time: `patch` is `--patch-size`.
     pub fn validate(&self, patch: Option<usize>, settings: &litmus::Settings) -> Result<()> {
         let bad = |m: String| Err(fail(exit_code::USAGE, m));
-        let longest = crate::litmus::engine::LONGEST_KERNEL_SEQUENCE;
+        let longest = crate::litmus::engine::LONGEST_TUNED_SEQUENCE;
         if self.distances == 0 || self.locations == 0 || self.executions == 0 {
             return bad("--distances, --locations and --executions must be positive".into());
         }
         if !(1..=longest).contains(&self.max_sequence_length) {
             return bad(format!(
-                "--max-sequence {}: the litmus kernels run sequences of 1 to {longest} accesses",
+                "--max-sequence {}: the tune tries every sequence of 1 to at most {longest} accesses",
                 self.max_sequence_length
             ));
         }
