@@ -5,7 +5,8 @@
 //   #define WMFIX_FENCE_SCOPE 1   // 0 block, 1 device (default), 2 system
 //   #include "../wmfix/wmfix.cuh"
 //   #line 1
-// and use WMFIX_FENCE, WMFIX_FENCE_EXPR, WMFIX_AFTER, WMFIX_KERNEL_ENTRY, wmfix_threadIdx(),
+// and use WMFIX_FENCE, WMFIX_FENCE_AT, WMFIX_FENCE_PTR, WMFIX_FENCE_EXPR, WMFIX_AFTER,
+// WMFIX_KERNEL_ENTRY, wmfix_threadIdx(),
 // wmfix_blockIdx(), wmfix_gridDim() and wmfix_launch(). README.md in this folder describes the
 // interface, the environment variables and the limits. After Sorensen & Donaldson, "Exposing
 // Errors Related to Weak Memory in GPU Applications", PLDI 2016.
@@ -59,6 +60,8 @@
 namespace wmfix {
 
 constexpr unsigned kFenceWords = (WMFIX_NUM_FENCES + 31) / 32;
+// aim-str: the address slots this program's fence ids fill.
+constexpr unsigned kAimSites = WMFIX_NUM_FENCES < kAimSlots ? WMFIX_NUM_FENCES : kAimSlots;
 
 // What a block's threads need after entry, in active environments: warp 0 writes it at
 // WMFIX_KERNEL_ENTRY, a barrier publishes it.
@@ -72,6 +75,7 @@ struct BlockState {
   unsigned stress;          // 1: stressing block number vblock[0], ticket vblock[1]
   unsigned exited;          // application threads of the block that have left the kernel
   unsigned stop;            // stressing block: time to stop
+  unsigned aim_seen[kAimSlots / 32];  // aim-str: fence ids whose address this block recorded
   unsigned char vwarp[32];  // virtual warp of each physical warp
 };
 
@@ -186,6 +190,7 @@ __device__ __forceinline__ void setup_block(LaunchTable* t, BlockState& s, unsig
     else s.vblock[0] = v % gx, s.vblock[1] = (v / gx) % gy, s.vblock[2] = v / (gx * gy);
     s.grid[0] = gx, s.grid[1] = gy, s.grid[2] = t->grid[2];
   }
+  if (lane < kAimSlots / 32) s.aim_seen[lane] = 0;
   if (lane == 0) {
     s.recip[0] = small_recip(blockDim.x), s.recip[1] = small_recip(blockDim.y);
     s.stress = 0;
@@ -214,11 +219,39 @@ __device__ __forceinline__ unsigned long long enter_active() {
   if (tid < 32) setup_block(t, s, tid);
   __syncthreads();
   if (s.stress) {
-    run_stress(t, s.vblock[0], s.vblock[1], &s.stop);
+    run_stress(t, s.vblock[0], s.vblock[1], &s.stop, kAimSites);
     return kStressBlock;
   }
   const bool ours = t && gridDim.x == t->phys_blocks && gridDim.y == 1 && gridDim.z == 1;
   return ours ? (unsigned long long)(uintptr_t)t->done : 0ULL;
+}
+
+// ---- aim-str: where the application's instrumented accesses land ----------------------------
+
+__device__ __forceinline__ bool aiming() { return tu_const.aim != nullptr; }
+
+// The address of the lvalue an access names (a bit-field has none: null).
+template <class T>
+__device__ __forceinline__ const volatile void* address_of(T& x) {
+  return (const volatile void*)__builtin_addressof(x);
+}
+template <class T>
+__device__ __forceinline__ const volatile void* address_of(const T&&) {
+  return nullptr;
+}
+__device__ __forceinline__ const volatile void* address_of(...) { return nullptr; }
+
+// Records where fence `id`'s access went, for the stressing blocks to aim at: the first time a
+// block runs the access (one lane; later runs and other lanes only test a shared bit), so a hot
+// loop does not hammer the slot. Other blocks and later launches overwrite it. Only global
+// memory counts, and only in blocks whose mapping this launch wrote.
+__device__ __forceinline__ void aim_sample(unsigned id, const volatile void* p) {
+  if (p == nullptr || !__isGlobal((const void*)p) || !block_state_valid()) return;
+  const unsigned k = id % kAimSlots, bit = 1U << (k % 32);
+  unsigned* const seen = &block_state.aim_seen[k / 32];
+  if ((*(volatile unsigned*)seen & bit) || (atomicOr(seen, bit) & bit)) return;
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(tu_const.aim + k),
+               "l"((unsigned long long)(uintptr_t)p));
 }
 
 __device__ __forceinline__ unsigned long long kernel_entry() { return tu_const.active ? enter_active() : 0ULL; }
@@ -257,12 +290,27 @@ class ExitGuard {
 
 // ---- what instrumented code uses -------------------------------------------------------------
 
+// WMFIX_FENCE_AT(id, lvalue) and WMFIX_FENCE_PTR(id, pointer): WMFIX_FENCE(id), and under
+// aim-str the address of the access it follows, recorded for the stressing blocks. The address
+// expression is evaluated only then, after the fence, and never read or written through.
 #if defined(__CUDA_ARCH__)
 #define WMFIX_FENCE(id) ::wmfix::fence_if<(id)>()
 #define WMFIX_FENCE_EXPR(id) ((void)::wmfix::fence_if<(id)>())
+#define WMFIX_FENCE_AT(id, ...)                                                         \
+  do {                                                                                  \
+    ::wmfix::fence_if<(id)>();                                                          \
+    if (::wmfix::aiming()) ::wmfix::aim_sample((id), ::wmfix::address_of(__VA_ARGS__)); \
+  } while (0)
+#define WMFIX_FENCE_PTR(id, ...)                                                                  \
+  do {                                                                                            \
+    ::wmfix::fence_if<(id)>();                                                                    \
+    if (::wmfix::aiming()) ::wmfix::aim_sample((id), (const volatile void*)(__VA_ARGS__)); \
+  } while (0)
 #else
 #define WMFIX_FENCE(id) ((void)0)
 #define WMFIX_FENCE_EXPR(id) ((void)0)
+#define WMFIX_FENCE_AT(id, ...) ((void)0)
+#define WMFIX_FENCE_PTR(id, ...) ((void)0)
 #endif
 #define WMFIX_AFTER(id, ...) (::wmfix::after<(id)>(__VA_ARGS__))
 

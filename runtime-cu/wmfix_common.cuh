@@ -18,7 +18,14 @@ constexpr unsigned kDoneStripes = 32;
 constexpr unsigned kDoneStride = 32;
 constexpr unsigned kDoneWords = kDoneStripes * kDoneStride;
 
-enum StressKind : unsigned { kNoStress = 0, kSysStress = 1, kRandStress = 2, kCacheStress = 3 };
+enum StressKind : unsigned { kNoStress = 0, kSysStress = 1, kRandStress = 2, kCacheStress = 3, kAimStress = 4 };
+
+// aim-str: addresses recorded by the application's instrumented accesses (WMFIX_FENCE_AT), one
+// slot per fence id (modulo kAimSlots), and the page size whose offsets the stress copies.
+// cudaMalloc maps device memory in 2 MiB pages, so an offset within a page is the same in the
+// virtual and the physical address: the L2 set and slice bits below 21 are the sampled ones.
+constexpr unsigned kAimSlots = 256;
+constexpr unsigned kAimPageWords = (2U << 20) / 4;
 
 // Written by the host before every launch in an active environment (one cudaMemcpyAsync on the
 // launch's stream), read by the launch's blocks. The ticket counter sits alone in the first
@@ -46,12 +53,15 @@ struct alignas(128) LaunchTable {
   unsigned seq_bits;      // sys-str: bit i set = access i of the sequence is a store
   unsigned seq_len;
   unsigned spread;
-  unsigned locs[kMaxSpread];  // sys-str: word offsets of the stressed locations
+  unsigned locs[kMaxSpread];  // sys-str: word offsets of the stressed locations; aim-str: pages
   unsigned scratch_words;     // rand-str: range of random locations
   unsigned cache_words;       // cache-str: words swept (the L2 size)
   unsigned stress_quota_threads;  // stressing threads that stress at once: (S / P) x the
                                   // threads the device holds (SMs x max threads per SM)
   unsigned* scratch;          // the scratchpad, disjoint from all application memory
+  unsigned long long* aim;    // aim-str: kAimSlots recorded addresses (0: none yet)
+  unsigned aim_base;          // aim-str: words from scratch to its first 2 MiB boundary
+  unsigned aim_pages;         // aim-str: whole 2 MiB pages of the scratchpad from there
   unsigned long long max_ns;  // stressing blocks stop after this long, whatever happens
   unsigned long long rng_seed;
   unsigned long long launch_index;

@@ -78,7 +78,8 @@ inline bool parse_u64(const std::string& text, unsigned long long* out) {
 // WMFIX_ENV value -> stress kind and thread randomisation.
 inline bool parse_env_name(const std::string& name, StressKind* stress, bool* rand_threads) {
   static const struct { const char* base; StressKind kind; } kinds[] = {
-      {"no-str", kNoStress}, {"sys-str", kSysStress}, {"rand-str", kRandStress}, {"cache-str", kCacheStress}};
+      {"no-str", kNoStress},         {"sys-str", kSysStress}, {"rand-str", kRandStress},
+      {"cache-str", kCacheStress}, {"aim-str", kAimStress}};
   if (name.size() < 2) return false;
   const char sign = name.back();
   if (sign != '+' && sign != '-') return false;
@@ -249,7 +250,8 @@ inline Settings settings_from_env() {
   s.env = trim(getenv_or("WMFIX_ENV", "no-str-"));
   if (!parse_env_name(s.env, &s.stress, &s.rand_threads))
     fatal("WMFIX_ENV=\"" + s.env +
-          "\" is not one of no-str-, no-str+, sys-str-, sys-str+, rand-str-, rand-str+, cache-str-, cache-str+");
+          "\" is not one of no-str-, no-str+, sys-str-, sys-str+, rand-str-, rand-str+, cache-str-, cache-str+, "
+          "aim-str-, aim-str+");
   s.active = s.stress != kNoStress || s.rand_threads;
 
   if (const char* seed = std::getenv("WMFIX_SEED"))
@@ -306,6 +308,9 @@ struct ScratchInfo {
   unsigned cache_words = 0;
   unsigned cap_threads = 0;  // SMs x max resident threads per SM
   unsigned* done = nullptr;  // kDoneWords counters of finished application blocks
+  unsigned long long* aim = nullptr;  // aim-str: kAimSlots recorded addresses
+  unsigned aim_base = 0;              // aim-str: words from scratch to its first 2 MiB boundary
+  unsigned aim_pages = 0;             // aim-str: whole 2 MiB pages from there
 };
 
 constexpr unsigned long long kMaxPhysBlocks = 0x7fffffffULL;  // gridDim.x limit
@@ -359,6 +364,23 @@ inline bool plan_launch(const Settings& s, dim3 grid, unsigned long long launch_
   t->seq_bits = s.profile.seq_bits;
   t->seq_len = s.profile.seq_len;
   t->spread = s.profile.spread;
+  t->aim = sc.aim;
+  t->aim_base = sc.aim_base;
+  t->aim_pages = sc.aim_pages;
+  if (s.stress == kAimStress && sc.aim_pages > 0) {
+    // `spread` distinct pages (repeats only if there are too few), one per group of threads.
+    for (unsigned i = 0; i < t->spread; ++i) {
+      unsigned page;
+      bool fresh;
+      int tries = 0;
+      do {
+        page = (unsigned)rng.below(sc.aim_pages);
+        fresh = true;
+        for (unsigned j = 0; j < i; ++j) fresh = fresh && t->locs[j] != page;
+      } while (!fresh && ++tries < 64);
+      t->locs[i] = page;
+    }
+  }
   if (s.stress == kSysStress && sc.scratch_words > 0) {
     // `spread` distinct patch-sized regions (repeats only if the scratchpad has too few).
     const unsigned regions = std::max(1U, sc.scratch_words / s.profile.patch_size);
@@ -381,9 +403,10 @@ inline bool plan_launch(const Settings& s, dim3 grid, unsigned long long launch_
 
 // What each TU's device constants hold (see wmfix.cuh); zero-initialised = no-str-, all fences.
 struct TuConst {
-  unsigned active;        // 1 in every environment but no-str-
-  unsigned rand_threads;  // 1 in the `+` environments
-  LaunchTable* table;     // this device's launch table
+  unsigned active;          // 1 in every environment but no-str-
+  unsigned rand_threads;    // 1 in the `+` environments
+  LaunchTable* table;       // this device's launch table
+  unsigned long long* aim;  // aim-str: where instrumented accesses record addresses; else null
 };
 
 // Uploads one TU's constants (and its fence mask, built from s.fences) on `stream`.
@@ -453,7 +476,7 @@ inline bool is_capturing(cudaStream_t stream) {
 // was set up (a library loaded later) gets them at the next launch; without them its extra
 // blocks would run application code and its fence switches would be ignored.
 inline bool upload_tus(const Settings& s, DeviceState& d, size_t from, cudaStream_t stream) {
-  const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table};
+  const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table, d.scratch.aim};
   const std::vector<TuInitFn>& reg = tu_registry();
   for (size_t i = from; i < reg.size(); ++i)
     if (!cuda_ok(reg[i](c, s, stream), "uploading wmfix constants")) return false;
@@ -476,11 +499,24 @@ inline bool init_device(Runtime& rt, DeviceState& d, int dev, cudaStream_t strea
       int l2 = 0;
       cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
       const size_t l2_bytes = l2 > 0 ? (size_t)l2 : (size_t)4 << 20;
-      const size_t bytes = std::max(l2_bytes, (size_t)4 << 20);
+      size_t bytes = std::max(l2_bytes, (size_t)4 << 20);
+      // aim-str: many 2 MiB pages, so that an aimed offset lands in many slices, plus one
+      // page of slack to start at a page boundary.
+      const size_t page = (size_t)kAimPageWords * 4;
+      if (s.stress == kAimStress) bytes = std::max(4 * l2_bytes, (size_t)64 << 20) + page;
       void* p = nullptr;
       if (!cuda_ok(cudaMalloc(&d.scratch.done, kDoneWords * 4), "cudaMalloc(block counters)")) return false;
       if (!cuda_ok(cudaMalloc(&p, bytes), "cudaMalloc(stress scratchpad)")) return false;
       cudaMemsetAsync(p, 0, bytes, stream);
+      if (s.stress == kAimStress) {
+        void* slots = nullptr;
+        if (!cuda_ok(cudaMalloc(&slots, kAimSlots * 8), "cudaMalloc(aim slots)")) return false;
+        cudaMemsetAsync(slots, 0, kAimSlots * 8, stream);
+        d.scratch.aim = static_cast<unsigned long long*>(slots);
+        const size_t skip = (page - (uintptr_t)p % page) % page;
+        d.scratch.aim_base = (unsigned)(skip / 4);
+        d.scratch.aim_pages = (unsigned)((bytes - skip) / page);
+      }
       d.scratch.scratch = static_cast<unsigned*>(p);
       d.scratch.scratch_words = (unsigned)(bytes / 4);
       d.scratch.cache_words = (unsigned)(l2_bytes / 4);

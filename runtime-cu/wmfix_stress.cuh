@@ -42,6 +42,12 @@ __device__ __forceinline__ unsigned load_relaxed(const unsigned* p) {
   return v;
 }
 
+__device__ __forceinline__ unsigned long long load_relaxed64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  return v;
+}
+
 // Polled every kPollEvery accesses: have all application blocks finished, or is the time up?
 // The lanes of warp 0 sum the counters together and raise the block's shared stop flag; the
 // other warps only read the flag. Warp 0's answer is warp-uniform, as its next poll's __*_sync
@@ -72,6 +78,45 @@ __device__ __forceinline__ void stress_sys(const LaunchTable* t, unsigned gthrea
   unsigned* const p = t->scratch + t->locs[gthread % t->spread];
   const unsigned bits = t->seq_bits, len = t->seq_len;
   for (unsigned it = 0;; ++it) {
+#pragma unroll 1
+    for (unsigned a = 0; a < kPollEvery; a += len)
+#pragma unroll 1
+      for (unsigned i = 0; i < len; ++i) {
+        if ((bits >> i) & 1U) stress_store(p, it);
+        else stress_load(p);
+      }
+    if (should_stop(t, deadline, stop, tid)) return;
+  }
+}
+
+// aim-str: where a stressing thread aims for the next kAimEvery polls. Its page is the one of
+// the launch's `spread` scratchpad pages that sys-str would give it a location in; its offset in
+// the page is that of an address an instrumented access of the application recorded (a slot
+// drawn per warp, a few tries), so the stress falls in the L2 sets and slices that the address's
+// offset bits select, wherever the page hashes above them. Nothing recorded yet: the page's first
+// word, a random patch-aligned location as in sys-str. `sites` is the number of slots the
+// program's fence ids fill (0: never aim).
+constexpr unsigned kAimEvery = 16;
+constexpr unsigned kAimTries = 4;
+
+__device__ __forceinline__ unsigned* aim_target(const LaunchTable* t, unsigned gthread, unsigned round,
+                                                unsigned sites) {
+  unsigned* const page = t->scratch + t->aim_base + t->locs[gthread % t->spread] * kAimPageWords;
+  unsigned x = mix32((gthread / 32) ^ mix32(round ^ (unsigned)t->rng_seed));
+  for (unsigned k = 0; sites > 0 && t->aim && k < kAimTries; ++k, x = mix32(x)) {
+    const unsigned long long a = load_relaxed64(t->aim + x % sites);
+    if (a != 0) return page + (unsigned)((a >> 2) & (kAimPageWords - 1));
+  }
+  return page;
+}
+
+// aim-str: sys-str's loop, at the locations aim_target picks, picked again every kAimEvery polls
+// (so addresses recorded while the stress runs are aimed at too).
+__device__ __forceinline__ void stress_aim(const LaunchTable* t, unsigned gthread, unsigned long long deadline,
+                                           volatile unsigned* stop, unsigned tid, unsigned sites) {
+  const unsigned bits = t->seq_bits, len = t->seq_len;
+  for (unsigned it = 0;; ++it) {
+    unsigned* const p = aim_target(t, gthread, it / kAimEvery, sites);
 #pragma unroll 1
     for (unsigned a = 0; a < kPollEvery; a += len)
 #pragma unroll 1
@@ -125,8 +170,9 @@ __device__ __forceinline__ unsigned active_stress_blocks(const LaunchTable* t, u
 }
 
 // Body of a stressing block: number sidx of the launch's stressing blocks, the ticket-th to start;
-// `stop` is a shared flag, zero at entry.
-__device__ __forceinline__ void run_stress(LaunchTable* t, unsigned sidx, unsigned ticket, volatile unsigned* stop) {
+// `stop` is a shared flag, zero at entry; `aim_sites` the slots aim-str may find addresses in.
+__device__ __forceinline__ void run_stress(LaunchTable* t, unsigned sidx, unsigned ticket, volatile unsigned* stop,
+                                           unsigned aim_sites) {
   const unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;
   const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   if (ticket >= active_stress_blocks(t, nthreads) || !t->scratch) return;
@@ -137,6 +183,7 @@ __device__ __forceinline__ void run_stress(LaunchTable* t, unsigned sidx, unsign
     case kSysStress: stress_sys(t, gthread, deadline, stop, tid); break;
     case kRandStress: stress_rand(t, gthread, deadline, stop, tid); break;
     case kCacheStress: stress_cache(t, deadline, stop, tid); break;
+    case kAimStress: stress_aim(t, gthread, deadline, stop, tid, aim_sites); break;
     default: break;
   }
 }

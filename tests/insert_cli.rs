@@ -14,10 +14,16 @@ fn fences_json(out: &Path, root: &Path) -> serde_json::Value {
     serde_json::from_str(&text.replace(root.to_str().unwrap(), "[ROOT]")).unwrap()
 }
 
-/// Every `WMFIX_FENCE*(id)`/`WMFIX_AFTER(id` in the text, in order of appearance.
+/// Every `WMFIX_FENCE*(id`/`WMFIX_AFTER(id` in the text, grouped by form.
 fn fence_ids(text: &str) -> Vec<usize> {
     let mut ids = Vec::new();
-    for pat in ["WMFIX_FENCE(", "WMFIX_FENCE_EXPR(", "WMFIX_AFTER("] {
+    for pat in [
+        "WMFIX_FENCE(",
+        "WMFIX_FENCE_AT(",
+        "WMFIX_FENCE_PTR(",
+        "WMFIX_FENCE_EXPR(",
+        "WMFIX_AFTER(",
+    ] {
         for (at, _) in text.match_indices(pat) {
             let rest = &text[at + pat.len()..];
             let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap();
@@ -269,7 +275,7 @@ fn parse_errors_name_file_line_and_column() {
     let text = instrumented(&tmp.path().join("out"), "broken.cu");
     assert!(
         text.contains(
-            "__global__ void ok(int *a) { WMFIX_KERNEL_ENTRY(); a[0] = 1; WMFIX_FENCE(0); }"
+            "__global__ void ok(int *a) { WMFIX_KERNEL_ENTRY(); a[0] = 1; WMFIX_FENCE_AT(0, a[0]); }"
         ),
         "{text}"
     );

@@ -405,3 +405,51 @@ fn stress_loads_survive_in_sass() {
         "{n} stress loads in the SASS: sys-str, rand-str and cache-str need one each"
     );
 }
+
+/// Every environment wmfix runs (`TestEnv::known()`, aim-str included) is one the runtime's
+/// `WMFIX_ENV` parser accepts, with the same stress and randomisation.
+#[test]
+fn the_runtime_knows_every_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let main = format!(
+        r#"#include "{}/runtime-cu/wmfix.cuh"
+#include <cstdio>
+int main(int argc, char** argv) {{
+  for (int i = 1; i < argc; ++i) {{
+    wmfix::StressKind k;
+    bool r;
+    if (!wmfix::parse_env_name(argv[i], &k, &r)) std::printf("%s refused\n", argv[i]);
+    else std::printf("%s %u %d\n", argv[i], (unsigned)k, (int)r);
+  }}
+}}
+"#,
+        repo().display()
+    );
+    std::fs::write(tmp.path().join("envs.cu"), main).unwrap();
+    let envs = wmfix::run::environment::TestEnv::known();
+    let names: Vec<String> = envs.iter().map(|e| e.to_string()).collect();
+    sh(
+        tmp.path(),
+        &format!(
+            "nvcc -arch=sm_90 -std=c++17 -o envs envs.cu && ./envs {} bogus-str+ > out.txt",
+            names.join(" ")
+        ),
+    );
+    let out = std::fs::read_to_string(tmp.path().join("out.txt")).unwrap();
+    let mut want: String = envs
+        .iter()
+        .map(|e| {
+            use wmfix::run::environment::Stress;
+            let kind = match e.stress {
+                Stress::No => 0,
+                Stress::Sys => 1,
+                Stress::Rand => 2,
+                Stress::Cache => 3,
+                Stress::Aim => 4,
+            };
+            format!("{e} {kind} {}\n", e.randomise as i32)
+        })
+        .collect();
+    want += "bogus-str+ refused\n";
+    assert_eq!(out, want);
+}

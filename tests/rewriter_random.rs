@@ -1589,6 +1589,29 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
             assert_eq!(&text[i..i + 2], ");");
             i += 2;
             found.push((id, line, "statement"));
+        } else if let Some(r) = rest_or_none
+            .strip_prefix(" WMFIX_FENCE_AT(")
+            .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_PTR("))
+        {
+            // A fence naming its access's address for aim-str: the id, then the address, one
+            // line with balanced parentheses.
+            i = text.len() - r.len();
+            let id = number(&mut i);
+            assert_eq!(&text[i..i + 2], ", ");
+            i += 2;
+            let mut level = 0;
+            while !(b[i] == b')' && level == 0) {
+                match b[i] {
+                    b'(' => level += 1,
+                    b')' => level -= 1,
+                    b'\n' => panic!("an address over two lines at line {line}"),
+                    _ => {}
+                }
+                i += 1;
+            }
+            assert_eq!(&text[i..i + 2], ");");
+            i += 2;
+            found.push((id, line, "statement"));
         } else if let Some(r) = rest_or_none.strip_prefix(", WMFIX_FENCE_EXPR(") {
             i = text.len() - r.len();
             let id = number(&mut i);

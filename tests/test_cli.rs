@@ -541,3 +541,54 @@ fn ctrl_c_during_the_check_records_no_error() {
     let recs = records(&tmp.path().join("out"));
     assert!(recs.is_empty(), "a check cut short was recorded: {recs:?}");
 }
+
+/// The runs get the chip profile `WMFIX_PROFILE` names, as an absolute path (they run in the
+/// build's folder), and summary.json records it; a missing file stops the test before any run.
+/// (On a machine without a GPU no profile ships for the device: the runtime's built-in one.)
+#[test]
+fn the_chip_profile_reaches_every_run_and_is_recorded() {
+    let (tmp, dir) = standin();
+    std::fs::write(tmp.path().join("mine.toml"), "spread = 3\n").unwrap();
+    let o = test(
+        &dir,
+        &["--runs", "6"],
+        &[("STANDIN_MODE", "profile"), ("WMFIX_PROFILE", "mine.toml")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("chip profile mine (from WMFIX_PROFILE)"),
+        "{}",
+        stderr(&o)
+    );
+    let out = tmp.path().join("out");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("test/summary.json")).unwrap())
+            .unwrap();
+    let p = &summary["profile"];
+    assert_eq!(p["name"], "mine", "{summary}");
+    assert_eq!(p["source"], "environment");
+    let path = p["path"].as_str().unwrap();
+    assert!(
+        Path::new(path).is_absolute() && path.ends_with("mine.toml"),
+        "{path}"
+    );
+    assert_eq!(summary["plan"]["profile"], *p);
+
+    let o = test(&dir, &["--runs", "2"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("test/summary.json")).unwrap())
+            .unwrap();
+    if !Path::new("/proc/driver/nvidia/version").exists() {
+        assert_eq!(summary["profile"]["source"], "built-in", "{summary}");
+        assert_eq!(summary["profile"]["name"], "hopper-default");
+    }
+
+    let o = test(&dir, &["--runs", "2"], &[("WMFIX_PROFILE", "gone.toml")]);
+    assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("gone.toml: no such file"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -224,7 +224,8 @@ __device__ __noinline__ void litmus_stress(unsigned *done, const unsigned *locs,
     }
     for (unsigned j = threadIdx.x; j < nlocs; j += blockDim.x) table.locs[j] = locs[j];
     __syncthreads();
-    wmfix::run_stress(&table, sidx, 0, &stop);
+    table.aim = nullptr;
+    wmfix::run_stress(&table, sidx, 0, &stop, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(LITMUS_BLOCK) litmus_run(LitmusArgs a) {

@@ -93,7 +93,8 @@ static void test_div_small() {
   CHECK(bad == 0, "%u wrong quotients", bad);
 }
 
-static const char* kEnvs[] = {"no-str-", "no-str+", "sys-str-", "sys-str+", "rand-str-", "rand-str+", "cache-str-", "cache-str+"};
+static const char* kEnvs[] = {"no-str-",    "no-str+",    "sys-str-", "sys-str+", "rand-str-",
+                              "rand-str+",  "cache-str-", "cache-str+", "aim-str-", "aim-str+"};
 
 static wmfix::Settings settings_for(const char* env) {
   wmfix::Settings s;
@@ -112,6 +113,7 @@ static void check_plan(const char* env, dim3 grid, unsigned long long index) {
   sc.scratch = &fake_scratch;
   sc.scratch_words = 12u << 20;
   sc.cache_words = 12u << 20;
+  sc.aim_pages = 30;
   wmfix::LaunchTable t;
   CHECK(wmfix::plan_launch(s, grid, index, sc, &t), "%s", env);
   const unsigned G = grid.x * grid.y * grid.z;
@@ -143,6 +145,13 @@ static void check_plan(const char* env, dim3 grid, unsigned long long index) {
   if (!s.rand_threads) CHECK(ordered, "%s: application blocks out of order", env);
   if (s.stress == wmfix::kSysStress)
     for (unsigned i = 0; i < t.spread; ++i) CHECK(t.locs[i] % s.profile.patch_size == 0, "%s loc %u", env, t.locs[i]);
+  if (s.stress == wmfix::kAimStress) {  // `spread` distinct pages of the scratchpad
+    for (unsigned i = 0; i < t.spread; ++i) {
+      CHECK(t.locs[i] < sc.aim_pages, "%s page %u", env, t.locs[i]);
+      for (unsigned j = 0; j < i; ++j) CHECK(t.locs[i] != t.locs[j], "%s: page %u twice", env, t.locs[i]);
+    }
+    CHECK(t.aim_pages == sc.aim_pages, "%s: aim pages", env);
+  }
   // Same seed and launch index: same plan, byte for byte.
   wmfix::LaunchTable again;
   wmfix::plan_launch(s, grid, index, sc, &again);
@@ -186,6 +195,7 @@ static void test_parsers(const char* profile_path) {
   bool r;
   for (const char* e : kEnvs) CHECK(wmfix::parse_env_name(e, &k, &r), "%s", e);
   CHECK(wmfix::parse_env_name("cache-str+", &k, &r) && k == wmfix::kCacheStress && r, "cache-str+");
+  CHECK(wmfix::parse_env_name("aim-str-", &k, &r) && k == wmfix::kAimStress && !r, "aim-str-");
   CHECK(wmfix::parse_env_name("no-str-", &k, &r) && k == wmfix::kNoStress && !r, "no-str-");
   for (const char* e : {"", "sys-str", "sys-str*", "SYS-STR+", "str+", "+", "no-str--"})
     CHECK(!wmfix::parse_env_name(e, &k, &r), "accepted \"%s\"", e);

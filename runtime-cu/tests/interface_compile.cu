@@ -54,7 +54,22 @@ __device__ int device_function(const int* p, int i, volatile int* v, const Bits&
     default: break;
   }
   for (int k = 0; k < 3; ++k, WMFIX_FENCE_EXPR(10)) q += k;
-  return q[0] + (int)b + t + pr.x + (int)GLOBAL_ID;
+  // Fences that name their access's address for aim-str: lvalues of every kind (const,
+  // volatile, a bit-field, which has no address, an array row, a template argument list with a
+  // comma), and pointers.
+  int sum = p[i];
+  WMFIX_FENCE_AT(18, p[i]);
+  sum += *v;
+  WMFIX_FENCE_AT(19, *v);
+  sum += (int)bits.a;
+  WMFIX_FENCE_AT(20, bits.a);
+  sum += first<int, long>(p[0], 2L);
+  WMFIX_FENCE_AT(21, p[first<int, long>(0, 2L)]);
+  atomicAdd((int*)v, 1);
+  WMFIX_FENCE_PTR(22, (int*)v);
+  if (i > 0) WMFIX_FENCE_AT(23, q[1]);
+  else WMFIX_FENCE_PTR(24, &p[0]);
+  return q[0] + (int)b + t + pr.x + (int)GLOBAL_ID + sum;
 }
 
 template <typename T, int N>

@@ -94,7 +94,7 @@ __global__ void record_kernel(Rec* recs, unsigned* hits, unsigned long long n_sl
   r.vg[0] = vg.x, r.vg[1] = vg.y, r.vg[2] = vg.z;
   recs[slot] = WMFIX_AFTER(1, r);
   app_flag[pblock] = 1;
-  WMFIX_FENCE(2);
+  WMFIX_FENCE_AT(2, app_flag[pblock]);  // aim-str records it; the canaries check it is not touched
 }
 
 // Application threads leave through `exit`, skipping the exit guard: stressing blocks never see
@@ -123,7 +123,8 @@ static const Shape kShapes[] = {
     {"1D g2 b33", dim3(2), dim3(33)},
 };
 
-static const char* kEnvs[] = {"no-str-", "no-str+", "sys-str-", "sys-str+", "rand-str-", "rand-str+", "cache-str-", "cache-str+"};
+static const char* kEnvs[] = {"no-str-",   "no-str+",    "sys-str-",   "sys-str+", "rand-str-",
+                              "rand-str+", "cache-str-", "cache-str+", "aim-str-", "aim-str+"};
 
 constexpr unsigned kGuard = 4096;  // canary words before and after each buffer
 constexpr unsigned kCanary = 0xA5A5A5A5U;

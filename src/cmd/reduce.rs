@@ -55,6 +55,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     // C-Vise's lesson: check the unmodified program before reducing anything.
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
     crate::run::trial::baseline(&app, &built.original, &files.baseline_log())?;
+    let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
+    eprintln!("wmfix: {}", profile.describe());
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
     let stamp = std::fs::read_to_string(out.build_stamp())?;
@@ -62,7 +64,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         // The budget may change between sessions: not part of what must match.
         "wmfix_reduce": 1, "split": opts.settings.split, "iterations": opts.settings.iterations,
         "stability": opts.settings.stability, "cache": opts.settings.cache, "env": opts.env, "seed": opts.seed,
-        "fences": all.len(), "build": stamp.trim(),
+        "fences": all.len(), "build": stamp.trim(), "profile": profile,
     }))?;
     let mut program = Program {
         app: &app,
@@ -72,6 +74,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         jobs: opts.jobs,
         gpus: opts.gpus.clone(),
         seed: opts.seed,
+        run_env: profile.env(),
     };
     let mut journal = Journaled::open(&mut program, &files.journal(), &header, opts.resume)?;
     let bar = progress_bar();
@@ -129,6 +132,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         patch: patch_path,
         sources,
         interrupted,
+        profile: Some(profile),
     };
     report.save(&out)?;
     Ok(report)

@@ -9,6 +9,7 @@ use crate::fences::set::FenceSet;
 use crate::out_dir::{OutDir, TestFiles};
 use crate::run::batch::{self, Batch, Budget};
 use crate::run::environment::TestEnv;
+use crate::run::profile::ProfileUsed;
 use crate::run::trial::{self, Outcome, RunRecord};
 use crate::stats;
 use anyhow::Result;
@@ -78,6 +79,9 @@ pub struct Summary {
     /// Runs taken over from an interrupted test by `--resume`.
     #[serde(default)]
     pub resumed_runs: usize,
+    /// The chip profile the runs used (`run::profile`), also in `plan`.
+    #[serde(default)]
+    pub profile: Option<ProfileUsed>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -87,6 +91,9 @@ pub struct Plan {
     pub runs: Option<usize>,
     /// Digest of the build stamp: the same sources, config, fence scope and wmfix.
     pub build: String,
+    /// The chip profile the runs get.
+    #[serde(default)]
+    pub profile: Option<ProfileUsed>,
 }
 
 /// Runs the test; returns its summary and the folder of its records.
@@ -121,6 +128,9 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     trial::baseline(&app, &built.original, &out.baseline_log())?;
     let files = out.test();
     let dir = files.dir();
+    let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
+    eprintln!("wmfix: {}", profile.describe());
+    let run_env = profile.env();
     let plan = Plan {
         envs: opts.envs.iter().map(|e| e.to_string()).collect(),
         runs: match (opts.runs, opts.minutes) {
@@ -128,6 +138,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
             (n, None) => Some(n.unwrap_or(100)),
         },
         build: crate::digest::Fnv::of(&std::fs::read(out.build_stamp())?),
+        profile: Some(profile.clone()),
     };
     let previous = if opts.resume {
         previous_runs(&files, opts, &plan)?
@@ -146,6 +157,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         jobs: opts.jobs,
         gpus: &opts.gpus,
         logs: &logs,
+        env: &run_env,
     };
     let mut summary = Summary {
         app: app.root.clone(),
@@ -156,6 +168,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         rows: vec![],
         interrupted: false,
         resumed_runs: previous.records.len(),
+        profile: Some(profile),
     };
     let mut next_id = previous.records.iter().map(|r| r.id + 1).max().unwrap_or(0);
     for (k, env) in opts.envs.iter().enumerate() {
@@ -490,6 +503,8 @@ pub fn replay(dir: &Path, out: &Path, id: usize, scope: FenceScope) -> Result<Re
     if let Some(g) = &rec.gpu {
         env.push(("CUDA_VISIBLE_DEVICES".to_string(), g.clone()));
     }
+    let gpus: Vec<String> = rec.gpu.iter().cloned().collect();
+    env.extend(crate::run::profile::for_runs(out.root(), &gpus)?.env());
     let Some((outcome, exit, _)) = trial::run_once(&app, &built.instrumented, &env, &log)? else {
         return Err(fail(exit_code::INTERRUPTED, "interrupted"));
     };
@@ -510,8 +525,9 @@ use std::num::NonZeroUsize;
 pub struct Args {
     #[command(flatten)]
     app: AppArgs,
-    /// Testing environments: `all`, or a comma-separated list of no-str-, no-str+, sys-str-,
-    /// sys-str+, rand-str-, rand-str+, cache-str-, cache-str+.
+    /// Testing environments: `all` (the paper's eight), or a comma-separated list of no-str-,
+    /// no-str+, sys-str-, sys-str+, rand-str-, rand-str+, cache-str-, cache-str+, aim-str-,
+    /// aim-str+ (sys-str aimed at the application's own addresses).
     #[arg(long, default_value = "sys-str+")]
     env: values::EnvList,
     /// Runs per environment, at least 1 (default 100 unless --minutes is given).

@@ -31,23 +31,7 @@ pub struct Profile {
     pub notes: [String; 3],
 }
 
-/// `NVIDIA H200` -> `nvidia-h200`; the name `wmfix tune` gives `profiles/<name>.toml`.
-pub fn slug(gpu: &str) -> String {
-    let mut out = String::new();
-    for c in gpu.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.is_empty() && !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let out = out.trim_end_matches('-').to_string();
-    if out.is_empty() {
-        "unknown-gpu".into()
-    } else {
-        out
-    }
-}
+pub use crate::chip::slug;
 
 /// A string value the runtime's parser reads back unchanged: it has no escapes, so quotes,
 /// backslashes and control characters are replaced.

@@ -64,6 +64,8 @@ pub struct Program<'a> {
     pub jobs: usize,
     pub gpus: Vec<String>,
     pub seed: u64,
+    /// Variables every run gets (the chip profile: `run::profile`).
+    pub run_env: Vec<(String, String)>,
 }
 
 impl Oracle for Program<'_> {
@@ -80,6 +82,7 @@ impl Oracle for Program<'_> {
             jobs: self.jobs,
             gpus: &self.gpus,
             logs: &self.logs,
+            env: &self.run_env,
         };
         let seconds = request
             .max_seconds

@@ -54,6 +54,9 @@ pub struct Report {
     /// Stopped by ctrl-c (or SIGTERM): `result` is the best set so far, not complete.
     #[serde(default)]
     pub interrupted: bool,
+    /// The chip profile the runs used (absent in reductions made before wmfix recorded it).
+    #[serde(default)]
+    pub profile: Option<crate::run::profile::ProfileUsed>,
 }
 
 impl Report {

@@ -166,6 +166,12 @@ impl Ways {
     }
 }
 
+/// The pointer an atomic or cache-operator call accesses: its first argument.
+pub fn call_pointer(call: Node) -> Option<Node> {
+    call.child_by_field_id(fields().arguments.get())
+        .and_then(first_named)
+}
+
 /// The first named child that is not a comment.
 pub fn first_named(node: Node) -> Option<Node> {
     let mut c = node.walk();

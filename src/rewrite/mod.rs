@@ -1,5 +1,6 @@
 //! `wmfix insert`: CUDA sources to the instrumented tree and `fences.json`.
 
+pub mod aim;
 pub mod device_code;
 pub mod dump;
 pub mod edits;

@@ -37,7 +37,7 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
         .into_iter()
         .filter(|a| !inside(a.node.byte_range(), &errors))
         .collect();
-    let placed = sites::place(&accesses, &caps);
+    let placed = sites::place(&accesses, &caps, text);
     let mut warnings: Vec<String> = placed
         .unplaced
         .iter()

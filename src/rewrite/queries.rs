@@ -17,6 +17,7 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../queries/device_functions.scm"),
     ),
     ("accesses.scm", include_str!("../../queries/accesses.scm")),
+    ("aim.scm", include_str!("../../queries/aim.scm")),
     ("locals.scm", include_str!("../../queries/locals.scm")),
     ("sites.scm", include_str!("../../queries/sites.scm")),
     ("bodies.scm", include_str!("../../queries/bodies.scm")),
@@ -58,6 +59,8 @@ pub enum Capture {
     Access,
     AccessAtomic,
     AccessCached,
+    AimAssigned,
+    AimImpure,
     AliasDecl,
     AliasValue,
     Block,
@@ -99,10 +102,12 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 41] = [
+    pub const ALL: [Capture; 43] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
+        Capture::AimAssigned,
+        Capture::AimImpure,
         Capture::AliasDecl,
         Capture::AliasValue,
         Capture::Block,
@@ -148,6 +153,8 @@ impl Capture {
             Capture::Access => "access",
             Capture::AccessAtomic => "access.atomic",
             Capture::AccessCached => "access.cached",
+            Capture::AimAssigned => "aim.assigned",
+            Capture::AimImpure => "aim.impure",
             Capture::AliasDecl => "alias.decl",
             Capture::AliasValue => "alias.value",
             Capture::Block => "block",

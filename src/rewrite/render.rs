@@ -4,6 +4,7 @@
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::{FenceRecord, How, Placement};
 use crate::fences::scope::FenceScope;
+use crate::rewrite::aim::AimForm;
 use crate::rewrite::edits::{self, Edit};
 use crate::rewrite::parse::{self, SyntaxError};
 use crate::rewrite::plan::{self, FilePlan};
@@ -80,7 +81,7 @@ pub fn render(
         }
         let mut edits = plan.fixed.clone();
         for (site, id) in sites {
-            edits.extend(site_edits(site, id));
+            edits.extend(site_edits(site, id, &file.text, &plan.fixed));
             edits.extend(site.braces.iter().cloned());
             fences.push(record(file, plan, site, id));
         }
@@ -160,16 +161,47 @@ fn hardened_edits<'s>(
     })
 }
 
-fn site_edits(site: &Site, id: FenceId) -> impl Iterator<Item = Edit> + '_ {
+fn site_edits<'s>(
+    site: &'s Site,
+    id: FenceId,
+    text: &str,
+    fixed: &[Edit],
+) -> impl Iterator<Item = Edit> + 's {
+    let fence = match &site.aim {
+        None => format!(" WMFIX_FENCE({id});"),
+        Some(aim) => {
+            let name = match aim.form {
+                AimForm::Lvalue => "WMFIX_FENCE_AT",
+                AimForm::Pointer => "WMFIX_FENCE_PTR",
+            };
+            format!(" {name}({id}, {});", rewritten(text, fixed, &aim.range))
+        }
+    };
     site.spots.iter().map(move |s| {
         let text = match s.piece {
-            Piece::Fence => format!(" WMFIX_FENCE({id});"),
+            Piece::Fence => fence.clone(),
             Piece::CommaFence => format!(", WMFIX_FENCE_EXPR({id})"),
             Piece::WrapOpen => format!("WMFIX_AFTER({id}, "),
             Piece::WrapClose => ")".to_string(),
         };
         Edit::insert(s.at, s.slot, text)
     })
+}
+
+/// `text[range]` as the instrumented file has it: with the replacements inside it (the
+/// virtual thread ids).
+fn rewritten(text: &str, fixed: &[Edit], range: &std::ops::Range<usize>) -> String {
+    let inside = fixed
+        .iter()
+        .filter(|e| e.slot == edits::Slot::Replace && range.start <= e.start && e.end <= range.end)
+        .map(|e| Edit {
+            start: e.start - range.start,
+            end: e.end - range.start,
+            ..e.clone()
+        })
+        .collect();
+    // Overlapping replacements fail the whole file's rendering anyway.
+    edits::apply(&text[range.clone()], inside).unwrap_or_else(|_| text[range.clone()].to_string())
 }
 
 fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> FenceRecord {

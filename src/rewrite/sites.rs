@@ -2,6 +2,7 @@
 //! gives a role decides: after a statement, at the top of a body and after a loop or `if` whose
 //! condition accesses memory, around a returned or switched-on value, or as a comma operand.
 
+use crate::rewrite::aim::{self, Aim};
 use crate::rewrite::device_code::{Access, AccessKind, first_named};
 use crate::rewrite::edits::{Edit, Slot};
 use crate::rewrite::queries::{Capture, Captures, IdMap, IdSet};
@@ -58,6 +59,9 @@ pub struct Site {
     /// Braces around unbraced bodies that the spots need (shared bodies repeat across sites;
     /// `edits::apply` drops duplicates).
     pub braces: Vec<Edit>,
+    /// For a fence after a statement: the address of one of its accesses, which the fence
+    /// hands to the runtime for aimed stress (`aim.rs`).
+    pub aim: Option<Aim>,
 }
 
 impl Site {
@@ -178,9 +182,13 @@ pub fn depth(root: Node, node: Node) -> usize {
     path(root, node).len() - 1
 }
 
-pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>) -> Placed<'t> {
+/// A site as accesses are gathered into it: where it is, the site, its accesses' nodes.
+type Gathered<'t> = (Found<'t>, Site, Vec<(Node<'t>, AccessKind)>);
+
+pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) -> Placed<'t> {
     let roles = Roles::new(caps);
-    let mut by_site: IdMap<(Found<'t>, Site)> = IdMap::default();
+    let facts = aim::Facts::new(caps, text);
+    let mut by_site: IdMap<Gathered<'t>> = IdMap::default();
     let mut order = Vec::new();
     let mut unplaced = Vec::new();
     for a in accesses {
@@ -197,14 +205,19 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>) -> Placed<'t> {
                 accesses: vec![],
                 spots: vec![],
                 braces: vec![],
+                aim: None,
             };
-            (found, site)
+            (found, site, vec![])
         });
         entry.1.accesses.push((a.node.byte_range(), a.kind));
+        entry.2.push((a.node, a.kind));
     }
     let mut sites = Vec::new();
     for id in order {
-        let (found, mut site) = by_site.remove(&id).expect("site recorded");
+        let (found, mut site, nodes) = by_site.remove(&id).expect("site recorded");
+        if found.role == Role::After {
+            site.aim = facts.aim(site.range.clone(), &nodes);
+        }
         let mut braces = Vec::new();
         site.spots = spots(&found, &roles, &mut |b| braces.extend(brace_edits(b)));
         site.braces = braces;

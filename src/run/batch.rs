@@ -19,6 +19,8 @@ pub struct Batch<'a> {
     pub gpus: &'a [String],
     /// Logs of erring runs are kept here as `run-<id>.log`; workers' scratch logs live here too.
     pub logs: &'a Path,
+    /// Variables every run gets besides its spec's (the chip profile: `run::profile`).
+    pub env: &'a [(String, String)],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -181,7 +183,8 @@ fn run_one(
     gpu: Option<&str>,
     scratch: &Path,
 ) -> std::io::Result<Option<RunRecord>> {
-    let Some(mut rec) = trial::run_trial(batch.app, batch.tree, id, spec, gpu, scratch)? else {
+    let Some(mut rec) = trial::run_trial(batch.app, batch.tree, id, spec, gpu, batch.env, scratch)?
+    else {
         return Ok(None);
     };
     if rec.outcome.is_error() {
@@ -236,6 +239,7 @@ mod tests {
             jobs,
             gpus: &[],
             logs: &logs,
+            env: &[],
         };
         let spec = |i: usize| TrialSpec {
             env: TestEnv::parse("no-str-").unwrap(),

@@ -1,5 +1,7 @@
-//! The paper's eight testing environments: a stress strategy, with (`+`) or without (`-`)
-//! thread randomisation. The runtime reads the name from `WMFIX_ENV`.
+//! The paper's eight testing environments, a stress strategy with (`+`) or without (`-`) thread
+//! randomisation, and wmfix's aimed stress (`aim-str-`, `aim-str+`: sys-str at the offsets
+//! where the application's own accesses land, runtime-cu/README.md). The runtime reads the name
+//! from `WMFIX_ENV`.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -10,6 +12,8 @@ pub enum Stress {
     Sys,
     Rand,
     Cache,
+    /// Beyond the paper: sys-str aimed at the pages offsets of the application's accesses.
+    Aim,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -19,16 +23,31 @@ pub struct TestEnv {
 }
 
 impl TestEnv {
-    /// All eight, in the paper's table order.
+    /// The paper's eight, in its table order: what `--env all` runs.
     pub fn all() -> Vec<TestEnv> {
-        [Stress::No, Stress::Sys, Stress::Rand, Stress::Cache]
+        Self::with([Stress::No, Stress::Sys, Stress::Rand, Stress::Cache])
+    }
+
+    /// Every environment the runtime knows: the paper's eight and aim-str.
+    pub fn known() -> Vec<TestEnv> {
+        Self::with([
+            Stress::No,
+            Stress::Sys,
+            Stress::Rand,
+            Stress::Cache,
+            Stress::Aim,
+        ])
+    }
+
+    fn with<const N: usize>(stresses: [Stress; N]) -> Vec<TestEnv> {
+        stresses
             .into_iter()
             .flat_map(|stress| [false, true].map(|randomise| TestEnv { stress, randomise }))
             .collect()
     }
 
     pub fn parse(s: &str) -> Result<TestEnv, String> {
-        TestEnv::all()
+        TestEnv::known()
             .into_iter()
             .find(|e| e.to_string() == s)
             .ok_or_else(|| {
@@ -49,7 +68,7 @@ impl TestEnv {
 }
 
 fn names() -> String {
-    TestEnv::all()
+    TestEnv::known()
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
@@ -63,6 +82,7 @@ impl fmt::Display for TestEnv {
             Stress::Sys => "sys-str",
             Stress::Rand => "rand-str",
             Stress::Cache => "cache-str",
+            Stress::Aim => "aim-str",
         };
         write!(f, "{s}{}", if self.randomise { '+' } else { '-' })
     }
@@ -95,6 +115,12 @@ mod tests {
             assert_eq!(TestEnv::parse(&e.to_string()), Ok(e));
         }
         assert_eq!(TestEnv::parse_list("sys-str+, no-str-").unwrap().len(), 2);
+        // aim-str is known, but `all` stays the paper's eight.
+        let aim = TestEnv::parse("aim-str+").unwrap();
+        assert_eq!((aim.stress, aim.randomise), (Stress::Aim, true));
+        assert_eq!(aim.to_string(), "aim-str+");
+        assert!(!TestEnv::all().contains(&aim));
+        assert_eq!(TestEnv::known().len(), 10);
         assert!(TestEnv::parse("sys-str").unwrap_err().contains("sys-str+"));
     }
 }

@@ -200,16 +200,19 @@ fn check_output(
     })
 }
 
-/// Runs one trial and makes its record (without `log`, which the caller decides on).
+/// Runs one trial and makes its record (without `log`, which the caller decides on). `extra`
+/// are variables every run of the batch gets (the chip profile).
 pub fn run_trial(
     app: &App,
     tree: &Path,
     id: usize,
     spec: &TrialSpec,
     gpu: Option<&str>,
+    extra: &[(String, String)],
     log: &Path,
 ) -> std::io::Result<Option<RunRecord>> {
     let mut env = spec.env_vars();
+    env.extend(extra.iter().cloned());
     if let Some(g) = gpu {
         env.push(("CUDA_VISIBLE_DEVICES".to_string(), g.to_string()));
     }

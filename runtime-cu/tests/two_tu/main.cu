@@ -17,7 +17,8 @@
 #include "../cuda_check.cuh"
 
 int main() {
-  const char* envs[] = {"no-str-", "no-str+", "sys-str-", "sys-str+", "rand-str-", "rand-str+", "cache-str-", "cache-str+"};
+  const char* envs[] = {"no-str-",   "no-str+",    "sys-str-",   "sys-str+", "rand-str-",
+                        "rand-str+", "cache-str-", "cache-str+", "aim-str-", "aim-str+"};
   const dim3 grid(7, 3), block(40, 2);  // 80 threads: two full warps and a partial one
   const unsigned n = 7 * 3 * 80, batch = 16, rounds = 10;
   unsigned *slots, *errors;

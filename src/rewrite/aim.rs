@@ -1,0 +1,193 @@
+//! The address a fence can hand to the runtime for aimed stress (`aim-str`, runtime-cu/README.md):
+//! a fence after a statement becomes `WMFIX_FENCE_AT(id, a[i]);` (an lvalue, whose address the
+//! runtime takes) or `WMFIX_FENCE_PTR(id, p);` (the pointer an atomic or a cache-operator call
+//! accesses). The runtime evaluates it only under aim-str, after the fence, and never reads or
+//! writes through it: a wrong address makes the stress aim worse, never the program wrong.
+//!
+//! Only text that means after the statement what it meant in it is copied: nothing in it that
+//! does something when evaluated again (calls, assignments, increments, commas, lambdas,
+//! new/delete; `queries/aim.scm`), no name in it that the statement assigns (after `i = a[i];`,
+//! `a[i]` is another element), and nothing that would not survive being copied onto one line
+//! (line breaks, comments, preprocessor lines, quotes).
+
+use crate::fences::record::AccessKind;
+use crate::rewrite::device_code::call_pointer;
+use crate::rewrite::queries::{Capture, Captures, IdSet};
+use std::ops::Range;
+use tree_sitter::Node;
+
+/// What the fence's text hands to the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AimForm {
+    /// An lvalue: `WMFIX_FENCE_AT`.
+    Lvalue,
+    /// A pointer: `WMFIX_FENCE_PTR`.
+    Pointer,
+}
+
+/// The source range of an access's address expression, and its form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Aim {
+    pub range: Range<usize>,
+    pub form: AimForm,
+}
+
+/// What a file's captures say about which text may be copied.
+pub struct Facts<'t> {
+    calls: IdSet,
+    /// Byte ranges of impure expressions, by start.
+    impure: Vec<Range<usize>>,
+    /// Assigned names, by start.
+    assigned: Vec<(usize, &'t str)>,
+    /// Every identifier, by start.
+    idents: Vec<Range<usize>>,
+    text: &'t str,
+}
+
+fn sorted_ranges(nodes: &[Node]) -> Vec<Range<usize>> {
+    let mut v: Vec<Range<usize>> = nodes.iter().map(Node::byte_range).collect();
+    v.sort_by_key(|r| r.start);
+    v
+}
+
+/// The elements of `v` (sorted by start) that start inside `r`.
+fn starting_in<'v, T>(v: &'v [T], start: impl Fn(&T) -> usize, r: &Range<usize>) -> &'v [T] {
+    let lo = v.partition_point(|x| start(x) < r.start);
+    let hi = v.partition_point(|x| start(x) < r.end);
+    &v[lo..hi]
+}
+
+impl<'t> Facts<'t> {
+    pub fn new(caps: &Captures<'t>, text: &'t str) -> Facts<'t> {
+        let mut calls = caps.ids(Capture::AccessAtomic);
+        calls.extend(caps.ids(Capture::AccessCached));
+        let mut assigned: Vec<(usize, &str)> = caps
+            .get(Capture::AimAssigned)
+            .iter()
+            .map(|n| (n.start_byte(), &text[n.byte_range()]))
+            .collect();
+        assigned.sort();
+        Facts {
+            calls,
+            impure: sorted_ranges(caps.get(Capture::AimImpure)),
+            assigned,
+            idents: sorted_ranges(caps.get(Capture::Ident)),
+            text,
+        }
+    }
+
+    /// The address of one of `accesses` (stores and atomics first) that a fence after
+    /// `statement` can name, if any.
+    pub fn aim(&self, statement: Range<usize>, accesses: &[(Node<'t>, AccessKind)]) -> Option<Aim> {
+        let mut ordered: Vec<&(Node, AccessKind)> = accesses.iter().collect();
+        ordered.sort_by_key(|(_, k)| *k == AccessKind::Load);
+        ordered.into_iter().find_map(|(node, _)| {
+            let aim = if self.calls.contains(&node.id()) {
+                Aim {
+                    range: call_pointer(*node)?.byte_range(),
+                    form: AimForm::Pointer,
+                }
+            } else {
+                Aim {
+                    range: node.byte_range(),
+                    form: AimForm::Lvalue,
+                }
+            };
+            self.copyable(&aim.range, &statement).then_some(aim)
+        })
+    }
+
+    fn copyable(&self, r: &Range<usize>, statement: &Range<usize>) -> bool {
+        let text = &self.text[r.clone()];
+        if text.is_empty()
+            || text.contains(['\n', '\r', '#', '"', '\''])
+            || text.contains("//")
+            || text.contains("/*")
+        {
+            return false;
+        }
+        // An impure node that starts inside may still end outside only if it encloses the
+        // access, which starts with it: then it does not lie inside.
+        if starting_in(&self.impure, |x| x.start, r)
+            .iter()
+            .any(|i| i.end <= r.end)
+        {
+            return false;
+        }
+        let assigned = starting_in(&self.assigned, |x| x.0, statement);
+        !starting_in(&self.idents, |x| x.start, r).iter().any(|i| {
+            assigned
+                .iter()
+                .any(|(_, name)| *name == &self.text[i.clone()])
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rewrite::render;
+    use crate::rewrite::source::SourceFile;
+
+    /// The instrumented text of a device function body.
+    fn instrument(body: &str) -> String {
+        let text = format!("__device__ int f(int *a, int *b, int i, int j) {{\n{body}\n}}\n");
+        let file = SourceFile::new("t.cu".into(), "t.cu".into(), text);
+        let mut planned = vec![render::plan_file(file)];
+        let out = render::render(
+            &mut planned,
+            crate::fences::scope::FenceScope::Device,
+            |_| "wmfix.cuh".into(),
+        )
+        .unwrap();
+        let text = out.texts[0].clone().unwrap();
+        text.lines().skip(5).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn a_statements_access_is_named_after_it() {
+        let t = instrument("a[i] = b[j];");
+        assert!(t.contains("a[i] = b[j]; WMFIX_FENCE_AT(0, a[i]);"), "{t}");
+        let t = instrument("int v = b[j + 1];");
+        assert!(t.contains("WMFIX_FENCE_AT(0, b[j + 1]);"), "{t}");
+        let t = instrument("atomicAdd(&a[i], 1);");
+        assert!(t.contains("WMFIX_FENCE_PTR(0, &a[i]);"), "{t}");
+        let t = instrument("a[threadIdx.x] = 0;");
+        assert!(
+            t.contains("WMFIX_FENCE_AT(0, a[wmfix_threadIdx().x]);"),
+            "the copy gets the virtual id too: {t}"
+        );
+    }
+
+    #[test]
+    fn text_that_would_change_meaning_is_not_copied() {
+        for body in [
+            "i = a[i];",
+            "a[i++] = 0;",
+            "j += b[j];",
+            "a[g(i)] = 0;",
+            "a[i\n] = 1;",
+            "a[i /* c */] = 1;",
+        ] {
+            let t = instrument(body);
+            assert!(
+                !t.contains("WMFIX_FENCE_AT") && !t.contains("WMFIX_FENCE_PTR"),
+                "{body}: {t}"
+            );
+            assert!(t.contains("WMFIX_FENCE("), "{body}: still fenced: {t}");
+        }
+        // Another access of the statement can still be named.
+        let t = instrument("i = a[j];");
+        assert!(t.contains("WMFIX_FENCE_AT(0, a[j]);"), "{t}");
+        let t = instrument("a[i] = b[i++];");
+        assert!(!t.contains("WMFIX_FENCE_AT"), "{t}");
+    }
+
+    #[test]
+    fn only_fences_after_statements_name_an_address() {
+        let t = instrument("while (a[i] != 0) { }\nreturn b[j];");
+        assert!(
+            !t.contains("WMFIX_FENCE_AT") && !t.contains("WMFIX_FENCE_PTR"),
+            "{t}"
+        );
+    }
+}
