@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
 
-Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost ...]
+Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost|peer|stress ...]
 
 Every file there is {"meta": {gpu, driver, nvcc, commit, command, date}, "result": ...}; each
 table ends with the GPU, driver, commit and dates it was measured with. Cells that a step did not
@@ -56,14 +56,14 @@ def cell(folder, step, metas):
     return text
 
 
-def provenance(metas):
+def provenance(metas, script="scripts/gpu/evidence.sh"):
     if not metas:
         return ""
     gpus = sorted({f"{m['gpu']}, driver {m['driver']}" for m in metas})
     commits = sorted({m["commit"] for m in metas})
     dates = sorted(m["date"] for m in metas)
     return (f"\nMeasured on {'; '.join(gpus)}, wmfix {', '.join(commits)}, "
-            f"{dates[0]} to {dates[-1]}, by `scripts/gpu/evidence.sh` (each file under the results folder names its command).\n")
+            f"{dates[0]} to {dates[-1]}, by `{script}` (each file under the results folder names its command).\n")
 
 
 def steps(folder, prefix):
@@ -176,7 +176,64 @@ def peer(folder):
     print("\nMedians of the runs; targets (issue 13): MP weak/s ratio >= 10 unstressed and >= 3 stressed, stressed instances/s ratio >= 1.")
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "cost": cost, "peer": peer}
+# scripts/gpu/stress.sh's cells: step suffix, column title.
+STRESS_COLUMNS = [
+    ("no", "no-str-"),
+    ("sys-builtin", "sys-str+ built-in default"),
+    ("sys-shipped", "sys-str+ shipped default"),
+    ("sys-h200tuned", "sys-str+ H200-tuned"),
+    ("sys-newtune", "sys-str+ new tune"),
+    ("aim-shipped", "aim-str+ shipped default"),
+]
+FENCELESS = ["cbe-dot", "cbe-ht", "ct-octree", "tpo-tm", "sdk-red-nf", "cub-scan-nf", "ls-bh-nf"]
+
+
+def errors_and_runs(folder, step):
+    doc = load(folder, step, "summary.json")
+    if doc is None:
+        return None
+    rows = doc["result"]["rows"]
+    return (sum(r["fail"] + r["timeout"] + r["crash"] for r in rows), sum(r["runs"] for r in rows))
+
+
+def stress(folder):
+    """scripts/gpu/stress.sh: the fence-less studies under each candidate stress, the fenced
+    studies under the shipped default, the new tune's profile, cbe-ht's native checks."""
+    metas = []
+    names = set(os.listdir(folder))
+    columns = [(k, t) for k, t in STRESS_COLUMNS if any(f"stress-{s}-{k}" in names for s in FENCELESS)]
+    if not columns:
+        return
+    shipped = sorted({(load(folder, f"stress-{s}-{k}", "summary.json") or {}).get("result", {}).get("profile", {}).get("name", "?")
+                      for s in FENCELESS for k, _ in columns if k.endswith("shipped") and f"stress-{s}-{k}" in names})
+    print("Errors in runs of the program as written (fences off): errors/runs (%, 95% Wilson interval; errors per hour of wall time). "
+          f"Shipped default on this GPU: {', '.join(shipped) or '-'}.\n")
+    print("| study | " + " | ".join(t for _, t in columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for study in FENCELESS:
+        print(f"| {study} | " + " | ".join(cell(folder, f"stress-{study}-{k}", metas) for k, _ in columns) + " |")
+    for k, title in columns:
+        rates = [errors_and_runs(folder, f"stress-{s}-{k}") for s in FENCELESS]
+        seen = [e / r for e, r in (x for x in rates if x) if r > 0]
+        if k != "no" and seen:
+            print(f"\n- {title}: errors in {sum(1 for x in seen if x > 0)} of {len(seen)} studies measured, "
+                  f"at least 20% of runs in {sum(1 for x in seen if x >= 0.2)}; lowest {100 * min(seen):.0f}%.", end="")
+    print("\n\nThe studies with their fences, sys-str+ with the shipped default (must not err):\n")
+    print("| study | errors/runs |")
+    print("|---|---|")
+    for d in sorted(n for n in names if n.startswith("stress-fenced-")):
+        print(f"| {d[len('stress-fenced-'):]} | {cell(folder, d, metas)} |")
+    profile = os.path.join(folder, "stress-tune", "profile.toml")
+    if os.path.exists(profile):
+        keys = [l.strip() for l in open(profile) if l.split("=")[0].strip() in ("patch_size", "sequence", "spread")]
+        print(f"\nThe new tune (stress-tune/profile.toml): {'; '.join(keys)}.")
+    native = os.path.join(folder, "stress-cbe-ht-native", "native.txt")
+    if os.path.exists(native):
+        print("\ncbe-ht natively: " + "; ".join(l.strip() for l in open(native) if not l.startswith("#")) + ".")
+    print(provenance(metas, "scripts/gpu/stress.sh"))
+
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "cost": cost, "peer": peer, "stress": stress}
 
 
 def main(argv):

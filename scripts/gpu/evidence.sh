@@ -162,7 +162,7 @@ peer_litmus() {
   sed 's/^testIterations=.*/testIterations=1000/; s/^\(barrierPct\|memStressPct\|preStressPct\|shufflePct\)=.*/\1=0/' "$dir/params/stress_params.txt" > "$dir/none.txt"
   {
     header "peer: $dir/mp-runner -s {none,shipped}.txt -t params/2-loc.txt; wmfix: $W litmus TEST --distance 64 --stress {none,default} [--sync] --iterations 2000 (-sync: with --sync)"
-    echo "# peer: instances = 'Total behaviors' (one per testing thread and iteration, skipped ones included), weak = 'Number of weak behaviors', seconds = 'Time taken' (the iteration loop: memsets, copies, both kernels)"
+    echo "# peer: instances = 'Total behaviors' (one per testing thread and iteration: each thread writes one instance and reads the next block's; threads whose two instances coincide are skipped and not counted, none with more than one testing block), weak = 'Number of weak behaviors' (r0=1 r1=0), seconds = 'Time taken' (the iteration loop: memsets, copies, both kernels)"
     echo "# wmfix: instances, weak (r0=1 r1=0 for MP) and seconds from its report (the timed launches after one untimed launch: kernels, evaluation, resets)"
   } > "$runs"
   local rep s t out
@@ -193,7 +193,7 @@ litmus_ablation() {
   local f=$STEP_DIR/ablation.txt t v out
   header "$W litmus TEST --distance 64 --iterations 500 VARIANT" > "$f"
   for t in mp lb sb; do
-    for v in "--stress none" "--stress none --sync" "--stress none --pack 4" "--stress none --pack 16" "--stress-blocks 1..8 --pack 4" "--stress-blocks 1..8 --pack 4 --sync" "--stress-blocks 1..8 --prestress 64" "--stress-blocks 1..8 --banks 64" "--stress none --banks 64" "--stress-blocks 1..8" "--stress-blocks 8..32" "--stress-blocks 32..128" "--stress-blocks 64..512" "--stress-blocks 64..512 --sync"; do
+    for v in "--stress none" "--stress none --sync" "--stress none --barrier" "--stress-blocks 1..8 --barrier" "--stress none --pack 4" "--stress none --pack 16" "--stress-blocks 1..8 --pack 4" "--stress-blocks 1..8 --pack 4 --sync" "--stress-blocks 1..8 --prestress 64" "--stress-blocks 1..8 --banks 64" "--stress none --banks 64" "--stress-blocks 1..8" "--stress-blocks 8..32" "--stress-blocks 32..128" "--stress-blocks 64..512" "--stress-blocks 64..512 --sync"; do
       case $v in --stress-blocks*) v="--stress default $v" ;; esac
       [ "$(left)" -gt 10 ] || return 124
       # shellcheck disable=SC2086
