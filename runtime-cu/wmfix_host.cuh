@@ -476,7 +476,10 @@ inline bool is_capturing(cudaStream_t stream) {
 // was set up (a library loaded later) gets them at the next launch; without them its extra
 // blocks would run application code and its fence switches would be ignored.
 inline bool upload_tus(const Settings& s, DeviceState& d, size_t from, cudaStream_t stream) {
-  const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table, d.scratch.aim};
+  // Accesses record addresses only under aim-str (a scratchpad kept from an earlier aim-str
+  // generation keeps its slots).
+  const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table,
+                  s.stress == kAimStress ? d.scratch.aim : nullptr};
   const std::vector<TuInitFn>& reg = tu_registry();
   for (size_t i = from; i < reg.size(); ++i)
     if (!cuda_ok(reg[i](c, s, stream), "uploading wmfix constants")) return false;
@@ -495,6 +498,12 @@ inline bool init_device(Runtime& rt, DeviceState& d, int dev, cudaStream_t strea
     }
     if (!d.last_kernel && !cuda_ok(cudaEventCreateWithFlags(&d.last_kernel, cudaEventDisableTiming), "cudaEventCreate"))
       return false;
+    if (s.stress == kAimStress && d.scratch.scratch && !d.scratch.aim) {
+      // A scratchpad from an earlier generation (wmfix::reset_for_tests) is too small for
+      // aim-str's pages: the device is idle here, so make a new one.
+      cudaFree(d.scratch.scratch);
+      d.scratch.scratch = nullptr;
+    }
     if (s.stress != kNoStress && !d.scratch.scratch) {
       int l2 = 0;
       cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
@@ -505,7 +514,8 @@ inline bool init_device(Runtime& rt, DeviceState& d, int dev, cudaStream_t strea
       const size_t page = (size_t)kAimPageWords * 4;
       if (s.stress == kAimStress) bytes = std::max(4 * l2_bytes, (size_t)64 << 20) + page;
       void* p = nullptr;
-      if (!cuda_ok(cudaMalloc(&d.scratch.done, kDoneWords * 4), "cudaMalloc(block counters)")) return false;
+      if (!d.scratch.done && !cuda_ok(cudaMalloc(&d.scratch.done, kDoneWords * 4), "cudaMalloc(block counters)"))
+        return false;
       if (!cuda_ok(cudaMalloc(&p, bytes), "cudaMalloc(stress scratchpad)")) return false;
       cudaMemsetAsync(p, 0, bytes, stream);
       if (s.stress == kAimStress) {
