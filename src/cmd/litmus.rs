@@ -76,12 +76,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     };
     let settings = args.engine.settings(args.stress_blocks);
-    let per_launch = settings.instances as u64;
+    litmus::check_settings(&settings)?;
     let ctx = litmus::open(args.engine.device)?;
     let gpu = litmus::device_info(&ctx)?;
     let _cache = crate::out_dir::OutDir::open(&args.cache, &[])?;
     let cubin = litmus::compile(&args.cache, gpu.arch)?;
     let mut engine = litmus::Engine::new(ctx, &cubin, settings)?;
+    let per_launch = engine.settings().instances as u64;
     let job = Job {
         test,
         d0: args.distance,

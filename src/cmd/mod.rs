@@ -70,8 +70,9 @@ pub struct EngineArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Test instances per launch (a power of two, at least 256).
-    #[arg(long, default_value_t = 1 << 16)]
+    /// Test instances per launch: a power of two, at least 256, or `auto`, the most whose test
+    /// blocks fit on the GPU at once beside the most stressing blocks.
+    #[arg(long, default_value = "auto", value_parser = instances)]
     pub instances: u32,
     /// Words between neighbouring instances' first locations (at least the largest distance + 1).
     #[arg(long, default_value_t = 256)]
@@ -103,6 +104,16 @@ pub struct EngineArgs {
     /// Seed of the per-launch random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+/// `--instances auto|N`: `auto` is the engine's `AUTO`.
+fn instances(s: &str) -> Result<u32, String> {
+    match s {
+        "auto" => Ok(crate::litmus::engine::AUTO),
+        n => n
+            .parse()
+            .map_err(|_| format!("wants `auto` or a number, not {s:?}")),
+    }
 }
 
 /// `--stress-blocks MIN..MAX`, with MIN <= MAX: stressing blocks per launch, drawn uniformly.

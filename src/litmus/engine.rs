@@ -132,7 +132,8 @@ pub fn layout() -> Vec<(&'static str, usize)> {
 /// How launches are shaped; the same for every job of an engine.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Settings {
-    /// Test instances per launch: a power of two, at least `BLOCK`.
+    /// Test instances per launch: a power of two, at least `BLOCK`; `AUTO` (0): as many as fit
+    /// on the GPU beside the most stressing blocks (`fitting_instances`).
     pub instances: u32,
     /// Words between the first locations of neighbouring instances (at least the largest
     /// distance plus one).
@@ -161,10 +162,28 @@ pub struct Settings {
     pub seed: u64,
 }
 
+/// `Settings::instances`: as many as fit.
+pub const AUTO: u32 = 0;
+
+/// Most instances `AUTO` picks (mem, results and the evaluation grow with them).
+const MAX_AUTO_INSTANCES: u32 = 1 << 20;
+
+/// The largest power of two of instances (at least `BLOCK`) whose test blocks fit on the GPU
+/// at once beside `stress` stressing blocks, `resident` blocks fitting in all: more instances
+/// per launch spread its fixed costs (two kernel launches, the stress's start and end).
+pub fn fitting_instances(resident: u32, stress: u32) -> u32 {
+    let room = resident.saturating_sub(stress) as u64 * BLOCK as u64 / 2;
+    let mut n = BLOCK;
+    while (n as u64) * 2 <= room && n < MAX_AUTO_INSTANCES {
+        n *= 2;
+    }
+    n
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            instances: 1 << 16,
+            instances: AUTO,
             stride: 256,
             stress_blocks: (64, 512),
             max_us: 10_000,
@@ -373,15 +392,18 @@ fn kernel_driver_version() -> Option<String> {
 }
 
 impl Engine {
-    pub fn new(ctx: Arc<CudaContext>, cubin: &Path, settings: Settings) -> Result<Engine> {
+    pub fn new(ctx: Arc<CudaContext>, cubin: &Path, mut settings: Settings) -> Result<Engine> {
         check_settings(&settings)?;
         let stream = ctx.default_stream();
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_file(cubin))?;
         let eval = module.load_function(EVAL_KERNEL)?;
         let kernel = module.load_function(KERNEL)?;
+        let resident = resident_blocks(&ctx, &kernel)?;
+        if settings.instances == AUTO {
+            settings.instances = fitting_instances(resident, settings.stress_blocks.1);
+        }
         let bufs = Buffers::new(&stream, &settings, 1, 1, 1)?;
         let draws = crate::rng::Draws::new(settings.seed);
-        let resident = resident_blocks(&ctx, &kernel)?;
         let test_blocks = 2 * settings.instances / BLOCK;
         if test_blocks > resident {
             return Err(fail(
@@ -554,7 +576,7 @@ fn prev_power_of_two(n: u32) -> u32 {
 
 /// Settings the engine cannot run, refused before the GPU is opened.
 pub fn check_settings(s: &Settings) -> Result<()> {
-    if !s.instances.is_power_of_two() || s.instances < BLOCK {
+    if s.instances != AUTO && (!s.instances.is_power_of_two() || s.instances < BLOCK) {
         return Err(fail(
             exit_code::USAGE,
             format!(
@@ -712,6 +734,27 @@ mod tests {
         let runtime = crate::rewrite::runtime_headers::RUNTIME_FILES;
         for (name, text) in &SOURCES[1..] {
             assert!(runtime.contains(&(*name, *text)), "{name} differs");
+        }
+    }
+
+    #[test]
+    fn auto_instances_fill_the_gpu_beside_the_stress() {
+        // 132 SMs x 8 blocks: 1,056 resident blocks.
+        assert_eq!(fitting_instances(1056, 8), 1 << 17); // 1,024 test blocks + 8
+        assert_eq!(fitting_instances(1056, 512), 1 << 16); // 512 + 512
+        assert_eq!(fitting_instances(1056, 1056), BLOCK); // nothing fits: the engine says so
+        assert_eq!(fitting_instances(u32::MAX, 0), MAX_AUTO_INSTANCES);
+        for (resident, stress) in [(1056, 8), (900, 100), (64, 1)] {
+            let n = fitting_instances(resident, stress);
+            assert!(n.is_power_of_two());
+            assert!(
+                2 * n / BLOCK + stress <= resident,
+                "{resident} {stress}: {n}"
+            );
+            assert!(
+                4 * n / BLOCK + stress > resident,
+                "{resident} {stress}: {n} is not the largest"
+            );
         }
     }
 

@@ -156,7 +156,7 @@ pub fn run(opts: &Options) -> Result<Done> {
             per_distance(
                 opts.sizes.executions,
                 opts.sizes.distances,
-                opts.settings.instances as u64,
+                t.engine.settings().instances as u64,
             ),
         ),
         patch: None,
