@@ -176,7 +176,7 @@ def peer(folder):
     print("\nMedians of the runs; targets (issue 13): MP weak/s ratio >= 10 unstressed and >= 3 stressed, stressed instances/s ratio >= 1.")
 
 
-# scripts/gpu/stress.sh's cells: step suffix, column title.
+# scripts/gpu/evidence.sh's stress cells: step suffix, column title.
 STRESS_COLUMNS = [
     ("no", "no-str-"),
     ("sys-builtin", "sys-str+ built-in default"),
@@ -197,7 +197,7 @@ def errors_and_runs(folder, step):
 
 
 def stress(folder):
-    """scripts/gpu/stress.sh: the fence-less studies under each candidate stress, the fenced
+    """scripts/gpu/evidence.sh's stress steps: the fence-less studies under each candidate stress, the fenced
     studies under the shipped default, the new tune's profile, cbe-ht's native checks."""
     metas = []
     names = set(os.listdir(folder))
@@ -227,10 +227,10 @@ def stress(folder):
     if os.path.exists(profile):
         keys = [l.strip() for l in open(profile) if l.split("=")[0].strip() in ("patch_size", "sequence", "spread")]
         print(f"\nThe new tune (stress-tune/profile.toml): {'; '.join(keys)}.")
-    native = os.path.join(folder, "stress-cbe-ht-native", "native.txt")
+    native = os.path.join(folder, "cbe-ht-native", "native.txt")
     if os.path.exists(native):
         print("\ncbe-ht natively: " + "; ".join(l.strip() for l in open(native) if not l.startswith("#")) + ".")
-    print(provenance(metas, "scripts/gpu/stress.sh"))
+    print(provenance(metas))
 
 
 TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "cost": cost, "peer": peer, "stress": stress}

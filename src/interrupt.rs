@@ -44,6 +44,31 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// The one way to say that a step was cut short by a signal: an error with exit code 130
+/// naming the step (`during`: "during the build"). Loops that stop early with what they have
+/// (a run without a record, a report marked `interrupted`) say it with their own types and end
+/// with [`code`].
+pub fn stopped(during: &str) -> anyhow::Error {
+    crate::exit_code::fail(crate::exit_code::INTERRUPTED, format!("interrupted {during}"))
+}
+
+/// `Err(stopped(during))` once a signal came.
+pub fn check(during: &str) -> anyhow::Result<()> {
+    if interrupted() {
+        return Err(stopped(during));
+    }
+    Ok(())
+}
+
+/// The exit code of a command whose report says whether it was interrupted.
+pub fn code(interrupted: bool) -> i32 {
+    if interrupted {
+        crate::exit_code::INTERRUPTED
+    } else {
+        crate::exit_code::OK
+    }
+}
+
 /// For tests: behave as if ctrl-c was pressed.
 pub fn raise() {
     INTERRUPTED.store(true, Ordering::SeqCst);
@@ -63,5 +88,14 @@ mod tests {
         assert!(!on_signal(&flag, &first, t0 + Duration::from_millis(50)));
         assert!(!on_signal(&flag, &first, t0 + Duration::from_millis(999)));
         assert!(on_signal(&flag, &first, t0 + SAME_SIGNAL));
+    }
+
+    #[test]
+    fn a_stopped_step_exits_130_and_names_the_step() {
+        let e = stopped("during the build");
+        assert_eq!(crate::exit_code::code_of(&e), crate::exit_code::INTERRUPTED);
+        assert_eq!(e.to_string(), "interrupted during the build");
+        assert_eq!(code(true), 130);
+        assert_eq!(code(false), 0);
     }
 }

@@ -4,10 +4,18 @@
 #   scripts/gpu/evidence.sh --list                 # the steps, in priority order, and which are done
 #   scripts/gpu/evidence.sh [PATTERN ...]          # run the steps not yet done (all, or those matching)
 #
+# Variables: W (wmfix), OUT, BUDGET_S, JOBS (runs at a time, default 8), RUNS (per app cell,
+# default 100), LIMIT (seconds per step, its own default per kind), FENCED_LIMIT, TUNE_LIMIT,
+# NATIVE (native runs per grid size), PEER (the peer's checkout), RESULTS (the results folder;
+# default the newest results/*-<gpu>).
+#
 # Run from the repo root on the GPU machine with a release build of wmfix at carry/wmfix (and
 # carry/VERSION, the commit it was built from). Steps run in priority order until BUDGET_S
 # seconds (default 530) are spent; each is bounded with `timeout --foreground -s INT`, so wmfix
-# still writes complete records when a bound is reached. Results go to
+# still writes complete records when a bound is reached. The steps: issue 13's stress (the tune,
+# the fence-less case studies under each candidate stress, the fenced ones, cbe-ht natively),
+# issue 14's reductions and their cost, the litmus engine, the peer benchmark and the ablation,
+# issue 11's checks on a GPU. Results go to
 # results/<date>-<gpu>/<step>/; a step is done once its folder holds DONE, so a later call (with
 # the results committed back into the repo) runs only what is left: the script is resumable.
 # Every file a step writes names the GPU, driver, date, wmfix commit and command: text files in
@@ -22,18 +30,20 @@ mkdir -p "$OUT"
 START=$(date +%s)
 DEADLINE=$((START + ${BUDGET_S:-530}))
 JOBS=${JOBS:-8}
+RUNS=${RUNS:-100}
 LOG=$OUT/evidence.log
+WORK=/tmp/ev
 
 gpu_field() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -n 1; }
 GPU=$(gpu_field name)
 DRIVER=$(gpu_field driver_version)
 SLUG=$(printf '%s' "${GPU:-unknown gpu}" | tr 'A-Z' 'a-z' | sed -E 's/[^a-z0-9]+/-/g; s/^-//; s/-$//')
-case $SLUG in nvidia-h100*) CHIP=nvidia-h100 ;; nvidia-h200*) CHIP=nvidia-h200 ;; *) CHIP=$SLUG ;; esac
 COMMIT=$(cat "$ROOT/carry/VERSION" 2>/dev/null || echo unknown)
 NVCC=$(nvcc --version 2>/dev/null | tail -n 1)
 RESULTS=${RESULTS:-$(ls -d "$ROOT"/results/*-"$SLUG" 2>/dev/null | tail -n 1)}
 [ -n "$RESULTS" ] || RESULTS=$ROOT/results/$(date -u +%F)-$SLUG
-PROFILE_TUNED=$ROOT/runtime-cu/profiles/$CHIP.toml
+PROFILES=$ROOT/runtime-cu/profiles
+NEW_TUNE=$RESULTS/stress-tune/profile.toml
 
 left() { echo $((DEADLINE - $(date +%s))); }
 log() { echo "$*" | tee -a "$LOG"; }
@@ -71,44 +81,116 @@ bounded() {
   return $rc
 }
 
-# test_cell STUDY ENV RUNS [ENV=VALUE...] -- [wmfix test options]: one `wmfix test`, its
-# summary kept as summary.json in the step's folder. Done when the test was not cut short.
+# A study is built once: each cell starts from a copy of its first build (wmfix sees it is up
+# to date: the build stamp does not depend on the folder), which saves a build per cell.
+BUILT="build.stamp fences.json original tree runtime"
+prebuilt() { # prebuilt STUDY OUT: seed OUT with the study's build, if there is one
+  local cache=$WORK/build-$1 out=$2 f
+  [ -d "$out" ] || [ ! -f "$cache/build.stamp" ] || { mkdir -p "$out" && for f in $BUILT; do cp -r "$cache/$f" "$out/"; done; }
+}
+keep_build() { # keep_build STUDY OUT: keep OUT's build for the study's other cells
+  local cache=$WORK/build-$1 out=$2 f
+  [ -f "$cache/build.stamp" ] || [ ! -f "$out/build.stamp" ] || { mkdir -p "$cache" && for f in $BUILT; do cp -r "$out/$f" "$cache/"; done; }
+}
+
+# test_cell STUDY ENV RUNS [VAR=VALUE...] [-- wmfix test options]: one `wmfix test`, its
+# summary (which names the chip profile the runs got) kept as summary.json in the step's
+# folder. Done when the test was not cut short; a cut-short test resumes (`wmfix test
+# --resume`) in the next call while the machine keeps $WORK.
 test_cell() {
   local study=$1 env=$2 runs=$3; shift 3
   local vars=(); while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
   [ "${1:-}" = -- ] && shift
-  local out=/tmp/ev/$STEP
+  local out=$WORK/$STEP
+  prebuilt "$study" "$out"
   local cmd=(env "${vars[@]}" "$W" test "case-studies/$study" --out "$out" --env "$env" --runs "$runs" --jobs "$JOBS" --seed 1 "$@")
   [ -f "$out/test/runs.jsonl" ] && cmd+=(--resume)
-  bounded "${LIMIT:-240}" "${cmd[@]}"
+  bounded "${LIMIT:-60}" "${cmd[@]}"
   local rc=$?
+  keep_build "$study" "$out"
   cp "$out/test/summary.json" "$STEP_DIR/summary.json" 2>/dev/null && json_result "$STEP_DIR/summary.json" "${cmd[@]}"
   # 0: no error; 2: some run erred; 3: the baseline failed (a result too).
   case $rc in 0|2|3) return 0 ;; *) return $rc ;; esac
 }
 
+# The fenced studies' 300 runs take about a minute at 8 at a time: a longer bound.
+fenced_cell() { LIMIT=${FENCED_LIMIT:-150} test_cell "$@"; }
+
+# A profile file, or the step waits: the new tune's profile exists only once stress-tune is done.
+with_profile() { # with_profile FILE STUDY ENV RUNS
+  local file=$1; shift
+  [ -f "$file" ] || { echo "no profile $file yet" >> "$STEP_DIR/log.txt"; return 1; }
+  test_cell "$@" "WMFIX_PROFILE=$file"
+}
+
 # ---- the steps, in priority order: "name function args..." ----
 STEPS=()
 add() { STEPS+=("$*"); }
-
 FENCELESS="cbe-dot cbe-ht ct-octree tpo-tm sdk-red-nf cub-scan-nf ls-bh-nf"
 FENCED="sdk-red cub-scan ls-bh"
 
-# Issue 13: which stress exposes the fence-less studies (default profile, this chip's tuned
-# profile, none), 100 runs per cell.
-for s in $FENCELESS; do
-  add "apps-$s-sys-default" test_cell "$s" sys-str+ "${RUNS:-100}"
-  [ -f "$PROFILE_TUNED" ] && add "apps-$s-sys-$CHIP" test_cell "$s" sys-str+ "${RUNS:-100}" "WMFIX_PROFILE=$PROFILE_TUNED"
-  add "apps-$s-no" test_cell "$s" no-str- "${RUNS:-100}"
+# Issue 13: the stress. The tune again (the paper's sizes but the patch phase, which the H200's
+# counts do not need: runtime-cu/README.md; bounded, so a slow engine leaves what it measured in
+# raw.json); the fence-less studies under sys-str+ with the shipped default profile (what wmfix
+# picks for this GPU) and under aim-str+; the fenced studies, 300 runs (must not err); no-str-;
+# sys-str+ with the built-in default, with the H200-tuned profile (not on an H200, where that is
+# the shipped one) and with the new tune; RUNS runs a cell (default 100; 100 runs took about
+# 25 s on an H200 on 2026-11-24). scripts/results.py stress makes runtime-cu/README.md's table.
+tune_step() {
+  local cmd=("$W" tune --out "$WORK/tune" --patch-size 64)
+  bounded "${TUNE_LIMIT:-240}" "${cmd[@]}"
+  local rc=$?
+  local f; for f in raw.json profile.toml patches.svg spread.svg; do cp "$WORK/tune/$f" "$STEP_DIR/" 2>/dev/null; done
+  cp "$WORK/tune/analysis.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/analysis.json" "${cmd[@]}"
+  [ -f "$STEP_DIR/profile.toml" ] || return 1
+  return $rc
+}
+add stress-tune tune_step
+for s in $FENCELESS; do add "stress-$s-sys-shipped" test_cell "$s" sys-str+ "$RUNS"; done
+for s in $FENCELESS; do add "stress-$s-aim-shipped" test_cell "$s" aim-str+ "$RUNS"; done
+for s in $FENCED; do add "stress-fenced-$s" fenced_cell "$s" sys-str+ 300; done
+for s in $FENCELESS; do add "stress-$s-no" test_cell "$s" no-str- "$RUNS"; done
+# The profile wmfix ships for this GPU, as src/run/profile.rs picks it: <slug>.toml, or the
+# longest profile name that begins the slug at a word. None: the shipped cells are the built-in default.
+SHIPPED=
+for f in "$PROFILES"/*.toml; do
+  n=$(basename "$f" .toml)
+  if [ "$SLUG" = "$n" ] || [ "${SLUG#"$n"-}" != "$SLUG" ]; then
+    [ ${#n} -gt ${#SHIPPED} ] && SHIPPED=$n
+  fi
 done
-# Issue 13: the studies with their fences must not err: 300 runs under sys-str+.
-for s in $FENCED; do
-  add "fenced-$s-sys-default" test_cell "$s" sys-str+ 300
-done
+[ -n "$SHIPPED" ] && for s in $FENCELESS; do add "stress-$s-sys-builtin" with_profile "$PROFILES/hopper-default.toml" "$s" sys-str+ "$RUNS"; done
+[ "$SHIPPED" = nvidia-h200 ] || for s in $FENCELESS; do add "stress-$s-sys-h200tuned" with_profile "$PROFILES/nvidia-h200.toml" "$s" sys-str+ "$RUNS"; done
+for s in $FENCELESS; do add "stress-$s-sys-newtune" with_profile "$NEW_TUNE" "$s" sys-str+ "$RUNS"; done
+
+# cbe-ht (case-studies/cbe-ht/README.md, "The tested size"): where the scheduler puts its
+# blocks; how often the original fails natively at several grid sizes (64 is the tested one);
+# the instrumented program with every fence and no stress at 128, where the original fails.
+cbe_ht_native() {
+  local f=$STEP_DIR/native.txt build=$WORK/cbe-ht-build b
+  nvcc -O3 -arch=sm_90 -o "$WORK/placement" scripts/gpu/placement.cu >> "$STEP_DIR/log.txt" 2>&1 || return 1
+  { header "scripts/gpu/placement.cu 128 256 1024 20"; "$WORK/placement" 128 256 1024 20; } > "$STEP_DIR/placement.txt" 2>&1
+  prebuilt cbe-ht "$build"
+  bounded 120 "$W" build case-studies/cbe-ht --out "$build" || return 1
+  header "original ./ht B 256 and instrumented WMFIX_ENV=no-str- WMFIX_FENCES=all ./ht 128 256, failing runs counted" > "$f"
+  count() { # count LABEL N CMD...: how many of N runs fail
+    local label=$1 n=$2 fails=0 i; shift 2
+    for i in $(seq "$n"); do
+      [ "$(left)" -gt 5 ] || return 124
+      "$@" > /dev/null 2>&1 || fails=$((fails + 1))
+    done
+    echo "$label: $fails of $n runs failed" >> "$f"
+  }
+  for b in 128 64 32 16; do
+    (cd "$build/original" && count "original ht $b 256" "${NATIVE:-50}" ./ht "$b" 256) || return $?
+  done
+  (cd "$build/tree" && count "all fences ht 128 256" 50 env WMFIX_ENV=no-str- WMFIX_FENCES=all ./ht 128 256) || return $?
+}
+add cbe-ht-native cbe_ht_native
 
 reduce_study() { # reduce_study STUDY [wmfix reduce options]
   local study=$1; shift
-  local out=/tmp/ev/reduce-$study
+  local out=$WORK/reduce-$study
   local cmd=("$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" "$@")
   [ -f "$out/reduce/journal.jsonl" ] && cmd+=(--resume)
   bounded "${LIMIT:-300}" "${cmd[@]}"
@@ -119,7 +201,7 @@ reduce_study() { # reduce_study STUDY [wmfix reduce options]
 }
 cost_study() { # cost_study STUDY: after its reduction
   local study=$1; shift
-  local out=/tmp/ev/reduce-$study
+  local out=$WORK/reduce-$study
   [ -f "$out/reduce/reduce.json" ] || { echo "no reduction of $study on this machine" >> "$STEP_DIR/log.txt"; return 1; }
   local cmd=("$W" cost "case-studies/$study" --out "$out" --rounds "${ROUNDS:-30}" "$@")
   bounded "${LIMIT:-150}" "${cmd[@]}"
@@ -128,14 +210,14 @@ cost_study() { # cost_study STUDY: after its reduction
   return $rc
 }
 # Issue 14: reductions, then what the reduced fences cost.
-for s in cbe-dot tpo-tm cub-scan-nf; do
+for s in $FENCELESS; do
   add "reduce-$s" reduce_study "$s"
   add "cost-$s" cost_study "$s"
 done
 
 # The litmus engine: each test with and without the default stress (README's rates).
 litmus_cell() { # litmus_cell TEST STRESS
-  local cmd=("$W" litmus "$1" --distance 64 --stress "$2" --iterations "${LITMUS_LAUNCHES:-200}" --cache /tmp/ev/cache)
+  local cmd=("$W" litmus "$1" --distance 64 --stress "$2" --iterations "${LITMUS_LAUNCHES:-200}" --cache $WORK/cache)
   bounded "${LIMIT:-90}" "${cmd[@]}" || return $?
   { header "${cmd[@]}"; sed -n '/^GPU:/,$p' "$STEP_DIR/log.txt"; } > "$STEP_DIR/litmus.txt"
 }
@@ -152,7 +234,7 @@ done
 # stress; wmfix's LB and SB beside. runs.txt has one line per run, with how each number is
 # read; scripts/results.py peer makes the table of medians and ratios.
 peer_litmus() {
-  local src=${PEER:-$ROOT/peer/cuda-litmus} dir=/tmp/ev/peer runs=$STEP_DIR/runs.txt
+  local src=${PEER:-$ROOT/peer/cuda-litmus} dir=$WORK/peer runs=$STEP_DIR/runs.txt
   [ -f "$src/runner.cu" ] || { echo "no peer checkout at $src" >> "$STEP_DIR/log.txt"; return 1; }
   rm -rf "$dir" && cp -r "$src" "$dir" || return 1
   sed -i 's/cuda::memory_order_release/cuda::memory_order_relaxed/; s/cuda::memory_order_acquire/cuda::memory_order_relaxed/' "$dir/kernels/mp.cu"
@@ -178,7 +260,7 @@ peer_litmus() {
         [ "$(left)" -gt 10 ] || return 124
         local opts=(--stress "${s%-sync}")
         [ "$s" = "${s%-sync}" ] || opts+=(--sync)
-        out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 "${opts[@]}" --iterations 2000 --cache /tmp/ev/cache 2>&1)
+        out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 "${opts[@]}" --iterations 2000 --cache $WORK/cache 2>&1)
         echo "$out" >> "$STEP_DIR/log.txt"
         echo "tool=wmfix test=${t^^} stress=$s rep=$rep $(echo "$out" | sed -n 's/^[A-Z]* at distance [0-9]*: \([0-9]*\) instances in [0-9]* launches, \([0-9.]*\) s$/instances=\1 seconds=\2/p') weak=$(echo "$out" | sed -n 's/^  weak: \([0-9]*\) .*/\1/p')" >> "$runs"
       done
@@ -197,7 +279,7 @@ litmus_ablation() {
       case $v in --stress-blocks*) v="--stress default $v" ;; esac
       [ "$(left)" -gt 10 ] || return 124
       # shellcheck disable=SC2086
-      out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 --iterations 500 --cache /tmp/ev/cache $v 2>&1)
+      out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 --iterations 500 --cache $WORK/cache $v 2>&1)
       echo "$out" >> "$STEP_DIR/log.txt"
       echo "$t | $v | $(echo "$out" | sed -n 's/^  weak: //p')" >> "$f"
     done
@@ -205,21 +287,10 @@ litmus_ablation() {
 }
 add litmus-ablation litmus_ablation
 
-# The tune (paper sizes but the patch size, which the H200's counts do not show: runtime-cu/README.md).
-tune_step() {
-  local cmd=("$W" tune --out /tmp/ev/tune --patch-size 64)
-  bounded "${LIMIT:-360}" "${cmd[@]}"
-  local rc=$?
-  local f; for f in raw.json profile.toml patches.svg spread.svg; do cp "/tmp/ev/tune/$f" "$STEP_DIR/" 2>/dev/null; done
-  cp /tmp/ev/tune/analysis.json "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/analysis.json" "${cmd[@]}"
-  return $rc
-}
-add tune-patch-64 tune_step
-
 # Issue 11 on a GPU: the GPU check passes, a doubled SIGINT (timeout without --foreground
 # signals wmfix and its process group) leaves complete records, --json, a device that is not there.
 cli_checks() {
-  local f=$STEP_DIR/checks.txt o=/tmp/ev/cli rc
+  local f=$STEP_DIR/checks.txt o=$WORK/cli rc
   rm -rf "$o"; mkdir -p "$o"
   header "issue 11 checks" > "$f"
   "$W" test case-studies/cbe-dot --out "$o/t" --runs 20 >> "$STEP_DIR/log.txt" 2>&1
@@ -236,26 +307,6 @@ cli_checks() {
   echo "CUDA_VISIBLE_DEVICES=99: exit $? (69 expected): $(tail -n 1 "$o/nodev.txt")" >> "$f"
 }
 add cli-checks cli_checks
-
-# cbe-ht's native failures (case-studies/cbe-ht/README.md): where the scheduler puts its blocks,
-# and how often the original fails natively at several grid sizes.
-cbe_ht_native() {
-  local f=$STEP_DIR/native.txt
-  nvcc -O3 -arch=sm_90 -o /tmp/ev/placement scripts/gpu/placement.cu >> "$STEP_DIR/log.txt" 2>&1 &&
-    nvcc -O3 -arch=sm_90 -o /tmp/ev/ht case-studies/cbe-ht/ht.cu >> "$STEP_DIR/log.txt" 2>&1 || return 1
-  { header "scripts/gpu/placement.cu 128 256 1024 20"; /tmp/ev/placement 128 256 1024 20; } > "$STEP_DIR/placement.txt" 2>&1
-  header "ht BLOCKS 256, ${NATIVE:-50} runs each, failing runs counted" > "$f"
-  local b i fails
-  for b in 128 64 32 16; do
-    fails=0
-    for i in $(seq "${NATIVE:-50}"); do
-      [ "$(left)" -gt 5 ] || return 124
-      /tmp/ev/ht "$b" 256 > /dev/null 2>&1 || fails=$((fails + 1))
-    done
-    echo "ht $b 256: $fails of ${NATIVE:-50} runs failed" >> "$f"
-  done
-}
-add cbe-ht-native cbe_ht_native
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
@@ -274,7 +325,7 @@ if [ "${1:-}" = --list ]; then
   exit 0
 fi
 
-mkdir -p "$RESULTS" /tmp/ev
+mkdir -p "$RESULTS" "$WORK"
 { header "$0 $*"; echo "# results: ${RESULTS#"$ROOT"/}, budget ${BUDGET_S:-530} s"; } > "$LOG"
 [ -x "$W" ] || { log "no wmfix at $W"; exit 1; }
 for s in "${STEPS[@]}"; do

@@ -117,7 +117,7 @@ pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
     };
     let f = child::run(&spec)?;
     if f.exit == child::Exit::Interrupted {
-        return Err(fail(exit_code::INTERRUPTED, "interrupted during the build"));
+        return Err(crate::interrupt::stopped("during the build"));
     }
     if f.exit != child::Exit::Code(0) {
         let text = std::fs::read_to_string(log).unwrap_or_default();

@@ -2,7 +2,6 @@
 
 use super::AppArgs;
 use crate::cost::measure::Middle;
-use crate::exit_code;
 use std::num::NonZeroUsize;
 
 #[derive(clap::Args)]
@@ -68,9 +67,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         runs.display()
     );
     super::report(args.json, &report, &human);
-    Ok(if report.interrupted {
-        exit_code::INTERRUPTED
-    } else {
-        exit_code::OK
-    })
+    Ok(crate::interrupt::code(report.interrupted))
 }

@@ -297,9 +297,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let report = reduce_app(&opts)?;
     super::report(args.json, &report, &summary(&report));
-    Ok(if report.interrupted {
-        exit_code::INTERRUPTED
-    } else {
-        exit_code::OK
-    })
+    Ok(crate::interrupt::code(report.interrupted))
 }

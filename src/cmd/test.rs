@@ -506,7 +506,7 @@ pub fn replay(dir: &Path, out: &Path, id: usize, scope: FenceScope) -> Result<Re
     let gpus: Vec<String> = rec.gpu.iter().cloned().collect();
     env.extend(crate::run::profile::for_runs(out.root(), &gpus)?.env());
     let Some((outcome, exit, _)) = trial::run_once(&app, &built.instrumented, &env, &log)? else {
-        return Err(fail(exit_code::INTERRUPTED, "interrupted"));
+        return Err(crate::interrupt::stopped("during the replay"));
     };
     Ok(Replayed {
         record: rec,
@@ -613,7 +613,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     super::report(args.json, &doc, &human);
     if summary.interrupted {
-        return Ok(exit_code::INTERRUPTED);
+        return Ok(crate::interrupt::code(true));
     }
     let errors: usize = summary.rows.iter().map(|r| r.errors()).sum();
     Ok(if errors > 0 {

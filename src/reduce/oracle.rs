@@ -112,12 +112,7 @@ impl Oracle for Program<'_> {
         };
         batch::run(&batch, budget, 0, &spec, &mut on_record)?;
         tally.seconds = start.elapsed().as_secs_f64();
-        if crate::interrupt::interrupted() {
-            anyhow::bail!(crate::exit_code::Exit {
-                code: crate::exit_code::INTERRUPTED,
-                message: "interrupted".into()
-            });
-        }
+        crate::interrupt::check("during a check")?;
         Ok(tally)
     }
 }

@@ -257,10 +257,7 @@ pub fn baseline(app: &App, original: &Path, log: &Path) -> anyhow::Result<()> {
                 }
             }
             None => {
-                return Err(fail(
-                    exit_code::INTERRUPTED,
-                    "interrupted during the baseline run",
-                ));
+                return Err(crate::interrupt::stopped("during the baseline run"));
             }
         }
     }

@@ -306,12 +306,7 @@ impl Tuner {
         sequence: &Sequence,
         locations: Locations,
     ) -> Result<(Vec<u64>, f64, u64)> {
-        if crate::interrupt::interrupted() {
-            return Err(fail(
-                exit_code::INTERRUPTED,
-                "interrupted; raw counts so far are kept",
-            ));
-        }
+        crate::interrupt::check("(raw counts so far are kept)")?;
         let job = Job {
             test,
             d0: 0,
