@@ -355,7 +355,10 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>> {
     CudaContext::new(ordinal).map_err(|e| {
         fail(
             exit_code::UNAVAILABLE,
-            format!("no CUDA device {ordinal}: {e}"),
+            format!(
+                "no CUDA device {ordinal}: {}",
+                crate::run::hold::in_words(&e)
+            ),
         )
     })
 }

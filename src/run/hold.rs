@@ -46,8 +46,25 @@ pub fn require_gpu(command: &str) -> anyhow::Result<()> {
         )),
         Err(e) => Err(fail(
             UNAVAILABLE,
-            format!("the CUDA driver finds no usable device ({e}); {what}"),
+            format!(
+                "the CUDA driver finds no usable device ({}); {what}",
+                in_words(&e)
+            ),
         )),
+    }
+}
+
+/// A driver error as the driver words it ("no CUDA-capable device is detected
+/// (CUDA_ERROR_NO_DEVICE)"), not cudarc's Debug text; only the code's name where the driver
+/// cannot be asked.
+pub fn in_words(e: &cudarc::driver::DriverError) -> String {
+    let name = format!("{:?}", e.0);
+    if !driver_present() {
+        return name;
+    }
+    match e.error_string() {
+        Ok(text) => format!("{} ({name})", text.to_string_lossy()),
+        Err(_) => name,
     }
 }
 
@@ -73,6 +90,16 @@ pub fn hold(gpus: &[String]) -> Held {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_driver_error_is_said_in_words_not_debug_text() {
+        let e =
+            cudarc::driver::DriverError(cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE);
+        let words = super::in_words(&e);
+        assert!(words.contains("CUDA_ERROR_NO_DEVICE"), "{words}");
+        assert!(!words.contains("DriverError("), "{words}");
+    }
+
     #[test]
     fn no_driver_is_exit_69_naming_the_way_out() {
         if super::driver_present() {
