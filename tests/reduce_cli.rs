@@ -335,6 +335,38 @@ fn sigint_twice_within_100_ms_leaves_reduce_json_and_patch_marked_incomplete() {
         .unwrap();
     assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
     assert!(stdout(&o).contains("note: interrupted"), "{}", stdout(&o));
+    // `wmfix apply` refuses an incomplete reduction unless asked, and leaves the sources alone.
+    let before = std::fs::read(dir.join("kernel.cu")).unwrap();
+    let a = wmfix()
+        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        a.status.code(),
+        Some(65),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&a.stderr).contains("--incomplete"),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+    assert_eq!(std::fs::read(dir.join("kernel.cu")).unwrap(), before);
+    let a = wmfix()
+        .args([
+            "apply",
+            dir.to_str().unwrap(),
+            "--out",
+            "out",
+            "--incomplete",
+        ])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_ne!(std::fs::read(dir.join("kernel.cu")).unwrap(), before);
 }
 
 /// The pid the stand-in's first run writes to `pids`, once it has.

@@ -11,6 +11,10 @@ pub struct Args {
     /// Output directory of the reduction.
     #[arg(long, short, default_value = "wmfix-out")]
     out: PathBuf,
+    /// Apply a reduction that did not finish (interrupted, or its budget spent before the
+    /// stability check): its fences passed their last check only.
+    #[arg(long)]
+    incomplete: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -22,6 +26,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "run `wmfix reduce` first",
     )?;
     let saved = crate::reduce::record::Report::load(&out)?;
+    if !saved.result.complete && !args.incomplete {
+        return Err(exit_code::fail(
+            exit_code::BAD_INPUT,
+            format!(
+                "the reduction in {} is incomplete ({}): its fences passed their last check only; `wmfix reduce --resume` finishes it, or `wmfix apply --incomplete` applies it as it is",
+                out.root().display(),
+                saved.result.note
+            ),
+        ));
+    }
     let kept = &saved.result.fences;
     let (files, now) = crate::reduce::patch::harden(&app, out.root(), kept, saved.scope)?;
     let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
