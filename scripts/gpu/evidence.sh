@@ -163,6 +163,23 @@ done
 [ "$SHIPPED" = nvidia-h200 ] || for s in $FENCELESS; do add "stress-$s-sys-h200tuned" with_profile "$PROFILES/nvidia-h200.toml" "$s" sys-str+ "$RUNS"; done
 for s in $FENCELESS; do add "stress-$s-sys-newtune" with_profile "$NEW_TUNE" "$s" sys-str+ "$RUNS"; done
 
+# sdk-red-nf erred in no cell above: does a larger or smaller grid open its window (one partial
+# sum's store racing the ticket's atomic)? The study copied with its run command's grid changed,
+# sys-str+ with the shipped profile, RUNS runs each.
+sdk_red_grid() { # sdk_red_grid BLOCKS THREADS
+  local study=$WORK/sdk-red-nf-$1-$2
+  rm -rf "$study" && cp -r case-studies/sdk-red-nf "$study" || return 1
+  sed -i "s|^run = .*|run = \"./red $1 $2\"|" "$study/wmfix.toml"
+  local out=$WORK/$STEP
+  prebuilt sdk-red-nf "$out"
+  local cmd=("$W" test "$study" --out "$out" --env sys-str+ --runs "$RUNS" --jobs "$JOBS" --seed 1)
+  bounded "${LIMIT:-60}" "${cmd[@]}"
+  local rc=$?
+  cp "$out/test/summary.json" "$STEP_DIR/summary.json" 2>/dev/null && json_result "$STEP_DIR/summary.json" "${cmd[@]}"
+  case $rc in 0|2|3) return 0 ;; *) return $rc ;; esac
+}
+for g in "132 256" "1024 256" "4096 256" "132 1024"; do add "stress-sdk-red-grid-${g/ /x}" sdk_red_grid $g; done
+
 # cbe-ht (case-studies/cbe-ht/README.md, "The tested size"): where the scheduler puts its
 # blocks; how often the original fails natively at several grid sizes (64 is the tested one);
 # the instrumented program with every fence and no stress at 128, where the original fails.
