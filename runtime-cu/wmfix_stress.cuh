@@ -71,6 +71,17 @@ __device__ __forceinline__ bool should_stop(const LaunchTable* t, unsigned long 
   return finished || __any_sync(mask, late);
 }
 
+// One poll's worth of the profile's sequence at p: bit i of `bits` set, the i-th access stores.
+__device__ __forceinline__ void stress_burst(unsigned* p, unsigned bits, unsigned len, unsigned it) {
+#pragma unroll 1
+  for (unsigned a = 0; a < kPollEvery; a += len)
+#pragma unroll 1
+    for (unsigned i = 0; i < len; ++i) {
+      if ((bits >> i) & 1U) stress_store(p, it);
+      else stress_load(p);
+    }
+}
+
 // sys-str (Sec. 3): the profile's access sequence in a loop, at `spread` patch-aligned locations,
 // threads spread evenly over them.
 __device__ __forceinline__ void stress_sys(const LaunchTable* t, unsigned gthread, unsigned long long deadline,
@@ -78,13 +89,7 @@ __device__ __forceinline__ void stress_sys(const LaunchTable* t, unsigned gthrea
   unsigned* const p = t->scratch + t->locs[gthread % t->spread];
   const unsigned bits = t->seq_bits, len = t->seq_len;
   for (unsigned it = 0;; ++it) {
-#pragma unroll 1
-    for (unsigned a = 0; a < kPollEvery; a += len)
-#pragma unroll 1
-      for (unsigned i = 0; i < len; ++i) {
-        if ((bits >> i) & 1U) stress_store(p, it);
-        else stress_load(p);
-      }
+    stress_burst(p, bits, len, it);
     if (should_stop(t, deadline, stop, tid)) return;
   }
 }
@@ -117,13 +122,7 @@ __device__ __forceinline__ void stress_aim(const LaunchTable* t, unsigned gthrea
   const unsigned bits = t->seq_bits, len = t->seq_len;
   for (unsigned it = 0;; ++it) {
     unsigned* const p = aim_target(t, gthread, it / kAimEvery, sites);
-#pragma unroll 1
-    for (unsigned a = 0; a < kPollEvery; a += len)
-#pragma unroll 1
-      for (unsigned i = 0; i < len; ++i) {
-        if ((bits >> i) & 1U) stress_store(p, it);
-        else stress_load(p);
-      }
+    stress_burst(p, bits, len, it);
     if (should_stop(t, deadline, stop, tid)) return;
   }
 }
