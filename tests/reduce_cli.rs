@@ -254,20 +254,7 @@ fn the_patch_applies_and_apply_writes_it() {
 #[test]
 fn ctrl_c_leaves_a_resumable_reduction() {
     let (tmp, dir) = standin(33);
-    let child = reduce_cmd(&dir, "out", "17", 5, &["--jobs", "1"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let jpath = tmp.path().join("out/reduce/journal.jsonl");
-    let t0 = std::time::Instant::now();
-    while std::fs::read_to_string(&jpath).map_or(0, |t| t.lines().count()) < 6 {
-        assert!(
-            t0.elapsed().as_secs() < 120,
-            "the reduction did not progress"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let child = reduce_until_checks(&tmp, &dir, 6);
     interrupt(child);
     let kept_checks = journal(&dir, "out").len();
     assert!(kept_checks >= 5);
@@ -283,20 +270,7 @@ fn ctrl_c_leaves_a_resumable_reduction() {
 #[test]
 fn sigint_twice_within_100_ms_leaves_reduce_json_and_patch_marked_incomplete() {
     let (tmp, dir) = standin(33);
-    let child = reduce_cmd(&dir, "out", "17", 5, &["--jobs", "1"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let jpath = tmp.path().join("out/reduce/journal.jsonl");
-    let t0 = std::time::Instant::now();
-    while std::fs::read_to_string(&jpath).map_or(0, |t| t.lines().count()) < 4 {
-        assert!(
-            t0.elapsed().as_secs() < 120,
-            "the reduction did not progress"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let child = reduce_until_checks(&tmp, &dir, 4);
     let o = interrupt_twice(child);
     let r = report(&dir, "out");
     assert_eq!(r["interrupted"], true, "{r}");
@@ -367,6 +341,25 @@ fn sigint_twice_within_100_ms_leaves_reduce_json_and_patch_marked_incomplete() {
         .unwrap();
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_ne!(std::fs::read(dir.join("kernel.cu")).unwrap(), before);
+}
+
+/// A reduction of the stand-in (one run at a time), once its journal holds `checks` checks.
+fn reduce_until_checks(tmp: &tempfile::TempDir, dir: &Path, checks: usize) -> std::process::Child {
+    let child = reduce_cmd(dir, "out", "17", 5, &["--jobs", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let jpath = tmp.path().join("out/reduce/journal.jsonl");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&jpath).map_or(0, |t| t.lines().count()) < checks {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the reduction did not progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child
 }
 
 /// The pid the stand-in's first run writes to `pids`, once it has.
