@@ -304,6 +304,26 @@ litmus_ablation() {
 }
 add litmus-ablation litmus_ablation
 
+# How the weak rate depends on the distance between x and y (the peer and ablation steps use 64),
+# unstressed with --sync and with the default stress.
+litmus_distances() {
+  local f=$STEP_DIR/distances.txt t d s out
+  header "$W litmus TEST --distance D --iterations 500 --stress S [--sync]" > "$f"
+  for t in mp lb sb; do
+    for s in none-sync default; do
+      for d in 1 4 16 32 64 128 256 1024 4096; do
+        [ "$(left)" -gt 10 ] || return 124
+        local opts=(--stress "${s%-sync}")
+        [ "$s" = "${s%-sync}" ] || opts+=(--sync)
+        out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance "$d" "${opts[@]}" --iterations 500 --cache "$WORK/cache" 2>&1)
+        echo "$out" >> "$STEP_DIR/log.txt"
+        echo "$t | $s | $d | $(echo "$out" | sed -n 's/^  weak: //p')" >> "$f"
+      done
+    done
+  done
+}
+add litmus-distances litmus_distances
+
 # Issue 11 on a GPU: the GPU check passes, a doubled SIGINT (timeout without --foreground
 # signals wmfix and its process group) leaves complete records, --json, a device that is not there.
 cli_checks() {
