@@ -268,7 +268,7 @@ fn litmus_and_tune_without_a_gpu_exit_69_with_a_clear_message() {
 /// Sizes the engine or the runtime cannot take are refused before the GPU is looked for, so
 /// they cost no GPU time (and on this machine: 64, not 69 for the missing GPU).
 #[test]
-fn tune_refuses_bad_sizes_before_opening_the_gpu() {
+fn tune_and_litmus_refuse_bad_sizes_before_opening_the_gpu() {
     let tmp = tempfile::tempdir().unwrap();
     for (args, says) in [
         (&["tune", "--max-spread", "65"][..], "--max-spread 65"),
@@ -278,6 +278,12 @@ fn tune_refuses_bad_sizes_before_opening_the_gpu() {
         (&["tune", "--distances", "300"][..], "--stride 256"),
         (&["tune", "--executions", "0"][..], "must be positive"),
         (&["tune", "--instances", "1000"][..], "power of two"),
+        (&["litmus", "mp", "--distance", "1024"][..], "--stride 256"),
+        (
+            &["litmus", "mp", "--distance", "200", "--distances", "57"][..],
+            "--stride 256",
+        ),
+        (&["litmus", "mp", "--distances", "0"][..], "at least one"),
     ] {
         let o = run(tmp.path(), args);
         assert_eq!(o.status.code(), Some(64), "{args:?}: {}", stderr(&o));

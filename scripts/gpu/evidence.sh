@@ -311,7 +311,7 @@ litmus_distances() {
   header "$W litmus TEST --distance D --iterations 500 --stress S [--sync]" > "$f"
   for t in mp lb sb; do
     for s in none-sync default; do
-      for d in 1 4 16 32 64 128 256 1024 4096; do
+      for d in 1 4 16 32 64 96 128 192 255; do
         [ "$(left)" -gt 10 ] || return 124
         local opts=(--stress "${s%-sync}")
         [ "$s" = "${s%-sync}" ] || opts+=(--sync)

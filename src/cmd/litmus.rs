@@ -77,6 +77,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let settings = args.engine.settings(args.stress_blocks);
     litmus::check_settings(&settings)?;
+    // Before the GPU is opened: a range past the stride would fail only after the build.
+    if args.distances == 0 || args.distance.saturating_add(args.distances) > settings.stride {
+        return Err(exit_code::fail(
+            exit_code::USAGE,
+            format!(
+                "--distance {} with --distances {}: the distances must lie in 0..{} (--stride {}) and be at least one",
+                args.distance, args.distances, settings.stride, settings.stride
+            ),
+        ));
+    }
     let ctx = litmus::open(args.engine.device)?;
     let gpu = litmus::device_info(&ctx)?;
     let _cache = crate::out_dir::OutDir::open(&args.cache, &[])?;
@@ -86,8 +96,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let job = Job {
         test,
         d0: args.distance,
-        ndist: args.distances.max(1),
-        executions: args.iterations * per_launch / args.distances.max(1) as u64,
+        ndist: args.distances,
+        executions: args.iterations * per_launch / args.distances as u64,
         sequence,
         locations,
     };
