@@ -320,6 +320,14 @@ litmus_distances() {
         echo "$t | $s | $d | $(echo "$out" | sed -n 's/^  weak: //p')" >> "$f"
       done
     done
+    # Incantations together, unstressed, at 64.
+    for s in "--sync --barrier" "--sync --pack 4" "--sync --barrier --pack 4"; do
+      [ "$(left)" -gt 10 ] || return 124
+      # shellcheck disable=SC2086
+      out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 --stress none $s --iterations 500 --cache "$WORK/cache" 2>&1)
+      echo "$out" >> "$STEP_DIR/log.txt"
+      echo "$t | none $s | 64 | $(echo "$out" | sed -n 's/^  weak: //p')" >> "$f"
+    done
   done
 }
 add litmus-distances litmus_distances
