@@ -375,8 +375,47 @@ fn litmus_accesses_keep_their_program_order_in_sass() {
             pair(true, false),
             "{name}: SB's store-then-load not found: {a:?}"
         );
-        // Nothing else: each location of a pair is one of the test's (x or y).
-        assert!(a.len() <= 12, "{name}: unexpected strong accesses: {a:?}");
+        // --dual's path: role 0 of one instance, then role 1 of another, four locations.
+        for (test, pattern) in [
+            ("MP", [true, true, false, false]),
+            ("LB", [false, true, false, true]),
+            ("SB", [true, false, true, false]),
+        ] {
+            assert!(
+                dual_window(&a, pattern).is_some(),
+                "{name}: {test}'s --dual accesses not found in order: {a:?}"
+            );
+        }
+        // Nothing else: the tests' locations and the spin loads of the stress wait, the grid
+        // barrier and --sync's meeting, once per path (25 on nvcc 13.0).
+        assert!(a.len() <= 28, "{name}: unexpected strong accesses: {a:?}");
+    }
+}
+
+/// The first four strong accesses in a row with these kinds (true: a store) at four different
+/// addresses: a --dual thread's two roles, each on its own instance's x and y.
+fn dual_window(a: &[(bool, String)], pattern: [bool; 4]) -> Option<usize> {
+    a.windows(4).position(|w| {
+        let addrs: std::collections::HashSet<&String> = w.iter().map(|x| &x.1).collect();
+        addrs.len() == 4 && w.iter().zip(pattern).all(|(x, store)| x.0 == store)
+    })
+}
+
+/// --dual's MP reader, too, has both loads in flight before any store.
+#[test]
+fn mp_dual_reader_issues_both_loads_before_any_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, f) in litmus_test_kernels(tmp.path()) {
+        let a = strong_access_lines(&f);
+        let plain: Vec<(bool, String)> = a.iter().map(|(_, s, r)| (*s, r.clone())).collect();
+        let at = dual_window(&plain, [true, true, false, false])
+            .unwrap_or_else(|| panic!("{name}: --dual's MP not found"));
+        let lines: Vec<&str> = f.lines().collect();
+        let gap = &lines[a[at + 2].0 + 1..a[at + 3].0];
+        assert!(
+            !gap.iter().any(|l| l.contains("STG") || l.contains("ST.")),
+            "{name}: a store between --dual MP's loads: {gap:?}"
+        );
     }
 }
 

@@ -284,6 +284,14 @@ fn tune_and_litmus_refuse_bad_sizes_before_opening_the_gpu() {
             "--stride 256",
         ),
         (&["litmus", "mp", "--distances", "0"][..], "at least one"),
+        (
+            &["litmus", "mp", "--dual", "--sync"][..],
+            "--dual with --sync",
+        ),
+        (
+            &["litmus", "mp", "--dual", "--instances", "256"][..],
+            "--dual needs",
+        ),
     ] {
         let o = run(tmp.path(), args);
         assert_eq!(o.status.code(), Some(64), "{args:?}: {}", stderr(&o));

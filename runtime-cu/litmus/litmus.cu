@@ -19,7 +19,9 @@
 // One launch: test blocks (256 threads) hold 2 * instances threads; role 0 threads fill the
 // first half of the test blocks and role 1 the second half, so the two threads of an instance
 // are always in different blocks. Which instance a thread runs is an odd-multiplier affine
-// bijection drawn per launch, per role. Stressing blocks are spread evenly among the test
+// bijection drawn per launch, per role. With `dual` (the peer's layout) the test blocks hold
+// `instances` threads, each running role 0 of one instance and then role 1 of another, whose
+// role 0 runs `add1` blocks on (run_dual). Stressing blocks are spread evenly among the test
 // blocks with a random rotation. Outcomes are counted on the GPU by `litmus_eval`, which also
 // resets the locations for the next launch.
 
@@ -48,7 +50,7 @@ struct LitmusArgs {
     unsigned stride;              // words between instances' x
     unsigned d0;                  // instance i uses distance d0 + i % ndist
     unsigned ndist;
-    unsigned test_blocks;         // 2 * instances / LITMUS_BLOCK
+    unsigned test_blocks;         // 2 * instances / LITMUS_BLOCK (1 * with dual)
     unsigned stress_blocks;
     unsigned nlocs;               // 0 (no stress) to wmfix::kMaxSpread
     unsigned seq_bits;            // the stressing sequence: bit k set = access k is a store
@@ -62,7 +64,7 @@ struct LitmusArgs {
     unsigned prestress;           // stores by each test thread to a stressed location first
     unsigned banks;               // conflicting shared-memory accesses by each test thread first
     unsigned grid_barrier;        // 1: all test blocks meet before the test (bounded spin)
-    unsigned pad;
+    unsigned dual;                // 1: one thread per instance (run_dual); add1 is the shift
 };
 static_assert(sizeof(LitmusArgs) == 152, "src/litmus/engine.rs mirrors this layout");
 
@@ -153,7 +155,52 @@ __device__ __forceinline__ void await_stress(const LitmusArgs &a) {
         if (ld_rlx(&a.done[LITMUS_STARTED]) >= a.stress_blocks) break;
 }
 
+// --dual: thread g writes (role 0) instance perm(g) and reads (role 1) instance
+// perm(g + add1 * LITMUS_BLOCK), whose writer is that thread, add1 (never 0) blocks on. The
+// accesses run in program order, both loads of a role before any result is stored.
+__device__ __forceinline__ void run_dual(const LitmusArgs &a, unsigned g) {
+    const unsigned mask = a.instances - 1;
+    const unsigned i0 = (g * a.mul0 + a.add0) & mask;
+    const unsigned i1 = ((g + a.add1 * LITMUS_BLOCK) * a.mul0 + a.add0) & mask;
+    unsigned *x0, *y0, *x1, *y1;
+    locations(a, i0, a.d0 + i0 % a.ndist, &x0, &y0);
+    locations(a, i1, a.d0 + i1 % a.ndist, &x1, &y1);
+    await_stress(a);
+    pre_stress(a);
+    bank_conflicts(a);
+    grid_barrier(a);
+    unsigned r0, r1;
+    switch (a.test) {
+    case 0:  // MP: write x0 then y0; read y1 then x1 (both reads are role 1's).
+        st_rlx(x0, 1);
+        st_rlx(y0, 1);
+        r0 = ld_rlx(y1);
+        r1 = ld_rlx(x1);
+        a.results[2 * i1] = r0 + 1;
+        a.results[2 * i1 + 1] = r1 + 1;
+        return;
+    case 1:  // LB: read x0 then write y0; read y1 then write x1.
+        r0 = ld_rlx(x0);
+        st_rlx(y0, 1);
+        r1 = ld_rlx(y1);
+        st_rlx(x1, 1);
+        break;
+    default:  // SB: write x0 then read y0; write y1 then read x1.
+        st_rlx(x0, 1);
+        r0 = ld_rlx(y0);
+        st_rlx(y1, 1);
+        r1 = ld_rlx(x1);
+        break;
+    }
+    a.results[2 * i0] = r0 + 1;
+    a.results[2 * i1 + 1] = r1 + 1;
+}
+
 __device__ __forceinline__ void run_test(const LitmusArgs &a, unsigned g) {
+    if (a.dual) {
+        run_dual(a, g);
+        return;
+    }
     unsigned role = g >= a.instances;
     unsigned k = g & (a.instances - 1);
     unsigned i = role ? (k * a.mul1 + a.add1) & (a.instances - 1)

@@ -260,7 +260,7 @@ peer_litmus() {
   sed 's/^testIterations=.*/testIterations=1000/' "$dir/params/stress_params.txt" > "$dir/shipped.txt"
   sed 's/^testIterations=.*/testIterations=1000/; s/^\(barrierPct\|memStressPct\|preStressPct\|shufflePct\)=.*/\1=0/' "$dir/params/stress_params.txt" > "$dir/none.txt"
   {
-    header "peer: $dir/mp-runner -s {none,shipped}.txt -t params/2-loc.txt; wmfix: $W litmus TEST --distance 64 --stress {none,default} [--sync] --iterations 2000 (-sync: with --sync)"
+    header "peer: $dir/mp-runner -s {none,shipped}.txt -t params/2-loc.txt; wmfix: $W litmus TEST --distance 64 --stress {none,default} [--sync|--dual] --iterations 2000 (-sync: with --sync, -dual: with --dual)"
     echo "# peer: instances = 'Total behaviors' (one per testing thread and iteration: each thread writes one instance and reads the next block's; threads whose two instances coincide are skipped and not counted, none with more than one testing block), weak = 'Number of weak behaviors' (r0=1 r1=0), seconds = 'Time taken' (the iteration loop: memsets, copies, both kernels)"
     echo "# wmfix: instances, weak (r0=1 r1=0 for MP) and seconds from its report (the timed launches after one untimed launch: kernels, evaluation, resets)"
   } > "$runs"
@@ -273,10 +273,10 @@ peer_litmus() {
       echo "tool=peer test=MP stress=$s rep=$rep instances=$(echo "$out" | sed -n 's/^Total behaviors: //p') weak=$(echo "$out" | sed -n 's/^Number of weak behaviors: //p') seconds=$(echo "$out" | sed -n 's/^Time taken: \([0-9.e+-]*\) seconds/\1/p')" >> "$runs"
     done
     for t in mp lb sb; do
-      for s in none none-sync default default-sync; do
+      for s in none none-sync none-dual default default-sync default-dual; do
         [ "$(left)" -gt 10 ] || return 124
-        local opts=(--stress "${s%-sync}")
-        [ "$s" = "${s%-sync}" ] || opts+=(--sync)
+        local opts=(--stress "${s%%-*}")
+        case $s in *-sync) opts+=(--sync) ;; *-dual) opts+=(--dual) ;; esac
         out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 "${opts[@]}" --iterations 2000 --cache $WORK/cache 2>&1)
         echo "$out" >> "$STEP_DIR/log.txt"
         echo "tool=wmfix test=${t^^} stress=$s rep=$rep $(echo "$out" | sed -n 's/^[A-Z]* at distance [0-9]*: \([0-9]*\) instances in [0-9]* launches, \([0-9.]*\) s$/instances=\1 seconds=\2/p') weak=$(echo "$out" | sed -n 's/^  weak: \([0-9]*\) .*/\1/p')" >> "$runs"
@@ -321,7 +321,7 @@ litmus_distances() {
       done
     done
     # Incantations together, unstressed, at 64.
-    for s in "--sync --barrier" "--sync --pack 4" "--sync --barrier --pack 4"; do
+    for s in "--sync --barrier" "--sync --pack 4" "--sync --barrier --pack 4" "--dual" "--dual --barrier" "--dual --pack 4"; do
       [ "$(left)" -gt 10 ] || return 124
       # shellcheck disable=SC2086
       out=$(timeout --foreground -s INT 60 "$W" litmus "$t" --distance 64 --stress none $s --iterations 500 --cache "$WORK/cache" 2>&1)

@@ -101,6 +101,10 @@ pub struct EngineArgs {
     /// test, so the whole launch starts its tests together.
     #[arg(long)]
     pub barrier: bool,
+    /// The peer's layout: each test thread runs role 0 of one instance, then role 1 of
+    /// another whose role 0 runs in another block (one thread per instance, not two).
+    #[arg(long)]
+    pub dual: bool,
     /// Seed of the per-launch random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -143,6 +147,7 @@ impl EngineArgs {
             prestress: self.prestress,
             banks: self.banks,
             grid_barrier: self.barrier,
+            dual: self.dual,
             seed: self.seed,
         }
     }

@@ -81,7 +81,7 @@ struct Args {
     prestress: u32,
     banks: u32,
     grid_barrier: u32,
-    pad: u32,
+    dual: u32,
 }
 const _: () = assert!(std::mem::size_of::<Args>() == 152);
 /// The size of the kernels' parameter struct, which the CUDA side asserts too.
@@ -125,7 +125,7 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         prestress,
         banks,
         grid_barrier,
-        pad
+        dual
     )
 }
 
@@ -159,7 +159,22 @@ pub struct Settings {
     pub banks: u32,
     /// Grid barrier incantation: all test blocks meet (bounded spin) before the test.
     pub grid_barrier: bool,
+    /// The peer's layout: each test thread runs role 0 of one instance and then role 1 of
+    /// another, whose role 0 runs in another block: one thread per instance instead of two.
+    pub dual: bool,
     pub seed: u64,
+}
+
+impl Settings {
+    /// Test threads per instance: 2, or 1 with `dual`.
+    pub fn threads_per_instance(&self) -> u32 {
+        if self.dual { 1 } else { 2 }
+    }
+
+    /// Test blocks of a launch of `instances` instances.
+    fn test_blocks(&self, instances: u32) -> u32 {
+        self.threads_per_instance() * instances / BLOCK
+    }
 }
 
 /// `Settings::instances`: as many as fit.
@@ -169,10 +184,11 @@ pub const AUTO: u32 = 0;
 const MAX_AUTO_INSTANCES: u32 = 1 << 20;
 
 /// The largest power of two of instances (at least `BLOCK`) whose test blocks fit on the GPU
-/// at once beside `stress` stressing blocks, `resident` blocks fitting in all: more instances
-/// per launch spread its fixed costs (two kernel launches, the stress's start and end).
-pub fn fitting_instances(resident: u32, stress: u32) -> u32 {
-    let room = resident.saturating_sub(stress) as u64 * BLOCK as u64 / 2;
+/// at once beside `stress` stressing blocks, `resident` blocks fitting in all, each instance
+/// taking `threads` test threads: more instances per launch spread its fixed costs (two kernel
+/// launches, the stress's start and end).
+pub fn fitting_instances(resident: u32, stress: u32, threads: u32) -> u32 {
+    let room = resident.saturating_sub(stress) as u64 * BLOCK as u64 / threads as u64;
     let mut n = BLOCK;
     while (n as u64) * 2 <= room && n < MAX_AUTO_INSTANCES {
         n *= 2;
@@ -192,6 +208,7 @@ impl Default for Settings {
             prestress: 0,
             banks: 0,
             grid_barrier: false,
+            dual: false,
             seed: 1,
         }
     }
@@ -403,18 +420,22 @@ impl Engine {
         let kernel = module.load_function(KERNEL)?;
         let resident = resident_blocks(&ctx, &kernel)?;
         if settings.instances == AUTO {
-            settings.instances = fitting_instances(resident, settings.stress_blocks.1);
+            settings.instances = fitting_instances(
+                resident,
+                settings.stress_blocks.1,
+                settings.threads_per_instance(),
+            );
         }
         let bufs = Buffers::new(&stream, &settings, 1, 1, 1)?;
         let draws = crate::rng::Draws::new(settings.seed);
-        let test_blocks = 2 * settings.instances / BLOCK;
+        let test_blocks = settings.test_blocks(settings.instances);
         if test_blocks > resident {
             return Err(fail(
                 exit_code::USAGE,
                 format!(
                     "{} instances need {test_blocks} blocks, but only {resident} fit on the GPU at once; use --instances {}",
                     settings.instances,
-                    prev_power_of_two(resident * BLOCK / 2)
+                    prev_power_of_two(resident * BLOCK / settings.threads_per_instance())
                 ),
             ));
         }
@@ -489,7 +510,7 @@ impl Engine {
             Locations::Fixed(v) => v.clone(),
             Locations::Random { from, count } => self.draws.pick(from, *count),
         };
-        let test_blocks = 2 * s.instances / BLOCK;
+        let test_blocks = s.test_blocks(s.instances);
         let room = self.resident - test_blocks;
         if !locs.is_empty() && room < lo {
             // Fewer stressing blocks than asked would label weaker stress as the profile's.
@@ -531,6 +552,11 @@ impl Engine {
         args.prestress = s.prestress;
         args.banks = s.banks;
         args.grid_barrier = s.grid_barrier as u32;
+        if s.dual {
+            // The reader of a thread's instance is the thread this many blocks on (never 0).
+            args.dual = 1;
+            args.add1 = 1 + self.draws.next_u32() % (test_blocks - 1);
+        }
         if s.pack > 0 {
             args.pack = s.pack;
             args.permy = self.draws.next_u32() | 1;
@@ -590,6 +616,22 @@ pub fn check_settings(s: &Settings) -> Result<()> {
     }
     if s.stress_blocks.0 > s.stress_blocks.1 {
         return Err(fail(exit_code::USAGE, "stress blocks: min above max"));
+    }
+    if s.dual && s.sync {
+        // A thread would wait for its reader at one instance while that reader waits at its own.
+        return Err(fail(
+            exit_code::USAGE,
+            "--dual with --sync: a thread's two instances cannot both be met; use one of them",
+        ));
+    }
+    if s.dual && s.instances != AUTO && s.instances < 2 * BLOCK {
+        return Err(fail(
+            exit_code::USAGE,
+            format!(
+                "--dual needs at least {} instances (two test blocks)",
+                2 * BLOCK
+            ),
+        ));
     }
     if s.pack > 0 && 2 * s.pack > s.stride {
         return Err(fail(
@@ -743,12 +785,14 @@ mod tests {
     #[test]
     fn auto_instances_fill_the_gpu_beside_the_stress() {
         // 132 SMs x 8 blocks: 1,056 resident blocks.
-        assert_eq!(fitting_instances(1056, 8), 1 << 17); // 1,024 test blocks + 8
-        assert_eq!(fitting_instances(1056, 512), 1 << 16); // 512 + 512
-        assert_eq!(fitting_instances(1056, 1056), BLOCK); // nothing fits: the engine says so
-        assert_eq!(fitting_instances(u32::MAX, 0), MAX_AUTO_INSTANCES);
+        assert_eq!(fitting_instances(1056, 8, 2), 1 << 17); // 1,024 test blocks + 8
+        assert_eq!(fitting_instances(1056, 512, 2), 1 << 16); // 512 + 512
+        assert_eq!(fitting_instances(1056, 1056, 2), BLOCK); // nothing fits: the engine says so
+        assert_eq!(fitting_instances(u32::MAX, 0, 2), MAX_AUTO_INSTANCES);
+        // --dual: one thread per instance, twice the instances in the same blocks.
+        assert_eq!(fitting_instances(1056, 8, 1), 1 << 18);
         for (resident, stress) in [(1056, 8), (900, 100), (64, 1)] {
-            let n = fitting_instances(resident, stress);
+            let n = fitting_instances(resident, stress, 2);
             assert!(n.is_power_of_two());
             assert!(
                 2 * n / BLOCK + stress <= resident,
