@@ -425,6 +425,8 @@ impl Engine {
                 settings.stress_blocks.1,
                 settings.threads_per_instance(),
             );
+            // What AUTO chose must be runnable too (--dual needs two test blocks).
+            check_settings(&settings)?;
         }
         let bufs = Buffers::new(&stream, &settings, 1, 1, 1)?;
         let draws = crate::rng::Draws::new(settings.seed);
