@@ -99,6 +99,15 @@ def fenced(folder):
     print(provenance(metas))
 
 
+def miss(res):
+    """The stability check's miss probability, or why there is none (a program without errors
+    has no rate to assume, an incomplete reduction no stability check)."""
+    m = res.get("miss_probability")
+    if m is not None:
+        return f"{m:.3g}"
+    return "- (no error without fences)" if res.get("unfenced", [1])[0] == 0 else "-"
+
+
 def reduce(folder):
     metas = []
     print("| study | fences | kept | complete | checks (cached) | runs | wall s | miss probability |")
@@ -113,7 +122,7 @@ def reduce(folder):
         res = r["result"]
         kept = ", ".join(str(f) for f in res["fences"]) or "none"
         print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
-              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {r['wall_seconds']:.0f} | {res.get('miss_probability', '-'):.3g} |")
+              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {r['wall_seconds']:.0f} | {miss(res)} |")
     print(provenance(metas))
 
 

@@ -57,6 +57,9 @@ pub struct Report {
     /// The chip profile the runs used (absent in reductions made before wmfix recorded it).
     #[serde(default)]
     pub profile: Option<crate::run::profile::ProfileUsed>,
+    /// What passed natively before the reduction: the original, or only the fully fenced one.
+    #[serde(default)]
+    pub sanity: crate::reduce::sanity::Sanity,
 }
 
 impl Report {
