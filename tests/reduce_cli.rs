@@ -437,8 +437,8 @@ fn a_budget_too_small_to_decide_keeps_every_fence_and_says_so() {
             .unwrap()
             .contains("every fence kept")
     );
-    let patch = std::fs::read_to_string(dir.parent().unwrap().join("out/reduce/fences.patch"))
-        .unwrap();
+    let patch =
+        std::fs::read_to_string(dir.parent().unwrap().join("out/reduce/fences.patch")).unwrap();
     assert!(patch.starts_with("wmfix reduce: INCOMPLETE"), "{patch}");
 }
 

@@ -100,8 +100,13 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             hms((budget - p.seconds).max(0.0))
         ));
     };
-    let result =
-        algorithm::reduce_grouped(&mut journal, &all, &groups, opts.settings.clone(), &mut show);
+    let result = algorithm::reduce_grouped(
+        &mut journal,
+        &all,
+        &groups,
+        opts.settings.clone(),
+        &mut show,
+    );
     bar.finish_and_clear();
     let replayed = journal.replayed;
     // Interrupted, the best set so far is still written, marked as such.

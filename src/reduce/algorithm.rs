@@ -253,7 +253,10 @@ impl Reducer<'_> {
 
     /// Runs per check: the paper's I, or enough to catch the assumed rate.
     fn runs_per_check(&self) -> usize {
-        match (self.settings.checks, self.rates.assumed(self.settings.checks)) {
+        match (
+            self.settings.checks,
+            self.rates.assumed(self.settings.checks),
+        ) {
             (Checks::Adaptive { confidence }, Some(p)) => checks::runs_for(confidence, p),
             _ => self.i,
         }

@@ -46,8 +46,8 @@ fn finds_the_required_fences_at_the_papers_sizes() {
                 let stability = Stability::Statistical { confidence: 0.99 };
                 let mut o = sim(required, p, n as u64);
                 let all = FenceId::all(n);
-                let r = reduce(&mut o, &all, settings(split, stability, cache), &mut |_| {})
-                    .unwrap();
+                let r =
+                    reduce(&mut o, &all, settings(split, stability, cache), &mut |_| {}).unwrap();
                 assert_eq!(
                     r.fences,
                     set(required),
@@ -249,7 +249,12 @@ fn adaptive_checks_follow_the_measured_rate() {
     let r = reduce(&mut o, &all, adaptive(Split::Halves), &mut |_| {}).unwrap();
     assert_eq!(r.fences, set(&[17]));
     assert!(r.iterations <= 5, "{r:?}");
-    assert!(r.runs * 3 < fixed.runs, "adaptive {} fixed {}", r.runs, fixed.runs);
+    assert!(
+        r.runs * 3 < fixed.runs,
+        "adaptive {} fixed {}",
+        r.runs,
+        fixed.runs
+    );
     assert!(r.check_miss_probability.unwrap() <= 0.01, "{r:?}");
     // Rare errors (2%): I = 32 misses a needed fence in half its checks; adaptive ones do not.
     let mut o = sim(&[3], 0.02, 4);
@@ -266,9 +271,18 @@ fn adaptive_checks_follow_the_measured_rate() {
     .unwrap();
     assert!(fixed.check_miss_probability.unwrap() > 0.3, "{fixed:?}");
     let mut o = sim(&[3], 0.02, 4);
-    let r = reduce(&mut o, &FenceId::all(10), adaptive(Split::Ddmin), &mut |_| {}).unwrap();
+    let r = reduce(
+        &mut o,
+        &FenceId::all(10),
+        adaptive(Split::Ddmin),
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(r.fences, set(&[3]), "{r:?}");
-    assert!(r.complete && r.check_miss_probability.unwrap() <= 0.01, "{r:?}");
+    assert!(
+        r.complete && r.check_miss_probability.unwrap() <= 0.01,
+        "{r:?}"
+    );
     assert!(r.miss_probability.unwrap() <= 0.01, "{r:?}");
 }
 

@@ -111,7 +111,11 @@ mod tests {
         r.reject(1, 50);
         let low = r.assumed(adaptive).unwrap();
         assert!(low < 0.05, "3 errors in 120 runs: {low}");
-        assert_eq!(r.assumed(Checks::Fixed), Some(high), "the paper's ignores them");
+        assert_eq!(
+            r.assumed(Checks::Fixed),
+            Some(high),
+            "the paper's ignores them"
+        );
         r.stability_failures = 1;
         assert_eq!(r.assumed(adaptive), Some(low / 2.0));
     }

@@ -36,7 +36,12 @@ impl Sanity {
     }
 }
 
-pub fn check(app: &App, original: &Path, instrumented: &Path, log: &Path) -> anyhow::Result<Sanity> {
+pub fn check(
+    app: &App,
+    original: &Path,
+    instrumented: &Path,
+    log: &Path,
+) -> anyhow::Result<Sanity> {
     let why = match trial::baseline(app, original, log) {
         Ok(()) => return Ok(Sanity::Original),
         Err(e) if exit_code::code_of(&e) == exit_code::BASELINE_FAILED => e.to_string(),

@@ -154,7 +154,10 @@ mod tests {
         let (halves, _) = run(Split::Halves);
         assert_eq!(structure, required);
         assert_eq!(ddmin, required);
-        assert!(halves.len() > 4, "halves cannot split spread fences: {halves:?}");
+        assert!(
+            halves.len() > 4,
+            "halves cannot split spread fences: {halves:?}"
+        );
         assert!(
             by_structure < by_ddmin,
             "structure {by_structure} checks, ddmin {by_ddmin}"
