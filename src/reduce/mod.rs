@@ -3,6 +3,7 @@
 pub mod algorithm;
 pub mod checks;
 pub mod journal;
+pub mod model;
 pub mod oracle;
 pub mod patch;
 pub mod record;
