@@ -486,3 +486,51 @@ fn adaptive_checks_and_the_structure_split_are_the_defaults_and_recorded() {
     assert!(res["check_miss_probability"].as_f64().unwrap() <= 0.01);
     assert!(res["miss_probability"].as_f64().unwrap() <= 0.01);
 }
+
+#[test]
+fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
+    let (tmp, dir) = standin(0);
+    std::fs::write(
+        dir.join("kernel.cu"),
+        "__global__ void k(int *data, int *flag, int *out) {\n  if (blockIdx.x == 0) {\n    data[0] = 42;\n    flag[0] = 1;\n  } else {\n    while (flag[0] == 0) {\n    }\n    out[0] = data[0];\n  }\n}\n",
+    )
+    .unwrap();
+    // Fence 0 follows `data[0] = 42`, before the flag store; 2 follows the spin on the flag.
+    ok(&reduce_cmd(&dir, "out", "0", 100, &[]).output().unwrap());
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [0]);
+    assert_eq!(r["model"]["fences"][0]["id"], 2, "{r}");
+    assert_eq!(r["model"]["fences"][0]["side"], "acquire");
+    // patch -p1 of both patches on a clean copy gives what `apply --model` writes.
+    let clean = copy_tree(&dir, &tmp.path().join("clean"));
+    for p in ["fences.patch", "fences-model.patch"] {
+        let o = Command::new("patch")
+            .args([
+                "-p1",
+                "-i",
+                tmp.path().join("out/reduce").join(p).to_str().unwrap(),
+            ])
+            .current_dir(&clean)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{p}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    ok(&wmfix()
+        .current_dir(tmp.path())
+        .args(["apply", dir.to_str().unwrap(), "--out", "out", "--model"])
+        .output()
+        .unwrap());
+    let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
+    assert_eq!(
+        applied,
+        std::fs::read_to_string(clean.join("kernel.cu")).unwrap()
+    );
+    assert!(
+        applied.matches("__threadfence();").count() >= 2,
+        "{applied}"
+    );
+}

@@ -11,6 +11,10 @@ pub struct Args {
     /// Output directory of the reduction.
     #[arg(long, short, default_value = "wmfix-out")]
     out: PathBuf,
+    /// Also the fences the PTX memory model requires beside the kept ones (reduce.json's
+    /// `model`, `fences-model.patch`).
+    #[arg(long)]
+    model: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -22,7 +26,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "run `wmfix reduce` first",
     )?;
     let saved = crate::reduce::record::Report::load(&out)?;
-    let kept = &saved.result.fences;
+    let mut kept = saved.result.fences.clone();
+    if args.model {
+        kept.extend(saved.model.ids());
+    }
+    let kept = &kept;
     let (files, now) = crate::reduce::patch::harden(&app, out.root(), kept, saved.scope)?;
     let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
     println!(

@@ -129,6 +129,16 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     }
     patch_text += &patch::unified_diff(&hardened);
     std::fs::write(&patch_path, patch_text)?;
+    let model = model_completion(&app, &records, &result.fences);
+    write_model_patch(
+        &app,
+        out.root(),
+        &files.model_patch(),
+        &hardened,
+        &result.fences,
+        &model,
+        opts.scope,
+    )?;
     let report = Report {
         app: app.root.clone(),
         env: opts.env,
@@ -149,9 +159,62 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         interrupted,
         profile: Some(profile),
         sanity,
+        model,
     };
     report.save(&out)?;
     Ok(report)
+}
+
+/// The fences the PTX memory model requires beside `kept` (reduce/model.rs).
+fn model_completion(
+    app: &App,
+    records: &[crate::fences::record::FenceRecord],
+    kept: &crate::fences::id::Ids,
+) -> crate::reduce::model::Completed {
+    let sources: std::collections::BTreeMap<PathBuf, String> = records
+        .iter()
+        .filter_map(|r| {
+            let text = std::fs::read_to_string(app.root.join(&r.file)).ok()?;
+            Some((r.file.clone(), text))
+        })
+        .collect();
+    let program = crate::reduce::model::Program {
+        records,
+        sources: &sources,
+    };
+    crate::reduce::model::complete(&program, kept)
+}
+
+/// `fences-model.patch`: from the sources with the kept fences to those with the model's too.
+fn write_model_patch(
+    app: &App,
+    out: &std::path::Path,
+    path: &std::path::Path,
+    hardened: &[patch::Hardened],
+    kept: &crate::fences::id::Ids,
+    model: &crate::reduce::model::Completed,
+    scope: FenceScope,
+) -> Result<()> {
+    let mut text = String::from(
+        "wmfix reduce: fences required by the PTX memory model, not observed on this GPU; apply after fences.patch (or `wmfix apply --model`)\n\n",
+    );
+    if !model.fences.is_empty() {
+        let both: crate::fences::id::Ids = kept.union(&model.ids()).copied().collect();
+        let (completed, _) = patch::harden(app, out, &both, scope)?;
+        let from_kept: Vec<patch::Hardened> = completed
+            .into_iter()
+            .map(|c| {
+                let original = hardened
+                    .iter()
+                    .find(|h| h.rel == c.rel)
+                    .map_or(c.original.clone(), |h| h.hardened.clone());
+                patch::Hardened { original, ..c }
+            })
+            .collect();
+        text += &patch::unified_diff(&from_kept);
+    }
+    std::fs::write(path, text)?;
+    Ok(())
 }
 
 /// The fences of each kernel and device function (by file and function name).
@@ -249,6 +312,15 @@ pub fn summary(r: &Report) -> String {
     }
     if let Some(why) = r.sanity.describe() {
         s += &format!("sanity: {why}\n");
+    }
+    for c in &r.model.fences {
+        s += &format!(
+            "model: fence {:>3} ({} on `{}`), required by the PTX memory model, not observed on this GPU: {}\n",
+            c.id, c.side, c.variable, c.reasoning
+        );
+    }
+    for (id, why) in &r.model.unrecognised {
+        s += &format!("model: fence {id}: pattern not recognised: {why}\n");
     }
     if !res.note.is_empty() {
         s += &format!("note: {}\n", res.note);

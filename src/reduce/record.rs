@@ -60,6 +60,10 @@ pub struct Report {
     /// What passed natively before the reduction: the original, or only the fully fenced one.
     #[serde(default)]
     pub sanity: crate::reduce::sanity::Sanity,
+    /// The fences the PTX memory model requires beside the kept ones (`fences-model.patch`,
+    /// `wmfix apply --model`), and the kept fences whose pattern was not recognised.
+    #[serde(default)]
+    pub model: crate::reduce::model::Completed,
 }
 
 impl Report {
