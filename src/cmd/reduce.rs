@@ -234,7 +234,11 @@ fn interrupted_result(p: &Progress) -> Reduced {
     Reduced {
         fences: p.held.clone(),
         complete: false,
-        undecided: false,
+        // Before the check with every fence and the unfenced runs ended, nothing was decided.
+        undecided: matches!(
+            p.phase,
+            algorithm::Phase::Sanity | algorithm::Phase::Calibrate
+        ),
         check_miss_probability: None,
         iterations: p.iterations,
         checks: p.checks,
