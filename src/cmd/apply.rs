@@ -27,11 +27,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     )?;
     let saved = crate::reduce::record::Report::load(&out)?;
     let mut kept = saved.result.fences.clone();
-    if args.model {
-        kept.extend(saved.model.ids());
-    }
+    let model = if args.model {
+        saved.model.ids()
+    } else {
+        Default::default()
+    };
+    kept.extend(&model);
     let kept = &kept;
-    let (files, now) = crate::reduce::patch::harden(&app, out.root(), kept, saved.scope)?;
+    let (files, now) =
+        crate::reduce::patch::harden_placed(&app, out.root(), kept, &model, saved.scope)?;
     let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
     println!(
         "wmfix: added {} fences to {n} files in {}",

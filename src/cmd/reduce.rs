@@ -200,7 +200,8 @@ fn write_model_patch(
     );
     if !model.fences.is_empty() {
         let both: crate::fences::id::Ids = kept.union(&model.ids()).copied().collect();
-        let (completed, _) = patch::harden(app, out, &both, scope)?;
+        // An acquire is needed once the spin ends: the model's fences go after the loop only.
+        let (completed, _) = patch::harden_placed(app, out, &both, &model.ids(), scope)?;
         let from_kept: Vec<patch::Hardened> = completed
             .into_iter()
             .map(|c| {

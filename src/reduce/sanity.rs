@@ -73,9 +73,21 @@ pub fn check(
     ))
 }
 
-/// The baseline's message up to its reason (without the pointer to the log).
+/// The baseline's reasons: `... runs (REASONS), so no error ...`.
 fn short(why: &str) -> String {
-    let start = why.find('(').map_or(0, |i| i + 1);
-    let end = why[start..].find(')').map_or(why.len(), |i| start + i);
+    let start = why.find("runs (").map_or(0, |i| i + "runs (".len());
+    let end = why
+        .rfind("), so")
+        .filter(|e| *e >= start)
+        .unwrap_or(why.len());
     why[start..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_reasons_keep_their_own_parentheses() {
+        let why = "the original program fails its post-condition in 3 of 3 runs (failed its post-condition (exit code 1)), so no error could be blamed on weak memory; last output in x:";
+        assert_eq!(super::short(why), "failed its post-condition (exit code 1)");
+    }
 }
