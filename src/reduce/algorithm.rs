@@ -286,9 +286,13 @@ impl Reducer<'_> {
                 max_seconds: Some(m * 60.0),
                 stop_after_errors: 1,
             },
-            (Stability::Statistical { confidence }, Some(p)) => {
-                Request::check(checks::runs_for(confidence, p).max(n))
-            }
+            // At least I runs however high the assumed rate: a set lacking one needed fence
+            // may err far less often than the program without fences.
+            (Stability::Statistical { confidence }, Some(p)) => Request::check(
+                checks::runs_for(confidence, p)
+                    .max(n)
+                    .max(self.settings.iterations),
+            ),
             (Stability::Statistical { .. }, None) => Request::check(n),
         };
         let t = self.ask(f, req, n)?;
