@@ -126,18 +126,18 @@ pub fn render_hardened_placed(
                 plan::one_line(&file.text[site.range.clone()])
             );
             let host = plan.functions[site.function].1;
-            let last = after_loop
-                .contains(&id)
-                .then(|| {
-                    site.spots
-                        .iter()
-                        .filter(|s| s.piece == Piece::Fence)
-                        .count()
-                        > 1
-                })
-                .unwrap_or(false)
-                .then(|| site.spots.iter().map(|s| s.at).max())
-                .flatten();
+            // A loop condition's fence has two statement placements; after the loop is last.
+            let in_loop = site
+                .spots
+                .iter()
+                .filter(|s| s.piece == Piece::Fence)
+                .count()
+                > 1;
+            let last = if after_loop.contains(&id) && in_loop {
+                site.spots.iter().map(|s| s.at).max()
+            } else {
+                None
+            };
             edits.extend(
                 hardened_edits(site, scope.call(), &note.replace("*/", "* /"), host)
                     .filter(|e| last.is_none_or(|at| e.start == at)),
