@@ -4,9 +4,13 @@
 //! Each application errs with probability p per run unless its required fences are enabled; a
 //! run takes 0.175 s (cbe-dot on an H200 with 4 runs at a time: 20,537 runs/h). Results are
 //! averaged over 5 seeds; "found" counts the seeds whose result is exactly the required set.
+//! Each application's fences sit in functions (kernels and device functions) of the sizes
+//! given, with the required ones spread over some of them, as in the paper's studies; the
+//! structure-aware split is told those functions.
 
 use wmfix::fences::id::{FenceId, Ids};
 use wmfix::reduce::algorithm::{self, Settings, Split, Stability};
+use wmfix::reduce::checks::Checks;
 use wmfix::reduce::oracle::Simulated;
 
 const RUN_SECONDS: f64 = 0.175;
@@ -14,43 +18,84 @@ const RUN_SECONDS: f64 = 0.175;
 struct Strategy {
     name: &'static str,
     split: Split,
+    checks: Checks,
     cache: bool,
     stability: Stability,
 }
 
 fn main() {
-    let apps: [(&str, usize, &[usize]); 4] = [
-        ("cbe-ht-like 10", 10, &[3, 4, 8, 9]),
-        ("ct-octree-like 33", 33, &[17]),
-        ("cub-scan-like 51", 51, &[5, 40]),
-        ("ls-bh-like 90", 90, &[0, 31, 32, 89]),
+    // (name, fences per function, required fences)
+    let apps: [(&str, &[usize], &[usize]); 4] = [
+        ("cbe-ht-like 10", &[3, 4, 3], &[3, 4, 8, 9]),
+        ("ct-octree-like 33", &[8, 6, 9, 10], &[17]),
+        ("cub-scan-like 51", &[10, 12, 9, 20], &[5, 40]),
+        ("ls-bh-like 90", &[15; 6], &[16, 20, 61, 70]),
     ];
+    let statistical = Stability::Statistical { confidence: 0.99 };
+    let adaptive = Checks::Adaptive { confidence: 0.99 };
+    let strategy = |name, split, checks, cache, stability| Strategy {
+        name,
+        split,
+        checks,
+        cache,
+        stability,
+    };
     let strategies = [
-        Strategy {
-            name: "paper: halves, 60-min stability",
-            split: Split::Halves,
-            cache: false,
-            stability: Stability::Minutes(60.0),
-        },
-        Strategy {
-            name: "halves + cache + statistical",
-            split: Split::Halves,
-            cache: true,
-            stability: Stability::Statistical { confidence: 0.99 },
-        },
-        Strategy {
-            name: "ddmin + cache + statistical",
-            split: Split::Ddmin,
-            cache: true,
-            stability: Stability::Statistical { confidence: 0.99 },
-        },
+        strategy(
+            "paper: halves, 60-min stability",
+            Split::Halves,
+            Checks::Fixed,
+            false,
+            Stability::Minutes(60.0),
+        ),
+        strategy(
+            "halves + cache + statistical",
+            Split::Halves,
+            Checks::Fixed,
+            true,
+            statistical,
+        ),
+        strategy(
+            "ddmin + cache + statistical",
+            Split::Ddmin,
+            Checks::Fixed,
+            true,
+            statistical,
+        ),
+        strategy(
+            "structure + cache + statistical",
+            Split::Structure,
+            Checks::Fixed,
+            true,
+            statistical,
+        ),
+        strategy(
+            "halves + adaptive",
+            Split::Halves,
+            adaptive,
+            true,
+            statistical,
+        ),
+        strategy(
+            "structure + adaptive (default)",
+            Split::Structure,
+            adaptive,
+            true,
+            statistical,
+        ),
     ];
     println!(
         "{:<18} {:>5} {:<34} {:>7} {:>9} {:>10} {:>6}",
         "application", "p", "strategy", "checks", "runs", "run time", "found"
     );
-    for (name, n, required) in apps {
-        for p in [1.0, 0.05] {
+    for (name, sizes, required) in apps {
+        let n: usize = sizes.iter().sum();
+        let mut groups: Vec<Ids> = vec![];
+        for size in sizes {
+            let start = groups.iter().map(|g| g.len()).sum::<usize>();
+            groups.push(FenceId::all(start + size).split_off(&FenceId(start)));
+        }
+        for p in [1.0, 0.05, 0.02] {
             for s in &strategies {
                 let (mut checks, mut runs, mut seconds, mut found) = (0, 0, 0.0, 0);
                 for seed in 0..5 {
@@ -64,13 +109,20 @@ fn main() {
                     let settings = Settings {
                         split: s.split,
                         iterations: 32,
+                        checks: s.checks,
                         stability: s.stability,
                         cache: s.cache,
                         budget_seconds: 48.0 * 3600.0,
                     };
                     let all: Ids = FenceId::all(n);
-                    let r = algorithm::reduce(&mut oracle, &all, settings, &mut |_| {})
-                        .expect("reduces");
+                    let r = algorithm::reduce_grouped(
+                        &mut oracle,
+                        &all,
+                        &groups,
+                        settings,
+                        &mut |_| {},
+                    )
+                    .expect("reduces");
                     checks += r.checks;
                     runs += r.runs;
                     seconds += r.seconds;

@@ -99,21 +99,71 @@ def fenced(folder):
     print(provenance(metas))
 
 
+def miss(res):
+    """The stability check's miss probability, or why there is none (a program without errors
+    has no rate to assume, an incomplete reduction no stability check)."""
+    m = res.get("miss_probability")
+    if m is not None:
+        return f"{m:.3g}"
+    return "- (no error without fences)" if (res.get("unfenced") or [1])[0] == 0 else "-"
+
+
+def per_check(res):
+    m = res.get("check_miss_probability")
+    return f"{res['iterations']} ({m:.2g})" if m is not None else f"{res['iterations']}"
+
+
+def model(r):
+    """The fences the PTX memory model adds (id: side on variable), and the unrecognised."""
+    m = r.get("model", {})
+    found = [f"{c['id']}: {c['side']} on `{c['variable']}`" for c in m.get("fences", [])]
+    found += [f"{i}: not recognised" for i, _ in m.get("unrecognised", [])]
+    return "; ".join(found) or "-"
+
+
+def agreement(folder):
+    """How often each fence was kept over the seeds (reduce-STUDY is seed 1, seeds-STUDY 2 and 3)."""
+    metas = []
+    print("| study | seed 1 | seed 2 | seed 3 | fences kept by k of 3 seeds |")
+    print("|---|---|---|---|---|")
+    for d in steps(folder, "reduce-"):
+        study = d[len("reduce-"):]
+        docs = [load(folder, d, "reduce.json")] + [load(folder, "seeds-" + study, f"reduce-seed{k}.json") for k in (2, 3)]
+        sets = []
+        for doc in docs:
+            if doc is None:
+                sets.append(None)
+                continue
+            metas.append(doc["meta"])
+            res = doc["result"]["result"]
+            sets.append((res["fences"], res["complete"]))
+        cells = ["-" if s is None else (", ".join(map(str, s[0])) or "none") + ("" if s[1] else " (incomplete)") for s in sets]
+        counts = {}
+        for s in sets:
+            for f in (s[0] if s else []):
+                counts[f] = counts.get(f, 0) + 1
+        n = sum(s is not None for s in sets)
+        agree = ", ".join(f"{f}: {c}/{n}" for f, c in sorted(counts.items())) or "-"
+        print(f"| {study} | {' | '.join(cells)} | {agree} |")
+    print(provenance(metas))
+
+
 def reduce(folder):
     metas = []
-    print("| study | fences | kept | complete | checks (cached) | runs | wall s | miss probability |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| study | fences | kept | complete | checks (cached) | runs | runs per check (miss) | wall s | miss probability | model completion | sanity |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for d in steps(folder, "reduce-"):
         doc = load(folder, d, "reduce.json")
         if doc is None:
-            print(f"| {d[len('reduce-'):]} | - | not finished | | | | | |")
+            print(f"| {d[len('reduce-'):]} | - | not finished | | | | | | | | |")
             continue
         metas.append(doc["meta"])
         r = doc["result"]
         res = r["result"]
         kept = ", ".join(str(f) for f in res["fences"]) or "none"
         print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
-              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {r['wall_seconds']:.0f} | {res.get('miss_probability', '-'):.3g} |")
+              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {per_check(res)} | {r['wall_seconds']:.0f} | {miss(res)} | "
+              f"{model(r)} | {r.get('sanity', {}).get('passed', 'original')} |")
     print(provenance(metas))
 
 
@@ -127,6 +177,9 @@ def cost(folder):
         if doc is None:
             continue
         metas.append(doc["meta"])
+        study = d[len("cost-"):]
+        completed = study.startswith("model-")
+        study = study[len("model-"):] if completed else study
         for row in doc["result"]["rows"]:
             def m(key, digits):
                 v = row.get(key)
@@ -135,7 +188,8 @@ def cost(folder):
             def ratio(key):
                 v = row.get(key)
                 return f"{v[0]:.2f} ± {v[1]:.2f}" if v else "-"
-            print(f"| {d[len('cost-'):]} | {row['variant']} | {row['fences']} | {m('reported_ms', 3)} | {ratio('reported_ratio')} | "
+            variant = "reduced + model" if completed and row["variant"] == "chosen" else row["variant"]
+            print(f"| {study} | {variant} | {row['fences']} | {m('reported_ms', 3)} | {ratio('reported_ratio')} | "
                   f"{m('wall_s', 3)} | {ratio('wall_ratio')} | {m('energy_j', 1)} | {ratio('energy_ratio')} |")
     print(provenance(metas))
 
@@ -233,7 +287,7 @@ def stress(folder):
     print(provenance(metas))
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "cost": cost, "peer": peer, "stress": stress}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "cost": cost, "peer": peer, "stress": stress}
 
 
 def main(argv):

@@ -10,6 +10,9 @@ pub const ERRORS_SEEN: i32 = 2;
 pub const BASELINE_FAILED: i32 = 3;
 /// The program's build command failed.
 pub const BUILD_FAILED: i32 = 4;
+/// `reduce`: the budget ended before the check with every fence or the run without fences
+/// finished, so nothing was decided; every fence is kept (`undecided` in `reduce.json`).
+pub const UNDECIDED: i32 = 5;
 /// The command line could not be understood.
 pub const USAGE: i32 = 64;
 /// Bad input: a source file that does not parse (with `--on-parse-error fail`), a bad config.

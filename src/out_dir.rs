@@ -236,6 +236,10 @@ impl ReduceFiles {
     pub fn patch(&self) -> PathBuf {
         self.0.join("fences.patch")
     }
+    /// The fences the PTX memory model requires beside the kept ones, on top of `fences.patch`.
+    pub fn model_patch(&self) -> PathBuf {
+        self.0.join("fences-model.patch")
+    }
     pub fn logs(&self) -> PathBuf {
         self.0.join("logs")
     }

@@ -438,3 +438,126 @@ fn a_run_orphaned_by_kill_minus_9_is_killed_when_the_directory_is_next_used() {
     assert!(!running(third));
     assert_eq!(kept(&report(&dir, "out")), [3]);
 }
+
+#[test]
+fn a_budget_too_small_to_decide_keeps_every_fence_and_says_so() {
+    // Erring in every run: today's "no fence is empirically needed" would be a lie.
+    let (_tmp, dir) = standin(10);
+    let o = wmfix()
+        .current_dir(dir.parent().unwrap())
+        .args(["reduce", dir.to_str().unwrap(), "--out", "out"])
+        .args(["--hours", "0.000001"])
+        .env("STANDIN_REQUIRED", "3")
+        .env("STANDIN_PERCENT", "100")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r).len(), 10, "{r}");
+    assert_eq!(r["result"]["complete"], false);
+    assert_eq!(r["result"]["undecided"], true);
+    assert!(
+        r["result"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("every fence kept")
+    );
+    let patch =
+        std::fs::read_to_string(dir.parent().unwrap().join("out/reduce/fences.patch")).unwrap();
+    assert!(patch.starts_with("wmfix reduce: INCOMPLETE"), "{patch}");
+}
+
+#[test]
+fn a_program_failing_natively_is_reduced_when_the_fully_fenced_one_passes() {
+    let (_tmp, dir) = standin(10);
+    let o = reduce_cmd(&dir, "out", "3", 100, &[])
+        .env("STANDIN_NATIVE_FAIL", "1")
+        .output()
+        .unwrap();
+    ok(&o);
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [3]);
+    assert_eq!(r["sanity"]["passed"], "all_fences", "{r}");
+    assert!(stderr(&o).contains("the program with every fence passed 3 of 3"));
+}
+
+#[test]
+fn a_program_failing_natively_even_with_every_fence_is_refused() {
+    let (_tmp, dir) = standin(10);
+    let o = reduce_cmd(&dir, "out", "3", 100, &[])
+        .env("STANDIN_NATIVE_FAIL", "2")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("with every fence fails natively too"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn adaptive_checks_and_the_structure_split_are_the_defaults_and_recorded() {
+    let (_tmp, dir) = standin(33);
+    ok(&reduce_cmd(&dir, "out", "17", 100, &["--jobs", "2"])
+        .output()
+        .unwrap());
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [17]);
+    assert_eq!(r["settings"]["split"], "structure");
+    assert!(r["settings"]["checks"]["adaptive"].is_object(), "{r}");
+    let res = &r["result"];
+    assert!(res["iterations"].as_u64().unwrap() < 32, "{res}");
+    assert!(res["check_miss_probability"].as_f64().unwrap() <= 0.01);
+    assert!(res["miss_probability"].as_f64().unwrap() <= 0.01);
+}
+
+#[test]
+fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
+    let (tmp, dir) = standin(0);
+    std::fs::write(
+        dir.join("kernel.cu"),
+        "__global__ void k(int *data, int *flag, int *out) {\n  if (blockIdx.x == 0) {\n    data[0] = 42;\n    flag[0] = 1;\n  } else {\n    while (flag[0] == 0) {\n    }\n    out[0] = data[0];\n  }\n}\n",
+    )
+    .unwrap();
+    // Fence 0 follows `data[0] = 42`, before the flag store; 2 follows the spin on the flag.
+    ok(&reduce_cmd(&dir, "out", "0", 100, &[]).output().unwrap());
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [0]);
+    assert_eq!(r["model"]["fences"][0]["id"], 2, "{r}");
+    assert_eq!(r["model"]["fences"][0]["side"], "acquire");
+    // patch -p1 of both patches on a clean copy gives what `apply --model` writes.
+    let clean = copy_tree(&dir, &tmp.path().join("clean"));
+    for p in ["fences.patch", "fences-model.patch"] {
+        let o = Command::new("patch")
+            .args([
+                "-p1",
+                "-i",
+                tmp.path().join("out/reduce").join(p).to_str().unwrap(),
+            ])
+            .current_dir(&clean)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{p}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    ok(&wmfix()
+        .current_dir(tmp.path())
+        .args(["apply", dir.to_str().unwrap(), "--out", "out", "--model"])
+        .output()
+        .unwrap());
+    let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
+    assert_eq!(
+        applied,
+        std::fs::read_to_string(clean.join("kernel.cu")).unwrap()
+    );
+    // The acquire goes after the spin loop only, not on every failed read in its body.
+    assert_eq!(applied.matches("__threadfence();").count(), 2, "{applied}");
+    assert!(
+        applied.contains("while (flag[0] == 0) {\n    } __threadfence();"),
+        "{applied}"
+    );
+}

@@ -11,10 +11,14 @@ pub struct Args {
     /// Output directory of the reduction.
     #[arg(long, short, default_value = "wmfix-out")]
     out: PathBuf,
-    /// Apply a reduction that did not finish (interrupted, or its budget spent before the
-    /// stability check): its fences passed their last check only.
+    /// Apply a reduction that did not finish (interrupted, its budget spent before the
+    /// stability check, or undecided): its fences are not known to be the fewest needed.
     #[arg(long)]
     incomplete: bool,
+    /// Also the fences the PTX memory model requires beside the kept ones (reduce.json's
+    /// `model`, `fences-model.patch`).
+    #[arg(long)]
+    model: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -30,14 +34,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Err(exit_code::fail(
             exit_code::BAD_INPUT,
             format!(
-                "the reduction in {} is incomplete ({}): its fences passed their last check only; `wmfix reduce --resume` finishes it, or `wmfix apply --incomplete` applies it as it is",
+                "the reduction in {} is incomplete ({}); `wmfix reduce --resume` continues it, or `wmfix apply --incomplete` applies its fences as they are",
                 out.root().display(),
                 saved.result.note
             ),
         ));
     }
-    let kept = &saved.result.fences;
-    let (files, now) = crate::reduce::patch::harden(&app, out.root(), kept, saved.scope)?;
+    let mut kept = saved.result.fences.clone();
+    let model = if args.model {
+        saved.model.ids()
+    } else {
+        Default::default()
+    };
+    kept.extend(&model);
+    let kept = &kept;
+    let (files, now) =
+        crate::reduce::patch::harden_placed(&app, out.root(), kept, &model, saved.scope)?;
     let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
     println!(
         "wmfix: added {} fences to {n} files in {}",

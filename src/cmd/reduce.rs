@@ -54,15 +54,24 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     std::fs::create_dir_all(files.logs())?;
     // C-Vise's lesson: check the unmodified program before reducing anything.
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
-    crate::run::trial::baseline(&app, &built.original, &files.baseline_log())?;
+    let sanity = crate::reduce::sanity::check(
+        &app,
+        &built.original,
+        &built.instrumented,
+        &files.baseline_log(),
+    )?;
+    if let Some(s) = sanity.describe() {
+        eprintln!("wmfix: {s}");
+    }
     let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
     eprintln!("wmfix: {}", profile.describe());
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
+    let groups = functions(&records);
     let stamp = std::fs::read_to_string(out.build_stamp())?;
     let header = serde_json::to_string(&serde_json::json!({
         // The budget may change between sessions: not part of what must match.
-        "wmfix_reduce": 1, "split": opts.settings.split, "iterations": opts.settings.iterations,
+        "wmfix_reduce": 1, "split": opts.settings.split, "iterations": opts.settings.iterations, "checks": opts.settings.checks,
         "stability": opts.settings.stability, "cache": opts.settings.cache, "env": opts.env, "seed": opts.seed,
         "fences": all.len(), "build": stamp.trim(), "profile": profile,
     }))?;
@@ -91,7 +100,13 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             hms((budget - p.seconds).max(0.0))
         ));
     };
-    let result = algorithm::reduce(&mut journal, &all, opts.settings.clone(), &mut show);
+    let result = algorithm::reduce_grouped(
+        &mut journal,
+        &all,
+        &groups,
+        opts.settings.clone(),
+        &mut show,
+    );
     bar.finish_and_clear();
     let replayed = journal.replayed;
     // Interrupted, the best set so far is still written, marked as such.
@@ -114,6 +129,16 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     }
     patch_text += &patch::unified_diff(&hardened);
     std::fs::write(&patch_path, patch_text)?;
+    let model = model_completion(&app, &records, &result.fences);
+    write_model_patch(
+        &app,
+        out.root(),
+        &files.model_patch(),
+        &hardened,
+        &result.fences,
+        &model,
+        opts.scope,
+    )?;
     let report = Report {
         app: app.root.clone(),
         env: opts.env,
@@ -133,9 +158,76 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         sources,
         interrupted,
         profile: Some(profile),
+        sanity,
+        model,
     };
     report.save(&out)?;
     Ok(report)
+}
+
+/// The fences the PTX memory model requires beside `kept` (reduce/model.rs).
+fn model_completion(
+    app: &App,
+    records: &[crate::fences::record::FenceRecord],
+    kept: &crate::fences::id::Ids,
+) -> crate::reduce::model::Completed {
+    let sources: std::collections::BTreeMap<PathBuf, String> = records
+        .iter()
+        .filter_map(|r| {
+            let text = std::fs::read_to_string(app.root.join(&r.file)).ok()?;
+            Some((r.file.clone(), text))
+        })
+        .collect();
+    let program = crate::reduce::model::Program {
+        records,
+        sources: &sources,
+    };
+    crate::reduce::model::complete(&program, kept)
+}
+
+/// `fences-model.patch`: from the sources with the kept fences to those with the model's too.
+fn write_model_patch(
+    app: &App,
+    out: &std::path::Path,
+    path: &std::path::Path,
+    hardened: &[patch::Hardened],
+    kept: &crate::fences::id::Ids,
+    model: &crate::reduce::model::Completed,
+    scope: FenceScope,
+) -> Result<()> {
+    let mut text = String::from(
+        "wmfix reduce: fences required by the PTX memory model, not observed on this GPU; apply after fences.patch (or `wmfix apply --model`)\n\n",
+    );
+    if !model.fences.is_empty() {
+        let both: crate::fences::id::Ids = kept.union(&model.ids()).copied().collect();
+        // An acquire is needed once the spin ends: the model's fences go after the loop only.
+        let (completed, _) = patch::harden_placed(app, out, &both, &model.ids(), scope)?;
+        let from_kept: Vec<patch::Hardened> = completed
+            .into_iter()
+            .map(|c| {
+                let original = hardened
+                    .iter()
+                    .find(|h| h.rel == c.rel)
+                    .map_or(c.original.clone(), |h| h.hardened.clone());
+                patch::Hardened { original, ..c }
+            })
+            .collect();
+        text += &patch::unified_diff(&from_kept);
+    }
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+/// The fences of each kernel and device function (by file and function name).
+fn functions(records: &[crate::fences::record::FenceRecord]) -> Vec<crate::fences::id::Ids> {
+    let mut by: std::collections::BTreeMap<(PathBuf, &str), crate::fences::id::Ids> =
+        Default::default();
+    for r in records {
+        by.entry((r.file.clone(), r.function.as_str()))
+            .or_default()
+            .insert(r.id);
+    }
+    by.into_values().collect()
 }
 
 /// What an interrupted reduction reports: the set it held before the request cut short.
@@ -143,6 +235,12 @@ fn interrupted_result(p: &Progress) -> Reduced {
     Reduced {
         fences: p.held.clone(),
         complete: false,
+        // Before the check with every fence and the unfenced runs ended, nothing was decided.
+        undecided: matches!(
+            p.phase,
+            algorithm::Phase::Sanity | algorithm::Phase::Calibrate
+        ),
+        check_miss_probability: None,
         iterations: p.iterations,
         checks: p.checks,
         cached_checks: p.cached_checks,
@@ -205,11 +303,29 @@ pub fn summary(r: &Report) -> String {
             100.0 * p
         );
     }
+    if let Some(m) = res.check_miss_probability {
+        s += &format!(
+            "checks: {} runs each; one misses an error at that rate with probability {m:.2e}\n",
+            res.iterations
+        );
+    }
     if let (Some(m), true) = (res.miss_probability, res.complete) {
         s += &format!(
             "stability: {} clean runs; an error at that rate would go unseen with probability {m:.2e}\n",
             res.stability_runs
         );
+    }
+    if let Some(why) = r.sanity.describe() {
+        s += &format!("sanity: {why}\n");
+    }
+    for c in &r.model.fences {
+        s += &format!(
+            "model: fence {:>3} ({} on `{}`), required by the PTX memory model, not observed on this GPU: {}\n",
+            c.id, c.side, c.variable, c.reasoning
+        );
+    }
+    for (id, why) in &r.model.unrecognised {
+        s += &format!("model: fence {id}: pattern not recognised: {why}\n");
     }
     if !res.note.is_empty() {
         s += &format!("note: {}\n", res.note);
@@ -238,9 +354,15 @@ pub struct Args {
     /// Testing environment for the checks.
     #[arg(long, default_value = "sys-str+")]
     env: values::Env,
-    /// Runs per check (I, at least 1); doubled when the stability check fails.
-    #[arg(long, default_value = "32")]
-    iterations: NonZeroUsize,
+    /// How many runs a check gets: `adaptive` sizes them from the measured error rates so a
+    /// check misses a needed fence with probability at most 1 - --confidence; `paper` is
+    /// --iterations runs, doubled when the stability check fails.
+    #[arg(long, value_enum, default_value = "adaptive")]
+    checks: CheckSchedule,
+    /// Runs per check (I, at least 1) of the paper's schedule (given alone, it selects that
+    /// schedule), and of the check with every fence [default: 32].
+    #[arg(long)]
+    iterations: Option<NonZeroUsize>,
     /// Stability check of the paper: this many minutes without error. Without it, the
     /// statistical criterion of --confidence is used.
     #[arg(long)]
@@ -250,7 +372,7 @@ pub struct Args {
     #[arg(long, default_value = "0.99")]
     confidence: values::Probability,
     /// How binary reduction splits the fences.
-    #[arg(long, value_enum, default_value_t = crate::reduce::algorithm::Split::Halves)]
+    #[arg(long, value_enum, default_value_t = crate::reduce::algorithm::Split::Structure)]
     split: crate::reduce::algorithm::Split,
     /// Do not reuse the answers of earlier checks.
     #[arg(long)]
@@ -277,11 +399,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             confidence: args.confidence.0,
         },
     };
+    let checks = match (args.checks, args.iterations) {
+        (CheckSchedule::Paper, _) | (_, Some(_)) => crate::reduce::checks::Checks::Fixed,
+        (CheckSchedule::Adaptive, None) => crate::reduce::checks::Checks::Adaptive {
+            confidence: args.confidence.0,
+        },
+    };
     let opts = crate::cmd::reduce::Options {
         env: args.env.0,
         settings: Settings {
             split: args.split,
-            iterations: args.iterations.get(),
+            iterations: args.iterations.map_or(32, NonZeroUsize::get),
+            checks,
             stability,
             cache: !args.no_cache,
             budget_seconds: args.hours.0 * 3600.0,
@@ -297,5 +426,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let report = reduce_app(&opts)?;
     super::report(args.json, &report, &summary(&report));
-    Ok(crate::interrupt::code(report.interrupted))
+    Ok(match crate::interrupt::code(report.interrupted) {
+        exit_code::OK if report.result.undecided => exit_code::UNDECIDED,
+        code => code,
+    })
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum CheckSchedule {
+    Adaptive,
+    Paper,
 }

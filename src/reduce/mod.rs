@@ -1,7 +1,11 @@
 //! Empirical fence insertion: the algorithm over an oracle, the journal, the patch.
 
 pub mod algorithm;
+pub mod checks;
 pub mod journal;
+pub mod model;
 pub mod oracle;
 pub mod patch;
 pub mod record;
+pub mod sanity;
+pub mod split;

@@ -24,6 +24,15 @@ pub struct Request {
 }
 
 impl Request {
+    /// All of `runs` runs, whatever errs: the check with every fence.
+    pub fn runs(runs: usize) -> Request {
+        Request {
+            max_runs: Some(runs),
+            max_seconds: None,
+            stop_after_errors: usize::MAX,
+        }
+    }
+
     /// The paper's CheckApplication: `runs` runs, stopping at the first error.
     pub fn check(runs: usize) -> Request {
         Request {

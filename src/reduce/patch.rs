@@ -30,8 +30,20 @@ pub fn harden(
     kept: &Ids,
     scope: FenceScope,
 ) -> Result<(Vec<Hardened>, SourceDigests)> {
+    harden_placed(app, out, kept, &Ids::new(), scope)
+}
+
+/// As `harden`; fences of `after_loop` at a loop condition get only their after-the-loop
+/// placement.
+pub fn harden_placed(
+    app: &App,
+    out: &Path,
+    kept: &Ids,
+    after_loop: &Ids,
+    scope: FenceScope,
+) -> Result<(Vec<Hardened>, SourceDigests)> {
     let mut tree = insert::plan_tree(&builder::insert_options(app, out, scope))?;
-    let texts = render::render_hardened(&mut tree.planned, kept, scope)
+    let texts = render::render_hardened_placed(&mut tree.planned, kept, after_loop, scope)
         .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
     let digests = tree
         .planned

@@ -57,6 +57,13 @@ pub struct Report {
     /// The chip profile the runs used (absent in reductions made before wmfix recorded it).
     #[serde(default)]
     pub profile: Option<crate::run::profile::ProfileUsed>,
+    /// What passed natively before the reduction: the original, or only the fully fenced one.
+    #[serde(default)]
+    pub sanity: crate::reduce::sanity::Sanity,
+    /// The fences the PTX memory model requires beside the kept ones (`fences-model.patch`,
+    /// `wmfix apply --model`), and the kept fences whose pattern was not recognised.
+    #[serde(default)]
+    pub model: crate::reduce::model::Completed,
 }
 
 impl Report {

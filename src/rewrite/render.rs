@@ -104,6 +104,17 @@ pub fn render_hardened(
     kept: &Ids,
     scope: FenceScope,
 ) -> Result<Vec<Option<String>>, edits::Overlap> {
+    render_hardened_placed(files, kept, &Ids::new(), scope)
+}
+
+/// As `render_hardened`, but a fence of `after_loop` whose access is a loop condition (two
+/// statement placements: the top of the body and after the loop) gets only the latter.
+pub fn render_hardened_placed(
+    files: &mut [Planned],
+    kept: &Ids,
+    after_loop: &Ids,
+    scope: FenceScope,
+) -> Result<Vec<Option<String>>, edits::Overlap> {
     let numbered = numbered(files);
     let mut texts = Vec::with_capacity(numbered.len());
     for (Planned { file, plan, .. }, sites) in numbered {
@@ -115,12 +126,22 @@ pub fn render_hardened(
                 plan::one_line(&file.text[site.range.clone()])
             );
             let host = plan.functions[site.function].1;
-            edits.extend(hardened_edits(
-                site,
-                scope.call(),
-                &note.replace("*/", "* /"),
-                host,
-            ));
+            // A loop condition's fence has two statement placements; after the loop is last.
+            let in_loop = site
+                .spots
+                .iter()
+                .filter(|s| s.piece == Piece::Fence)
+                .count()
+                > 1;
+            let last = if after_loop.contains(&id) && in_loop {
+                site.spots.iter().map(|s| s.at).max()
+            } else {
+                None
+            };
+            edits.extend(
+                hardened_edits(site, scope.call(), &note.replace("*/", "* /"), host)
+                    .filter(|e| last.is_none_or(|at| e.start == at)),
+            );
             edits.extend(site.braces.iter().cloned());
         }
         texts.push(if edits.is_empty() {

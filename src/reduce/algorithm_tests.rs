@@ -1,0 +1,318 @@
+//! Tests of the reducer against simulated applications.
+
+use super::*;
+use crate::reduce::oracle::Simulated;
+
+fn set(v: &[usize]) -> Ids {
+    v.iter().copied().map(FenceId).collect()
+}
+
+fn settings(split: Split, stability: Stability, cache: bool) -> Settings {
+    Settings {
+        split,
+        iterations: 32,
+        checks: Checks::Fixed,
+        stability,
+        cache,
+        budget_seconds: 1e9,
+    }
+}
+
+fn sim(required: &[usize], p: f64, seed: u64) -> Simulated {
+    Simulated {
+        required: set(required),
+        p,
+        run_seconds: 0.3,
+        seed,
+        runs: 0,
+    }
+}
+
+#[test]
+fn finds_the_required_fences_at_the_papers_sizes() {
+    let cases: [(usize, &[usize]); 4] = [
+        (10, &[3, 4, 8, 9]),
+        (33, &[17]),
+        (51, &[5, 40]),
+        (90, &[0, 31, 32, 89]),
+    ];
+    for (n, required) in cases {
+        for p in [1.0, 0.05] {
+            for (split, cache) in [
+                (Split::Halves, false),
+                (Split::Halves, true),
+                (Split::Ddmin, true),
+            ] {
+                let stability = Stability::Statistical { confidence: 0.99 };
+                let mut o = sim(required, p, n as u64);
+                let all = FenceId::all(n);
+                let r =
+                    reduce(&mut o, &all, settings(split, stability, cache), &mut |_| {}).unwrap();
+                assert_eq!(
+                    r.fences,
+                    set(required),
+                    "n={n} p={p} {split:?} cache={cache}: {r:?}"
+                );
+                assert!(r.complete);
+                assert_eq!(r.runs, o.runs);
+            }
+        }
+    }
+}
+
+#[test]
+fn all_fences_failing_is_an_error() {
+    let mut o = Simulated {
+        required: set(&[99]),
+        p: 1.0,
+        run_seconds: 0.1,
+        seed: 1,
+        runs: 0,
+    };
+    let e = reduce(
+        &mut o,
+        &set(&[0, 1]),
+        settings(Split::Halves, Stability::Minutes(1.0), true),
+        &mut |_| {},
+    );
+    assert!(
+        e.unwrap_err()
+            .to_string()
+            .contains("still fails with every fence")
+    );
+}
+
+#[test]
+fn a_program_without_errors_needs_no_fence() {
+    let mut o = sim(&[], 0.5, 1);
+    let r = reduce(
+        &mut o,
+        &FenceId::all(5),
+        settings(
+            Split::Halves,
+            Stability::Statistical { confidence: 0.99 },
+            true,
+        ),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(r.fences.is_empty());
+    assert!(r.note.contains("no fence is empirically needed"));
+}
+
+#[test]
+fn fixed_minutes_stability_runs_that_long() {
+    let mut o = sim(&[2], 1.0, 1);
+    let r = reduce(
+        &mut o,
+        &FenceId::all(4),
+        settings(Split::Halves, Stability::Minutes(1.0), false),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.fences, set(&[2]));
+    assert!(
+        r.stability_runs >= 200,
+        "60 s of 0.3 s runs: {}",
+        r.stability_runs
+    );
+}
+
+#[test]
+fn the_budget_stops_with_the_best_so_far() {
+    let mut o = sim(&[7], 0.05, 3);
+    let mut s = settings(
+        Split::Halves,
+        Stability::Statistical { confidence: 0.99 },
+        true,
+    );
+    s.budget_seconds = 30.0;
+    let r = reduce(&mut o, &FenceId::all(20), s, &mut |_| {}).unwrap();
+    assert!(!r.complete);
+    assert!(r.fences.contains(&FenceId(7)));
+    assert!(r.seconds <= 30.0 + 0.3 + 1e-9, "{}", r.seconds);
+}
+
+#[test]
+fn progress_holds_the_best_set_so_far() {
+    let mut o = sim(&[3, 8], 1.0, 2);
+    let mut seen: Vec<Progress> = vec![];
+    let s = settings(Split::Halves, Stability::Minutes(0.1), true);
+    let r = reduce(&mut o, &FenceId::all(12), s, &mut |p| seen.push(p.clone())).unwrap();
+    assert_eq!(seen[0].held.len(), 12, "all fences before any check passed");
+    // Every set held passed a check, so it keeps the needed fences, and they only shrink
+    // within a round; before the stability check the held set is the result.
+    assert!(seen.iter().all(|p| p.held.is_superset(&set(&[3, 8]))));
+    let last = seen.last().unwrap();
+    assert_eq!(last.phase, Phase::Stability);
+    assert_eq!(last.held, r.fences);
+    assert_eq!(last.checks + 1, r.checks);
+}
+
+#[test]
+fn statistical_runs_follow_the_rate() {
+    assert_eq!(runs_for(0.99, 0.05), 90);
+    assert_eq!(runs_for(0.99, 1.0), 1);
+}
+
+#[test]
+fn caching_and_ddmin_save_checks() {
+    let all = FenceId::all(90);
+    let stats = |split, cache| {
+        let mut o = sim(&[0, 31, 32, 89], 1.0, 5);
+        let r = reduce(
+            &mut o,
+            &all,
+            settings(split, Stability::Statistical { confidence: 0.99 }, cache),
+            &mut |_| {},
+        )
+        .unwrap();
+        (r.checks, r.runs)
+    };
+    let paper = stats(Split::Halves, false);
+    let cached = stats(Split::Halves, true);
+    let ddmin = stats(Split::Ddmin, true);
+    assert!(
+        cached.0 <= paper.0 && ddmin.1 < paper.1,
+        "paper {paper:?} cached {cached:?} ddmin {ddmin:?}"
+    );
+}
+
+fn adaptive(split: Split) -> Settings {
+    Settings {
+        checks: Checks::Adaptive { confidence: 0.99 },
+        ..settings(split, Stability::Statistical { confidence: 0.99 }, true)
+    }
+}
+
+#[test]
+fn a_budget_spent_during_the_check_with_every_fence_keeps_every_fence() {
+    let mut o = sim(&[2], 1.0, 1);
+    let mut s = settings(
+        Split::Halves,
+        Stability::Statistical { confidence: 0.99 },
+        true,
+    );
+    s.budget_seconds = 3.0; // 10 of the 32 runs of 0.3 s
+    let r = reduce(&mut o, &FenceId::all(10), s, &mut |_| {}).unwrap();
+    assert_eq!(r.fences, FenceId::all(10), "{r:?}");
+    assert!(!r.complete && r.undecided, "{r:?}");
+    assert!(r.note.contains("every fence kept"), "{}", r.note);
+}
+
+#[test]
+fn a_budget_spent_while_running_without_fences_keeps_every_fence() {
+    for checks in [Checks::Fixed, Checks::Adaptive { confidence: 0.99 }] {
+        // Rare errors: the few unfenced runs the budget allows show none.
+        let mut o = sim(&[2], 0.001, 1);
+        let mut s = settings(
+            Split::Halves,
+            Stability::Statistical { confidence: 0.99 },
+            true,
+        );
+        s.checks = checks;
+        s.budget_seconds = 12.0; // the 32 runs with every fence, then 8 without
+        let r = reduce(&mut o, &FenceId::all(10), s, &mut |_| {}).unwrap();
+        assert_eq!(r.fences, FenceId::all(10), "{r:?}");
+        assert!(!r.complete && r.undecided, "{r:?}");
+        assert!(!r.note.contains("no fence is empirically needed"));
+    }
+}
+
+#[test]
+fn a_program_erring_always_is_not_called_fence_free_when_the_budget_ends_early() {
+    let mut o = sim(&[0, 1], 1.0, 1);
+    let mut s = adaptive(Split::Structure);
+    s.budget_seconds = 0.1;
+    let r = reduce(&mut o, &FenceId::all(4), s, &mut |_| {}).unwrap();
+    assert_eq!(r.fences.len(), 4);
+    assert!(r.undecided && !r.complete);
+}
+
+#[test]
+fn adaptive_checks_follow_the_measured_rate() {
+    // Frequent errors: a few runs per check do; fewer runs than the paper's I = 32.
+    let all = FenceId::all(33);
+    let mut fixed_o = sim(&[17], 1.0, 4);
+    let fixed = reduce(
+        &mut fixed_o,
+        &all,
+        settings(
+            Split::Halves,
+            Stability::Statistical { confidence: 0.99 },
+            true,
+        ),
+        &mut |_| {},
+    )
+    .unwrap();
+    let mut o = sim(&[17], 1.0, 4);
+    let r = reduce(&mut o, &all, adaptive(Split::Halves), &mut |_| {}).unwrap();
+    assert_eq!(r.fences, set(&[17]));
+    assert!(r.iterations <= 5, "{r:?}");
+    assert!(
+        r.runs * 2 < fixed.runs,
+        "adaptive {} fixed {}",
+        r.runs,
+        fixed.runs
+    );
+    assert!(r.check_miss_probability.unwrap() <= 0.01, "{r:?}");
+    // Rare errors (2%): I = 32 misses a needed fence in half its checks; adaptive ones do not.
+    let mut o = sim(&[3], 0.02, 4);
+    let fixed = reduce(
+        &mut o,
+        &FenceId::all(10),
+        settings(
+            Split::Halves,
+            Stability::Statistical { confidence: 0.99 },
+            true,
+        ),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(fixed.check_miss_probability.unwrap() > 0.3, "{fixed:?}");
+    let mut o = sim(&[3], 0.02, 4);
+    let r = reduce(
+        &mut o,
+        &FenceId::all(10),
+        adaptive(Split::Ddmin),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.fences, set(&[3]), "{r:?}");
+    assert!(
+        r.complete && r.check_miss_probability.unwrap() <= 0.01,
+        "{r:?}"
+    );
+    assert!(r.miss_probability.unwrap() <= 0.01, "{r:?}");
+}
+
+#[test]
+fn structure_split_drops_whole_functions_first() {
+    // ls-bh-like: 90 fences in 6 kernels of 15, needed ones in two of them.
+    let groups: Vec<Ids> = (0..6)
+        .map(|k| (15 * k..15 * (k + 1)).map(FenceId).collect())
+        .collect();
+    let required = [16, 20, 61, 70];
+    let checks = |split| {
+        let mut o = sim(&required, 1.0, 7);
+        let r = reduce_grouped(
+            &mut o,
+            &FenceId::all(90),
+            &groups,
+            adaptive(split),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.fences, set(&required), "{split:?}: {r:?}");
+        r.checks
+    };
+    let (structure, ddmin, halves) = (
+        checks(Split::Structure),
+        checks(Split::Ddmin),
+        checks(Split::Halves),
+    );
+    assert!(
+        structure < ddmin && structure < halves,
+        "structure {structure} ddmin {ddmin} halves {halves}"
+    );
+}
