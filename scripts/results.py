@@ -194,6 +194,63 @@ def cost(folder):
     print(provenance(metas))
 
 
+def cost_svg(folder):
+    """cost.svg in the folder: kernel time with fences over kernel time without, per study, as
+    bars with 95% intervals (paper 000, Fig. 5): the reduced set (with the model's completion
+    where that step ran) beside every fence."""
+    bars = {}
+    metas = []
+    for d in steps(folder, "cost-"):
+        doc = load(folder, d, "cost.json")
+        if doc is None:
+            continue
+        metas.append(doc["meta"])
+        study = d[len("cost-"):]
+        completed = study.startswith("model-")
+        study = study[len("model-"):] if completed else study
+        for row in doc["result"]["rows"]:
+            r = row.get("reported_ratio")
+            if not r or row["variant"] == "none":
+                continue
+            name = "all" if row["variant"] == "all" else ("reduced + model" if completed else "reduced")
+            bars.setdefault(study, {})[name] = (r[0], r[1], row["fences"])
+    if not bars:
+        return
+    kinds = [k for k in ("reduced", "reduced + model", "all") if any(k in v for v in bars.values())]
+    colours = {"reduced": "#4c78a8", "reduced + model": "#72b7b2", "all": "#e45756"}
+    top = max(v[0] + v[1] for b in bars.values() for v in b.values())
+    top = max(1.5, float(int(top + 1)))
+    w, h, left, bottom, per = 120 * len(bars) + 80, 320, 60, 260, 120
+    y = lambda v: bottom - (bottom - 20) * v / top
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h + 40}" font-family="sans-serif" font-size="11">']
+    for t in range(int(top) + 1):
+        out.append(f'<line x1="{left}" x2="{w - 10}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>'
+                   f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{t}x</text>')
+    out.append(f'<line x1="{left}" x2="{w - 10}" y1="{y(1):.1f}" y2="{y(1):.1f}" stroke="#888" stroke-dasharray="4 3"/>')
+    bw = (per - 30) / len(kinds)
+    for i, (study, b) in enumerate(sorted(bars.items())):
+        x0 = left + 15 + i * per
+        for j, k in enumerate(kinds):
+            if k not in b:
+                continue
+            v, ci, n = b[k]
+            x = x0 + j * bw
+            out.append(f'<rect x="{x:.1f}" y="{y(v):.1f}" width="{bw - 4:.1f}" height="{y(0) - y(v):.1f}" fill="{colours[k]}"><title>{study}, {k} ({n} fences): {v:.2f} ± {ci:.2f}</title></rect>')
+            cx = x + (bw - 4) / 2
+            out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(v + ci):.1f}" y2="{y(max(v - ci, 0)):.1f}" stroke="black"/>')
+            out.append(f'<text x="{cx:.1f}" y="{y(v + ci) - 3:.1f}" text-anchor="middle" font-size="9">{n}</text>')
+        out.append(f'<text x="{x0 + (per - 30) / 2:.1f}" y="{bottom + 16}" text-anchor="middle">{study}</text>')
+    for j, k in enumerate(kinds):
+        out.append(f'<rect x="{left + j * 140}" y="{h + 8}" width="10" height="10" fill="{colours[k]}"/>'
+                   f'<text x="{left + j * 140 + 14}" y="{h + 17}">{k}</text>')
+    out.append(f'<text x="{left}" y="12">kernel time with fences / without (wmfix-time-ms, 95% interval; number: fences). {metas[0]["gpu"]}, driver {metas[0]["driver"]}, wmfix {metas[0]["commit"]}</text>')
+    out.append("</svg>")
+    path = os.path.join(folder, "cost.svg")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"wrote {path}")
+
+
 def peer(folder):
     path = os.path.join(folder, "peer-litmus", "runs.txt")
     if not os.path.exists(path):
@@ -287,7 +344,7 @@ def stress(folder):
     print(provenance(metas))
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "cost": cost, "peer": peer, "stress": stress}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "cost": cost, "cost-svg": cost_svg, "peer": peer, "stress": stress}
 
 
 def main(argv):
