@@ -49,7 +49,10 @@ pub fn interrupted() -> bool {
 /// (a run without a record, a report marked `interrupted`) say it with their own types and end
 /// with [`code`].
 pub fn stopped(during: &str) -> anyhow::Error {
-    crate::exit_code::fail(crate::exit_code::INTERRUPTED, format!("interrupted {during}"))
+    crate::exit_code::fail(
+        crate::exit_code::INTERRUPTED,
+        format!("interrupted {during}"),
+    )
 }
 
 /// `Err(stopped(during))` once a signal came.

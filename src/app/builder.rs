@@ -151,5 +151,9 @@ fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<
         h.add(rel.to_string_lossy().as_bytes());
         h.add(&std::fs::read(input.root.join(rel))?);
     }
+    for (rel, target) in &input.links {
+        h.add(rel.as_os_str().as_encoded_bytes());
+        h.add(target.as_os_str().as_encoded_bytes());
+    }
     Ok(format!("{}\n", h.hex()))
 }

@@ -105,14 +105,17 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     };
     let (hardened, sources) = patch::harden(&app, out.root(), &result.fences, opts.scope)?;
     let patch_path = files.patch();
-    let mut patch_text = String::new();
+    let mut patch_text = Vec::new();
     if !result.complete {
-        patch_text += &format!(
-            "wmfix reduce: INCOMPLETE, not checked for stability: {}\n\n",
-            result.note
+        patch_text.extend(
+            format!(
+                "wmfix reduce: INCOMPLETE, not checked for stability: {}\n\n",
+                result.note
+            )
+            .bytes(),
         );
     }
-    patch_text += &patch::unified_diff(&hardened);
+    patch_text.extend(patch::unified_diff(&hardened));
     std::fs::write(&patch_path, patch_text)?;
     let report = Report {
         app: app.root.clone(),

@@ -78,7 +78,7 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
     let done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
         .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
     cuda_time += t0.elapsed();
-    write_output(out, &input.root, &copies, &planned, &done, opts.fence)?;
+    write_output(out, &input, &copies, &planned, &done, opts.fence)?;
     Ok(Summary {
         files: input.files.len(),
         instrumented: done.texts.iter().filter(|t| t.is_some()).count(),
@@ -102,12 +102,12 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     crate::rewrite::queries::check()
         .map_err(|e| crate::exit_code::fail(crate::exit_code::INTERNAL, e))?;
     let query_time = t0.elapsed();
-    let (sources, mut copies, unreadable) = read_candidates(opts, &input)?;
+    let (sources, mut copies) = read_candidates(opts, &input)?;
     let cuda_bytes = sources.iter().map(|f| f.text.len()).sum();
     let t0 = Instant::now();
     let parsed = render::plan_files(sources);
     let cuda_time = t0.elapsed();
-    let mut warnings = unreadable;
+    let mut warnings = Vec::new();
     let mut planned = Vec::new();
     // In input order, so that the first syntax error reported is the first in the tree.
     for p in parsed {
@@ -148,16 +148,16 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     })
 }
 
-/// The files to instrument, read, the files to copy as they are, and warnings about candidates
-/// that are not UTF-8 text (copied as they are, like a file that does not parse; with
-/// `--on-parse-error fail`, refused).
+/// The files to instrument, read, and the files to copy as they are. Any bytes are read
+/// (`Encoding::decode`: not UTF-8 is Latin-1, written back byte for byte). A header (not
+/// `.cu`/`.cuh`) that names no CUDA qualifier holds no device code: it is copied without being
+/// parsed, so host-only headers cause no parse-error noise.
 fn read_candidates(
     opts: &Options,
     input: &walk::InputTree,
-) -> Result<(Vec<SourceFile>, Vec<PathBuf>, Vec<String>)> {
+) -> Result<(Vec<SourceFile>, Vec<PathBuf>)> {
     let mut sources = Vec::new();
     let mut copies = Vec::new();
-    let mut warnings = Vec::new();
     for rel in &input.files {
         let abs = input.root.join(rel);
         let selected = opts
@@ -170,27 +170,26 @@ fn read_candidates(
         }
         let bytes = std::fs::read(&abs)
             .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", abs.display())))?;
-        let Ok(text) = String::from_utf8(bytes) else {
-            let msg = format!(
-                "{}: not UTF-8 text",
-                display_path(&opts.paths, &input.root, rel).display()
-            );
-            if opts.on_parse_error == OnParseError::Fail {
-                return Err(fail(exit_code::BAD_INPUT, msg));
-            }
-            warnings.push(format!("{msg}: file copied unchanged"));
+        if !walk::is_cuda_source(rel) && !names_cuda_qualifier(&bytes) {
             copies.push(rel.clone());
             continue;
-        };
+        }
         let shown = opts
             .paths
             .iter()
             .find(|p| p.is_file() && abs.ends_with(p))
             .cloned()
             .unwrap_or_else(|| display_path(&opts.paths, &input.root, rel));
-        sources.push(SourceFile::new(rel.clone(), shown, text));
+        sources.push(SourceFile::from_bytes(rel.clone(), shown, bytes));
     }
-    Ok((sources, copies, warnings))
+    Ok((sources, copies))
+}
+
+/// Whether a header's bytes name a qualifier only device code has.
+fn names_cuda_qualifier(bytes: &[u8]) -> bool {
+    bytes
+        .windows(b"__device__".len())
+        .any(|w| w == b"__device__" || w == b"__global__")
 }
 
 fn display_path(paths: &[PathBuf], root: &Path, rel: &Path) -> PathBuf {
@@ -226,7 +225,7 @@ fn include_path(rel: &Path) -> String {
 
 fn write_output(
     out: &OutDir,
-    root: &Path,
+    input: &walk::InputTree,
     copies: &[PathBuf],
     planned: &[Planned],
     done: &render::Instrumented,
@@ -246,20 +245,19 @@ fn write_output(
         // fs::copy keeps the permission bits: build scripts stay executable.
         let dest = out.tree().join(rel);
         std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| cant(&dest, e))?;
-        std::fs::copy(root.join(rel), &dest).map_err(|e| cant(&dest, e))?;
+        std::fs::copy(input.root.join(rel), &dest).map_err(|e| cant(&dest, e))?;
     }
     for (p, text) in planned.iter().zip(&done.texts) {
-        write(
-            &p.file.rel,
-            text.as_deref().unwrap_or(&p.file.text).as_bytes(),
-        )?;
+        let text = text.as_deref().unwrap_or(&p.file.text);
+        write(&p.file.rel, &p.file.encoding.encode(text))?;
     }
+    walk::make_links(input, &out.tree()).map_err(|e| cant(&out.tree(), e))?;
     crate::rewrite::runtime_headers::write_to(&out.runtime())
         .map_err(|e| cant(&out.runtime(), e))?;
     let json = FenceList {
         version: VERSION,
         fence_scope: scope,
-        root: root.to_path_buf(),
+        root: input.root.clone(),
         total: done.fences.len(),
         fences: done.fences.clone(),
     };
