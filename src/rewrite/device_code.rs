@@ -2,6 +2,7 @@
 //! that may access global memory.
 
 use crate::rewrite::queries::{self, Capture, Captures, IdMap, IdSet};
+use crate::rewrite::ranges::Nested;
 use crate::rewrite::scopes::{Bindings, Scopes};
 use std::collections::HashSet;
 use std::num::NonZeroU16;
@@ -179,15 +180,10 @@ pub fn first_named(node: Node) -> Option<Node> {
     children.find(|n| !n.is_extra())
 }
 
-/// The innermost device function body containing `node`, as an index into `functions`.
-fn enclosing(functions: &[DeviceFunction], node: Node) -> Option<usize> {
-    let r = node.byte_range();
-    functions
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.body.start_byte() <= r.start && r.end <= f.body.end_byte())
-        .max_by_key(|(_, f)| f.body.start_byte())
-        .map(|(i, _)| i)
+/// The device function bodies of a file, indexed by byte range: `innermost` gives the body
+/// holding a node as an index into the functions.
+pub fn bodies(functions: &[DeviceFunction]) -> Nested {
+    Nested::new(functions.iter().map(|f| f.body.byte_range()))
 }
 
 /// Whether each declared name is not global memory where it is visible: `__shared__`
@@ -199,7 +195,7 @@ fn locality<'s>(
     caps: &Captures,
     text: &'s str,
 ) -> Bindings<'s, bool> {
-    let locals = local_declarators(caps, ways);
+    let locals = local_declarators(scopes, caps, ways);
     // A name never declared local is global memory wherever it is used: it needs no binding.
     let candidates: HashSet<&str> = locals.names.iter().map(|n| &text[n.byte_range()]).collect();
     let mut names: Vec<(Node, bool)> = Vec::new();
@@ -243,7 +239,11 @@ struct LocalDeclarators<'t> {
     names: Vec<Node<'t>>,
 }
 
-fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'t> {
+fn local_declarators<'t>(
+    scopes: &Scopes,
+    caps: &Captures<'t>,
+    ways: &Ways,
+) -> LocalDeclarators<'t> {
     let mut names: Vec<Node> = Vec::new();
     for decl in caps.get(Capture::SharedDecl) {
         // One __shared__ declaration may declare several variables.
@@ -253,7 +253,9 @@ fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'
                 .map(name_node),
         );
     }
-    names.extend(caps.get(Capture::LocalDecl).iter().map(|d| name_node(*d)));
+    // An array is local inside a block; at file or namespace scope it is global memory.
+    let arrays = caps.get(Capture::LocalDecl).iter().map(|d| name_node(*d));
+    names.extend(arrays.filter(|n| scopes.at(n.start_byte()).is_some()));
     let always = names.iter().map(Node::start_byte).collect();
     let mut aliases = IdMap::default();
     for m in &caps.matches {
@@ -286,11 +288,6 @@ fn global_variables<'s>(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
         .collect()
 }
 
-fn within_any(node: Node, ranges: &[std::ops::Range<usize>]) -> bool {
-    let r = node.byte_range();
-    ranges.iter().any(|u| u.start <= r.start && r.end <= u.end)
-}
-
 /// Every expression in device code that may access global memory.
 pub fn accesses<'t>(
     functions: &[DeviceFunction<'t>],
@@ -306,11 +303,8 @@ pub fn accesses<'t>(
     };
     let not_access = caps.ids(Capture::NotAccess);
     let stores = caps.ids(Capture::Store);
-    let unevaluated: Vec<_> = caps
-        .get(Capture::Unevaluated)
-        .iter()
-        .map(Node::byte_range)
-        .collect();
+    let unevaluated = Nested::new(caps.get(Capture::Unevaluated).iter().map(Node::byte_range));
+    let bodies = bodies(functions);
 
     let globals = global_variables(caps, text);
 
@@ -319,11 +313,11 @@ pub fn accesses<'t>(
     let mut push = |node: Node<'t>, kind: AccessKind, out: &mut Vec<Access<'t>>| {
         if !seen.insert(node.id())
             || not_access.contains(&node.id())
-            || within_any(node, &unevaluated)
+            || unevaluated.holds(node.byte_range())
         {
             return;
         }
-        let Some(function) = enclosing(functions, node) else {
+        let Some(function) = bodies.innermost(node.byte_range()) else {
             return;
         };
         if ways.base(node, Via::Object).is_some_and(|b| is_local(&b)) {

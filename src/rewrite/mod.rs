@@ -9,6 +9,7 @@ pub mod parallel;
 pub mod parse;
 pub mod plan;
 pub mod queries;
+pub mod ranges;
 pub mod render;
 pub mod runtime_headers;
 pub mod scopes;

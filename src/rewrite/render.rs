@@ -80,8 +80,9 @@ pub fn render(
             continue;
         }
         let mut edits = plan.fixed.clone();
+        let replaced = replacements(&plan.fixed);
         for (site, id) in sites {
-            edits.extend(site_edits(site, id, &file.text, &plan.fixed));
+            edits.extend(site_edits(site, id, &file.text, &replaced));
             edits.extend(site.braces.iter().cloned());
             fences.push(record(file, plan, site, id));
         }
@@ -165,7 +166,7 @@ fn site_edits<'s>(
     site: &'s Site,
     id: FenceId,
     text: &str,
-    fixed: &[Edit],
+    replaced: &[Edit],
 ) -> impl Iterator<Item = Edit> + 's {
     let fence = match &site.aim {
         None => format!(" WMFIX_FENCE({id});"),
@@ -174,7 +175,7 @@ fn site_edits<'s>(
                 AimForm::Lvalue => "WMFIX_FENCE_AT",
                 AimForm::Pointer => "WMFIX_FENCE_PTR",
             };
-            format!(" {name}({id}, {});", rewritten(text, fixed, &aim.range))
+            format!(" {name}({id}, {});", rewritten(text, replaced, &aim.range))
         }
     };
     site.spots.iter().map(move |s| {
@@ -188,12 +189,25 @@ fn site_edits<'s>(
     })
 }
 
-/// `text[range]` as the instrumented file has it: with the replacements inside it (the
-/// virtual thread ids).
-fn rewritten(text: &str, fixed: &[Edit], range: &std::ops::Range<usize>) -> String {
-    let inside = fixed
+/// The replacements among a file's fixed edits (the virtual thread ids), by start.
+fn replacements(fixed: &[Edit]) -> Vec<Edit> {
+    let mut out: Vec<Edit> = fixed
         .iter()
-        .filter(|e| e.slot == edits::Slot::Replace && range.start <= e.start && e.end <= range.end)
+        .filter(|e| e.slot == edits::Slot::Replace)
+        .cloned()
+        .collect();
+    out.sort_by_key(|e| e.start);
+    out
+}
+
+/// `text[range]` as the instrumented file has it: with the replacements inside it.
+/// `replaced` is sorted by start (`replacements`), so only those inside `range` are looked at.
+fn rewritten(text: &str, replaced: &[Edit], range: &std::ops::Range<usize>) -> String {
+    let first = replaced.partition_point(|e| e.start < range.start);
+    let inside = replaced[first..]
+        .iter()
+        .take_while(|e| e.start < range.end)
+        .filter(|e| e.end <= range.end)
         .map(|e| Edit {
             start: e.start - range.start,
             end: e.end - range.start,
