@@ -46,6 +46,12 @@ pub struct InsertJson {
     /// Bytes of CUDA source instrumented and the seconds it took (parse, plan, render).
     pub cuda_bytes: usize,
     pub seconds: f64,
+    /// Uses of `__device__` variables declared in include guards, namespaces or headers.
+    #[serde(default)]
+    pub hidden_globals: usize,
+    /// Pointer parameters that every call passes shared or per-thread memory (no fence).
+    #[serde(default)]
+    pub local_params: usize,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -85,6 +91,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             s.cuda_bytes as f64 / 1e6 / secs.max(1e-9),
             s.query_time.as_secs_f64() * 1e3
         );
+        human += &format!(
+            "wmfix: {} uses of __device__ variables declared in include guards, namespaces or headers; {} pointer parameters passed only shared or per-thread memory (no fence)\n",
+            s.precision.hidden_globals, s.precision.local_params
+        );
     }
     let doc = InsertJson {
         files: s.files,
@@ -95,6 +105,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fences_json: s.fences_json,
         cuda_bytes: s.cuda_bytes,
         seconds: secs,
+        hidden_globals: s.precision.hidden_globals,
+        local_params: s.precision.local_params,
     };
     super::report(args.json, &doc, &human);
     Ok(exit_code::OK)

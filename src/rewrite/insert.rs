@@ -5,6 +5,7 @@ use crate::exit_code::{self, fail};
 use crate::fences::record::{FenceList, VERSION};
 use crate::fences::scope::FenceScope;
 use crate::out_dir::OutDir;
+use crate::rewrite::device_code::Precision;
 use crate::rewrite::render::{self, Planned};
 use crate::rewrite::source::SourceFile;
 use crate::rewrite::walk;
@@ -38,6 +39,8 @@ pub struct Summary {
     pub instrumented: usize,
     pub fences: usize,
     pub warnings: Vec<String>,
+    /// Summed over the instrumented files: what the rewriter saw beyond one file's top level.
+    pub precision: Precision,
     /// Bytes of CUDA source parsed and instrumented, and the wall-clock time that took on all
     /// cores (no file I/O).
     pub cuda_bytes: usize,
@@ -83,6 +86,10 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         files: input.files.len(),
         instrumented: done.texts.iter().filter(|t| t.is_some()).count(),
         fences: done.fences.len(),
+        precision: planned.iter().fold(Precision::default(), |a, p| Precision {
+            hidden_globals: a.hidden_globals + p.plan.precision.hidden_globals,
+            local_params: a.local_params + p.plan.precision.local_params,
+        }),
         warnings,
         cuda_bytes,
         cuda_time,

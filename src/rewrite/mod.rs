@@ -1,6 +1,7 @@
 //! `wmfix insert`: CUDA sources to the instrumented tree and `fences.json`.
 
 pub mod aim;
+pub mod calls;
 pub mod device_code;
 pub mod dump;
 pub mod edits;

@@ -2,7 +2,8 @@
 //! fence sites, braces, virtual thread ids, the stress dispatch at kernel entry, launch sites,
 //! and warnings about what the rewriter cannot see.
 
-use crate::rewrite::device_code::{self, DeviceFunction};
+use crate::rewrite::calls;
+use crate::rewrite::device_code::{self, DeviceFunction, Locality, Precision, Program};
 use crate::rewrite::edits::{Edit, Slot};
 use crate::rewrite::parse;
 use crate::rewrite::queries::{self, Capture, Captures};
@@ -20,6 +21,7 @@ pub struct FilePlan {
     pub functions: Vec<(String, bool)>,
     pub has_device_code: bool,
     pub warnings: Vec<String>,
+    pub precision: Precision,
 }
 
 impl FilePlan {
@@ -28,13 +30,28 @@ impl FilePlan {
     }
 }
 
-pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
+pub fn plan(file: &SourceFile, tree: &Tree, program: &Program) -> FilePlan {
     let text = file.text.as_str();
     let errors = Nested::new(parse::error_ranges(tree));
     let caps = Captures::run(queries::all(), tree.root_node(), text.as_bytes());
     let functions = device_code::device_functions(&caps, text);
     let bodies = device_code::bodies(&functions);
-    let accesses: Vec<_> = device_code::accesses(&functions, &caps, text)
+    // Pointer parameters that every call passes local memory are local too: found with what
+    // is local without them, then locality again with them.
+    let first = Locality::new(&caps, text, &[]);
+    let source = file.rel.extension().is_some_and(|e| e == "cu");
+    let params = if source {
+        calls::local_params(&caps, text, &first)
+    } else {
+        Vec::new()
+    };
+    let local = if params.is_empty() {
+        first
+    } else {
+        Locality::new(&caps, text, &params)
+    };
+    let (accesses, precision) = device_code::accesses(&functions, &caps, text, program, &local);
+    let accesses: Vec<_> = accesses
         .into_iter()
         .filter(|a| !errors.overlaps(a.node.byte_range()))
         .collect();
@@ -63,6 +80,7 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
         has_device_code: !functions.is_empty(),
         functions: functions.into_iter().map(|f| (f.name, f.host)).collect(),
         warnings,
+        precision,
     }
 }
 

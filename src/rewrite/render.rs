@@ -5,9 +5,12 @@ use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::{FenceRecord, How, Placement};
 use crate::fences::scope::FenceScope;
 use crate::rewrite::aim::AimForm;
+use crate::rewrite::device_code::{self, Program};
 use crate::rewrite::edits::{self, Edit};
 use crate::rewrite::parse::{self, SyntaxError};
 use crate::rewrite::plan::{self, FilePlan};
+use crate::rewrite::queries::{self, Captures};
+use crate::rewrite::scopes::Scopes;
 use crate::rewrite::sites::{Piece, Site};
 use crate::rewrite::source::SourceFile;
 
@@ -25,20 +28,38 @@ pub struct Instrumented {
     pub fences: Vec<FenceRecord>,
 }
 
-/// Parses and plans one file.
-pub fn plan_file(file: SourceFile) -> Planned {
+/// Parses and plans one file that sees `program`.
+pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
     let tree = parse::parse(&file.text);
     Planned {
-        plan: plan::plan(&file, &tree),
+        plan: plan::plan(&file, &tree, program),
         syntax_error: parse::syntax_error(&tree),
         file,
     }
 }
 
 /// Parses and plans every file on all cores, in input order: fences are numbered afterwards,
-/// so the result does not depend on which thread planned which file.
+/// so the result does not depend on which thread planned which file. Headers are read first
+/// for the `__device__` variables they declare, which every file may use.
 pub fn plan_files(files: Vec<SourceFile>) -> Vec<Planned> {
-    crate::rewrite::parallel::map(files, plan_file)
+    let headers: Vec<&SourceFile> = files.iter().filter(|f| !is_source(f)).collect();
+    let names = crate::rewrite::parallel::map(headers, |f| {
+        let tree = parse::parse(&f.text);
+        let caps = Captures::run(queries::all(), tree.root_node(), f.text.as_bytes());
+        let scopes = Scopes::new(&caps);
+        device_code::global_variables(&caps, &f.text, &scopes)
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    });
+    let program = Program {
+        header_globals: names.into_iter().flatten().collect(),
+    };
+    crate::rewrite::parallel::map(files, |f| plan_file(f, &program))
+}
+
+fn is_source(f: &SourceFile) -> bool {
+    f.rel.extension().is_some_and(|e| e == "cu")
 }
 
 /// The program's one fence numbering, which both renderings use: files by path, then each
