@@ -30,10 +30,21 @@ pub struct Instrumented {
 
 /// Parses and plans one file that sees `program`.
 pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
-    let tree = parse::parse(&file.text);
+    let parse::Masked {
+        tree,
+        attribute: _,
+        first_branch_only,
+    } = parse::parse_masked(&file.text);
+    let mut plan = plan::plan(&file, &tree, program);
+    if let Some(at) = first_branch_only {
+        plan.warnings.push(format!(
+            "{}: warning: `#if`/`#else` splits a statement; only the first branch of each `#if` in this file is instrumented",
+            file.location(at)
+        ));
+    }
     Planned {
-        plan: plan::plan(&file, &tree, program),
-        syntax_error: parse::syntax_error(&tree),
+        plan,
+        syntax_error: parse::syntax_error(&tree, &file.text),
         file,
     }
 }
