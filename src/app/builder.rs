@@ -102,6 +102,7 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
                 .map(|s| app.root.join(s))
                 .collect(),
         ),
+        preprocess: None,
     }
 }
 

@@ -2,10 +2,13 @@
 //! `fences.json` into the output directory. The user's files are only ever read.
 
 use crate::exit_code::{self, fail};
+use crate::fences::record::FenceRecord;
 use crate::fences::record::{FenceList, VERSION};
 use crate::fences::scope::FenceScope;
 use crate::out_dir::OutDir;
 use crate::rewrite::device_code::Precision;
+use crate::rewrite::preprocess;
+pub use crate::rewrite::preprocess::Preprocessor;
 use crate::rewrite::render::{self, Planned};
 use crate::rewrite::source::SourceFile;
 use crate::rewrite::walk;
@@ -32,6 +35,9 @@ pub struct Options {
     pub on_parse_error: OnParseError,
     /// Instrument only files under these paths (the config's `sources`); copy the rest.
     pub only: Option<Vec<PathBuf>>,
+    /// Preprocessed mode: each `.cu` file is run through this first and the preprocessed
+    /// translation unit instrumented (headers are then part of it, not instrumented alone).
+    pub preprocess: Option<Preprocessor>,
 }
 
 pub struct Summary {
@@ -41,6 +47,9 @@ pub struct Summary {
     pub warnings: Vec<String>,
     /// Summed over the instrumented files: what the rewriter saw beyond one file's top level.
     pub precision: Precision,
+    /// Preprocessed mode: fences in files outside the tree (library headers), as
+    /// `path:line` findings for that library.
+    pub library_fences: Vec<String>,
     /// Bytes of CUDA source parsed and instrumented, and the wall-clock time that took on all
     /// cores (no file I/O).
     pub cuda_bytes: usize,
@@ -78,8 +87,13 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         query_time,
     } = plan_tree(opts)?;
     let t0 = Instant::now();
-    let done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
+    let mut done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
         .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
+    let library_fences = if opts.preprocess.is_some() {
+        map_back(&input.root, &planned, &mut done.fences)
+    } else {
+        Vec::new()
+    };
     cuda_time += t0.elapsed();
     write_output(out, &input, &copies, &planned, &done, opts.fence)?;
     Ok(Summary {
@@ -91,6 +105,7 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
             local_params: a.local_params + p.plan.precision.local_params,
         }),
         warnings,
+        library_fences,
         cuda_bytes,
         cuda_time,
         query_time,
@@ -175,6 +190,17 @@ fn read_candidates(
             copies.push(rel.clone());
             continue;
         }
+        if let Some(pre) = &opts.preprocess {
+            if rel.extension().is_some_and(|e| e == "cu") {
+                let text = pre.run(&input.root, rel)?;
+                let text = preprocess::own_text(text, rel);
+                let shown = PathBuf::from(format!("{} (preprocessed)", rel.display()));
+                sources.push(SourceFile::from_bytes(rel.clone(), shown, text));
+            } else {
+                copies.push(rel.clone());
+            }
+            continue;
+        }
         let bytes = std::fs::read(&abs)
             .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", abs.display())))?;
         if !walk::is_cuda_source(rel) && !names_cuda_qualifier(&bytes) {
@@ -197,6 +223,28 @@ fn names_cuda_qualifier(bytes: &[u8]) -> bool {
     bytes
         .windows(b"__device__".len())
         .any(|w| w == b"__device__" || w == b"__global__")
+}
+
+/// Preprocessed mode: each fence record's file and line are where its code came from (through
+/// the line markers); those outside the tree are returned as `path:line` findings.
+fn map_back(root: &Path, planned: &[Planned], fences: &mut [FenceRecord]) -> Vec<String> {
+    let maps: std::collections::HashMap<&Path, preprocess::LineMap> = planned
+        .iter()
+        .map(|p| (p.file.rel.as_path(), preprocess::LineMap::new(&p.file.text)))
+        .collect();
+    let mut library = Vec::new();
+    for f in fences {
+        let Some((file, line)) = maps.get(f.file.as_path()).and_then(|m| m.origin(f.line)) else {
+            continue;
+        };
+        let (shown, own) = preprocess::shown(root, root, file);
+        f.file = shown;
+        f.line = line;
+        if !own {
+            library.push(format!("{}:{line} (fence {})", f.file.display(), f.id));
+        }
+    }
+    library
 }
 
 fn display_path(paths: &[PathBuf], root: &Path, rel: &Path) -> PathBuf {

@@ -34,6 +34,54 @@ pub fn attributes(text: &str) -> (String, Option<&'static str>) {
     (bytes_to_string(out), first)
 }
 
+/// What preprocessing made of the CUDA qualifiers, and the qualifier each was.
+const GNU_QUALIFIERS: &[(&str, &str)] = &[
+    ("device", "__device__"),
+    ("global", "__global__"),
+    ("host", "__host__"),
+    ("shared", "__shared__"),
+    ("constant", "__constant__"),
+    ("managed", "__managed__"),
+];
+
+/// Preprocessed text (`nvcc -E`) with `__attribute__((device))` and its kin written back as
+/// the qualifier they were (padded with spaces), every other `__attribute__((...))` and
+/// `__inline__` blanked, so the grammar sees CUDA again.
+pub fn gnu_attributes(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    for (at, _) in text.match_indices("__attribute__") {
+        let Some(end) = balanced_parens(text, at + "__attribute__".len()) else {
+            continue;
+        };
+        let inner = text[at + "__attribute__".len()..end]
+            .trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace());
+        blank(&mut out, at..end);
+        if let Some((_, q)) = GNU_QUALIFIERS.iter().find(|(a, _)| *a == inner) {
+            out[at..at + q.len()].copy_from_slice(q.as_bytes());
+        }
+    }
+    for (at, w) in text.match_indices("__inline__") {
+        if whole_word(text, at, w.len()) {
+            blank(&mut out, at..at + w.len());
+        }
+    }
+    bytes_to_string(out)
+}
+
+/// Line markers of preprocessed text (`# 12 "file" 2`) blanked: they are not C++.
+pub fn line_markers(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let digit = line.strip_prefix("# ").and_then(|r| r.chars().next());
+        if digit.is_some_and(|c| c.is_ascii_digit()) {
+            blank(&mut out, at..at + line.len());
+        }
+        at += line.len();
+    }
+    bytes_to_string(out)
+}
+
 /// `text` with only the first branch of every `#if`/`#ifdef`/`#ifndef` group: the directive
 /// lines and every `#elif`/`#else` branch blanked. For a file whose `#if`/`#else` splits a
 /// statement (`#if A\n if (x) {\n#else\n if (y) {\n#endif`), which no grammar can parse as
@@ -145,6 +193,17 @@ mod tests {
         assert_eq!(
             m,
             "struct               V {};\nvoid           cb();\nint my__align__x;\n"
+        );
+    }
+
+    #[test]
+    fn preprocessed_qualifiers_are_written_back() {
+        let src = "# 3 \"k.cu\"\n__attribute__((device)) __inline__ __attribute__((always_inline)) void f();\n";
+        let m = line_markers(&gnu_attributes(src));
+        assert_eq!(m.len(), src.len());
+        assert_eq!(
+            m.split_whitespace().collect::<Vec<_>>(),
+            ["__device__", "void", "f();"]
         );
     }
 

@@ -10,6 +10,7 @@ pub mod mask;
 pub mod parallel;
 pub mod parse;
 pub mod plan;
+pub mod preprocess;
 pub mod queries;
 pub mod ranges;
 pub mod render;

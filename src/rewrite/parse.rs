@@ -24,7 +24,13 @@ pub struct Masked {
 /// leaves a syntax error and the file has `#else`/`#elif`, again with only each `#if` group's
 /// first branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str) -> Masked {
-    let pragmas = blank_pragmas(text);
+    let mut pragmas = blank_pragmas(text);
+    if pragmas.contains("__attribute__((") {
+        pragmas = mask::gnu_attributes(&pragmas).into();
+    }
+    if pragmas.starts_with("# ") || pragmas.contains("\n# ") {
+        pragmas = mask::line_markers(&pragmas).into();
+    }
     let (masked, attribute) = if ATTRIBUTE_HINTS.iter().any(|w| pragmas.contains(w)) {
         let (m, a) = mask::attributes(&pragmas);
         (std::borrow::Cow::Owned(m), a)
