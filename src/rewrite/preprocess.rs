@@ -103,7 +103,8 @@ fn marker(line: &str) -> Option<(usize, PathBuf)> {
 }
 
 /// How a file a marker names is shown: relative to the tree's root when it is inside it, else
-/// from its last `include/` folder on (`cub/agent/single_pass_scan_operators.cuh`), else as is.
+/// from its last `include/` folder on, past CCCL's own `cccl/` folder
+/// (`cub/agent/single_pass_scan_operators.cuh`), else as is.
 pub fn shown(root: &Path, dir: &Path, file: &Path) -> (PathBuf, bool) {
     let abs = dir.join(file);
     let abs = abs.canonicalize().unwrap_or(abs);
@@ -112,7 +113,10 @@ pub fn shown(root: &Path, dir: &Path, file: &Path) -> (PathBuf, bool) {
     }
     let parts: Vec<_> = abs.components().collect();
     match parts.iter().rposition(|c| c.as_os_str() == "include") {
-        Some(i) => (parts[i + 1..].iter().collect(), false),
+        Some(i) => {
+            let skip = usize::from(parts.get(i + 1).is_some_and(|c| c.as_os_str() == "cccl"));
+            (parts[i + 1 + skip..].iter().collect(), false)
+        }
         None => (abs, false),
     }
 }
@@ -145,5 +149,11 @@ mod tests {
             Path::new("/venv/lib/cu13/include/cub/agent/scan.cuh"),
         );
         assert_eq!((p, own), (PathBuf::from("cub/agent/scan.cuh"), false));
+        let (p, _) = shown(
+            Path::new("/app"),
+            Path::new("/app"),
+            Path::new("/cu13/include/cccl/cub/agent/single_pass_scan_operators.cuh"),
+        );
+        assert_eq!(p, PathBuf::from("cub/agent/single_pass_scan_operators.cuh"));
     }
 }
