@@ -110,3 +110,49 @@ fn cub_scan_lib_fences_are_listed_with_cub_paths() {
         "{library:?}"
     );
 }
+
+/// wmfix.toml's `preprocess` key: `wmfix build` instruments the preprocessed TU; `reduce`
+/// refuses at once (its patch would be against text the user never wrote).
+#[test]
+fn the_config_key_builds_preprocessed_and_reduce_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("qual.h"),
+        "#define DEVFN __device__ __forceinline__\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("k.cu"),
+        "#include \"qual.h\"\nDEVFN void f(int *a) { a[threadIdx.x] = 1; }\n__global__ void k(int *a) { f(a); }\nint main() { k<<<1, 1>>>(nullptr); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("wmfix.toml"),
+        format!(
+            "build = \"nvcc -arch=sm_90 -o k k.cu\"\nrun = \"./k\"\ngpu = false\npreprocess = \"{} -E -x cu -arch=sm_90\"\n",
+            nvcc().display()
+        ),
+    )
+    .unwrap();
+    let o = nvcc_command(tmp.path())
+        .args([
+            "-c",
+            &format!("{} build app --out out", env!("CARGO_BIN_EXE_wmfix")),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list = std::fs::read_to_string(tmp.path().join("out/fences.json")).unwrap();
+    assert!(
+        list.contains("\"file\": \"k.cu\"") && list.contains("\"line\": 2"),
+        "{list}"
+    );
+    let o = run(
+        tmp.path(),
+        &["reduce", "app", "--out", "out2", "--hours", "1"],
+    );
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    assert!(stderr(&o).contains("preprocessed mode"), "{}", stderr(&o));
+}

@@ -102,7 +102,14 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
                 .map(|s| app.root.join(s))
                 .collect(),
         ),
-        preprocess: None,
+        preprocess: app
+            .config
+            .preprocess
+            .as_ref()
+            .map(|c| insert::Preprocessor {
+                command: c.split_whitespace().map(str::to_string).collect(),
+                env: crate::app::toolchain::build_env(),
+            }),
     }
 }
 

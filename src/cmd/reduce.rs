@@ -37,6 +37,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     crate::interrupt::install();
     let started = Instant::now();
     let app = App::load(&opts.dir)?;
+    patch::refuse_preprocessed(&app)?;
     super::needs_gpu(&app, "reduce")?;
     let inputs = [app.root.clone()];
     let out = if opts.resume {
