@@ -1,6 +1,9 @@
 //! Throughput of the rewriter: MB/s of CUDA source parsed, planned (on all cores, as `insert`
-//! does) and rendered.
-//! Target (issue 2): at least 5 MB/s. Run: `cargo bench --bench insert_throughput`.
+//! does) and rendered, and how time and memory grow with file size and nesting depth.
+//! Targets (issues 2 and 15): at least 5 MB/s on many files; one 20 MB file in <= 10 s;
+//! 20,000 nested `if`s in <= 2 s and <= 1 GB.
+//! Run: `cargo bench --bench insert_throughput` (every scenario, each in its own process so
+//! that its peak memory is its own), or `... -- big 20` / `deep 20000` / `tree` for one.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -21,19 +24,39 @@ fn corpus(copies: usize) -> Vec<(PathBuf, String)> {
     files
 }
 
-fn main() {
-    let files = corpus(2000);
-    if std::env::var("PARSE_ONLY").is_ok() {
-        let t0 = Instant::now();
-        for (_, text) in &files {
-            std::hint::black_box(wmfix::rewrite::parse::parse(text));
-        }
-        println!("parse only: {:.3} s", t0.elapsed().as_secs_f64());
+/// One file of small kernels, `mb` MB long.
+fn big_file(mb: usize) -> Vec<(PathBuf, String)> {
+    let kernel = |i: usize| {
+        format!(
+            "__global__ void k{i}(int *a, int *b, int n) {{\n  int i = threadIdx.x + blockIdx.x * blockDim.x;\n  if (i < n) {{ a[i] = b[i] + 1; atomicAdd(&b[0], a[i]); }}\n}}\n"
+        )
+    };
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < mb * 1_000_000 {
+        text += &kernel(i);
+        i += 1;
     }
-    let bytes: usize = files.iter().map(|f| f.1.len()).sum();
+    vec![(PathBuf::from("big.cu"), text)]
+}
+
+/// One kernel with `depth` nested `if`s, each condition an access.
+fn deep_file(depth: usize) -> Vec<(PathBuf, String)> {
+    let mut text = String::from("__global__ void k(int *a) {\n");
+    for i in 0..depth {
+        text += &format!("if (a[{}]) {{\n", i % 7);
+    }
+    text += "a[0] = 1;\n";
+    text += &"}\n".repeat(depth);
+    text += "}\n";
+    vec![(PathBuf::from("deep.cu"), text)]
+}
+
+/// Parses, plans and renders `files` `runs` times; the best time and the fence count.
+fn instrument(files: &[(PathBuf, String)], runs: usize) -> (f64, usize) {
     let mut best = f64::INFINITY;
     let mut fences = 0;
-    for _ in 0..3 {
+    for _ in 0..runs {
         let t0 = Instant::now();
         let sources = files
             .iter()
@@ -45,11 +68,65 @@ fn main() {
         best = best.min(t0.elapsed().as_secs_f64());
         fences = done.fences.len();
     }
+    (best, fences)
+}
+
+/// The process's peak resident memory in MB (VmHWM).
+fn peak_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn scenario(name: &str, size: usize) {
+    // Compiling the queries happens once per process: not part of any scenario's time.
+    wmfix::rewrite::queries::check().unwrap();
+    let (files, runs, target) = match name {
+        "tree" => (corpus(size), 3, ">= 5 MB/s"),
+        "big" => (big_file(size), 1, "20 MB in <= 10 s"),
+        "deep" => (deep_file(size), 1, "20,000 in <= 2 s and <= 1 GB"),
+        _ => panic!("scenarios: tree N, big MB, deep N"),
+    };
+    let bytes: usize = files.iter().map(|f| f.1.len()).sum();
+    let (secs, fences) = instrument(&files, runs);
     println!(
-        "insert_throughput: {:.1} MB in {} files, {fences} fences: best of 3 {:.3} s = {:.1} MB/s (target >= 5 MB/s)",
+        "{name} {size}: {:.1} MB in {} files, {fences} fences: {} {secs:.3} s = {:.2} MB/s, peak {:.0} MB (target {target})",
         bytes as f64 / 1e6,
         files.len(),
-        best,
-        bytes as f64 / 1e6 / best
+        if runs > 1 { "best of 3" } else { "one run" },
+        bytes as f64 / 1e6 / secs,
+        peak_mb(),
     );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if let [name, size] = args.as_slice() {
+        return scenario(name, size.parse().expect("a size"));
+    }
+    println!(
+        "insert_throughput on {} cores",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let all = [
+        ("tree", 2000),
+        ("big", 1),
+        ("big", 5),
+        ("big", 20),
+        ("deep", 2000),
+        ("deep", 20000),
+    ];
+    for (name, size) in all {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([name, &size.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{name} {size} failed");
+    }
 }

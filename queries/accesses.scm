@@ -26,11 +26,16 @@
 (binary_expression operator: ["+" "-"]) @via.arith
 (cast_expression) @via.cast
 
-; File-scope __device__ variables are global memory too; @global.var names them. Naming an
-; array (@global.array) reads nothing: its subscripts and dereferences are the accesses.
-(translation_unit (declaration "__device__" declarator: (_) @global.var))
-(translation_unit (declaration "__device__"
-  declarator: [(array_declarator) (init_declarator declarator: (array_declarator))] @global.array))
+; __device__ variables are global memory too; @global.var names them. Naming an array
+; (@global.array) reads nothing: its subscripts and dereferences are the accesses. Not rooted at
+; the translation unit: one inside an include guard (`#ifndef`) or a namespace counts too;
+; device_code.rs keeps those outside any function.
+(declaration "__device__" declarator: (_) @global.var)
+; Those at the top level of the file, for --stats: the others are what a query rooted at the
+; translation unit used to miss.
+(translation_unit (declaration "__device__" declarator: (_) @global.top))
+(declaration "__device__"
+  declarator: [(array_declarator) (init_declarator declarator: (array_declarator))] @global.array)
 ; Names of functions: a prototype such as `__device__ int f(int);` declares no variable.
 (function_declarator declarator: (_) @function.name)
 

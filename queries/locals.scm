@@ -3,10 +3,11 @@
 ; declared from an initial value, which is not global memory when @alias.value points into one
 ; of the above (found the way accesses.scm's @via captures lead).
 (declaration (type_qualifier "__shared__")) @shared.decl
-; One pattern with an alternation: each pattern rooted at a compound statement keeps a state
-; open over the statement's whole subtree, which made these the dearest part of the query walk.
-(compound_statement (declaration declarator: [(array_declarator) @local.decl
-  (init_declarator declarator: (array_declarator) @local.decl)]))
+; Arrays are local when declared inside a scope (device_code.rs checks by byte range): a pattern
+; rooted at a compound statement keeps a state open over its whole subtree, one per nesting
+; level, which made the query walk grow with depth squared.
+(declaration declarator: [(array_declarator) @local.decl
+  (init_declarator declarator: (array_declarator) @local.decl)])
 (declaration declarator: (init_declarator declarator: (pointer_declarator) @alias.decl
   value: (_) @alias.value))
 

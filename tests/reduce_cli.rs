@@ -561,3 +561,40 @@ fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
         "{applied}"
     );
 }
+
+#[test]
+fn a_latin1_source_is_patched_and_applied_byte_for_byte() {
+    let (tmp, dir) = fixture("reduce-standin");
+    // Not UTF-8: a Latin-1 comment (caf\xe9, \xa9) and a Latin-1 byte in a string.
+    let original: Vec<u8> =
+        b"// caf\xe9 \xa9 1999\n__global__ void k(int *a) {\n  a[0] = 0;\n  a[1] = '\xb0';\n}\n"
+            .to_vec();
+    std::fs::write(dir.join("kernel.cu"), &original).unwrap();
+    ok(&reduce_cmd(&dir, "out", "1", 100, &[]).output().unwrap());
+    assert_eq!(std::fs::read(dir.join("kernel.cu")).unwrap(), original);
+    let patch_path = tmp.path().join("out/reduce/fences.patch");
+    let clean = copy_tree(&dir, &tmp.path().join("clean"));
+    let o = Command::new("patch")
+        .args(["-p1", "-i", patch_path.to_str().unwrap()])
+        .current_dir(&clean)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&wmfix()
+        .current_dir(tmp.path())
+        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
+        .output()
+        .unwrap());
+    let applied = std::fs::read(dir.join("kernel.cu")).unwrap();
+    assert_eq!(applied, std::fs::read(clean.join("kernel.cu")).unwrap());
+    // The original's bytes, with one fence added after `a[1] = '\xb0';`; its comment quotes
+    // the statement in the file's own bytes.
+    let fence: &[u8] = b" __threadfence(); /* wmfix fence 1: after store `a[1] = '\xb0';` */";
+    let at = original.windows(2).position(|w| w == b"';").unwrap() + 2;
+    let want = [&original[..at], fence, &original[at..]].concat();
+    assert_eq!(
+        String::from_utf8_lossy(&applied),
+        String::from_utf8_lossy(&want)
+    );
+    assert_eq!(applied, want);
+}

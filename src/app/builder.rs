@@ -102,6 +102,14 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
                 .map(|s| app.root.join(s))
                 .collect(),
         ),
+        preprocess: app
+            .config
+            .preprocess
+            .as_ref()
+            .map(|c| insert::Preprocessor {
+                command: c.split_whitespace().map(str::to_string).collect(),
+                env: crate::app::toolchain::build_env(),
+            }),
     }
 }
 
@@ -150,6 +158,10 @@ fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<
     for rel in &input.files {
         h.add(rel.to_string_lossy().as_bytes());
         h.add(&std::fs::read(input.root.join(rel))?);
+    }
+    for (rel, target) in &input.links {
+        h.add(rel.as_os_str().as_encoded_bytes());
+        h.add(target.as_os_str().as_encoded_bytes());
     }
     Ok(format!("{}\n", h.hex()))
 }

@@ -33,6 +33,11 @@ pub struct Config {
     /// simulation, the stand-ins of wmfix's CPU tests): then no CUDA driver is looked for.
     #[serde(default = "default_gpu")]
     pub gpu: bool,
+    /// Preprocessed mode (`wmfix insert --preprocess`): the command that preprocesses one `.cu`
+    /// file with the build's flags (its path appended), for example
+    /// `nvcc -E -x cu -O3 -arch=sm_90`. `reduce`'s patch is not made in this mode yet.
+    #[serde(default)]
+    pub preprocess: Option<String>,
 }
 
 fn default_sources() -> Vec<PathBuf> {
@@ -211,6 +216,10 @@ crash_exit_codes = []
 # The program runs on a GPU: without a CUDA driver and device, wmfix stops before building.
 # gpu = false declares a program that needs none (a simulation, a stand-in).
 # gpu = true
+
+# Preprocessed mode: instrument each .cu file as the compiler's front end sees it (macros
+# expanded, headers and library code included); the build's own flags, the file appended.
+# preprocess = "nvcc -E -x cu -O3 -arch=sm_90"
 "#;
 
 #[cfg(test)]
@@ -223,6 +232,9 @@ mod tests {
         assert_eq!(c.sources, [PathBuf::from(".")]);
         assert_eq!(c.timeout_s, 30.0);
         assert_eq!(c.check, None);
+        assert_eq!(c.preprocess, None);
+        let p = parse("build = \"b\"\nrun = \"r\"\npreprocess = \"nvcc -E -x cu\"\n").unwrap();
+        assert_eq!(p.preprocess.as_deref(), Some("nvcc -E -x cu"));
     }
 
     #[test]

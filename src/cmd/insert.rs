@@ -29,6 +29,12 @@ pub struct Args {
     /// and warnings go to stderr.
     #[arg(long, conflicts_with = "dump_tree")]
     json: bool,
+    /// Preprocessed mode: run each `.cu` file through this command (the build's front end,
+    /// for example "nvcc -E -x cu -arch=sm_90 -I include"; the file's path is appended) and
+    /// instrument the translation unit, headers and library code included; fences map back to
+    /// the file:line they came from, those in library headers are listed as findings
+    #[arg(long, value_name = "COMMAND")]
+    preprocess: Option<String>,
 }
 
 /// What `wmfix insert --json` prints.
@@ -46,6 +52,15 @@ pub struct InsertJson {
     /// Bytes of CUDA source instrumented and the seconds it took (parse, plan, render).
     pub cuda_bytes: usize,
     pub seconds: f64,
+    /// Uses of `__device__` variables declared in include guards, namespaces or headers.
+    #[serde(default)]
+    pub hidden_globals: usize,
+    /// Pointer parameters that every call passes shared or per-thread memory (no fence).
+    #[serde(default)]
+    pub local_params: usize,
+    /// Preprocessed mode: fences inside library headers, `path:line (fence N)`.
+    #[serde(default)]
+    pub library_fences: Vec<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -63,6 +78,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fence: args.fence,
         on_parse_error: args.on_parse_error,
         only: None,
+        preprocess: args.preprocess.map(|c| insert::Preprocessor {
+            command: c.split_whitespace().map(str::to_string).collect(),
+            env: crate::app::toolchain::build_env(),
+        }),
     };
     let s = insert::run(&opts, &out)?;
     for w in &s.warnings {
@@ -76,6 +95,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         s.tree.display(),
         s.fences_json.display()
     );
+    if !s.library_fences.is_empty() {
+        human += &format!(
+            "wmfix: {} fences inside library headers (findings for the library, not the program's own code):\n",
+            s.library_fences.len()
+        );
+        for f in &s.library_fences {
+            human += &format!("  {f}\n");
+        }
+    }
     let secs = s.cuda_time.as_secs_f64();
     if args.stats {
         human += &format!(
@@ -84,6 +112,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             secs * 1e3,
             s.cuda_bytes as f64 / 1e6 / secs.max(1e-9),
             s.query_time.as_secs_f64() * 1e3
+        );
+        human += &format!(
+            "wmfix: {} uses of __device__ variables declared in include guards, namespaces or headers; {} pointer parameters passed only shared or per-thread memory (no fence)\n",
+            s.precision.hidden_globals, s.precision.local_params
         );
     }
     let doc = InsertJson {
@@ -95,6 +127,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fences_json: s.fences_json,
         cuda_bytes: s.cuda_bytes,
         seconds: secs,
+        library_fences: s.library_fences.clone(),
+        hidden_globals: s.precision.hidden_globals,
+        local_params: s.precision.local_params,
     };
     super::report(args.json, &doc, &human);
     Ok(exit_code::OK)

@@ -37,6 +37,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     crate::interrupt::install();
     let started = Instant::now();
     let app = App::load(&opts.dir)?;
+    patch::refuse_preprocessed(&app)?;
     super::needs_gpu(&app, "reduce")?;
     let inputs = [app.root.clone()];
     let out = if opts.resume {
@@ -120,14 +121,17 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     };
     let (hardened, sources) = patch::harden(&app, out.root(), &result.fences, opts.scope)?;
     let patch_path = files.patch();
-    let mut patch_text = String::new();
+    let mut patch_text = Vec::new();
     if !result.complete {
-        patch_text += &format!(
-            "wmfix reduce: INCOMPLETE, not checked for stability: {}\n\n",
-            result.note
+        patch_text.extend(
+            format!(
+                "wmfix reduce: INCOMPLETE, not checked for stability: {}\n\n",
+                result.note
+            )
+            .bytes(),
         );
     }
-    patch_text += &patch::unified_diff(&hardened);
+    patch_text.extend(patch::unified_diff(&hardened));
     std::fs::write(&patch_path, patch_text)?;
     let model = model_completion(&app, &records, &result.fences);
     write_model_patch(
@@ -195,9 +199,7 @@ fn write_model_patch(
     model: &crate::reduce::model::Completed,
     scope: FenceScope,
 ) -> Result<()> {
-    let mut text = String::from(
-        "wmfix reduce: fences required by the PTX memory model, not observed on this GPU; apply after fences.patch (or `wmfix apply --model`)\n\n",
-    );
+    let mut text = b"wmfix reduce: fences required by the PTX memory model, not observed on this GPU; apply after fences.patch (or `wmfix apply --model`)\n\n".to_vec();
     if !model.fences.is_empty() {
         let both: crate::fences::id::Ids = kept.union(&model.ids()).copied().collect();
         // An acquire is needed once the spin ends: the model's fences go after the loop only.
@@ -212,7 +214,8 @@ fn write_model_patch(
                 patch::Hardened { original, ..c }
             })
             .collect();
-        text += &patch::unified_diff(&from_kept);
+        // Bytes, each file in its own encoding (a Latin-1 file's context must match its bytes).
+        text.extend(patch::unified_diff(&from_kept));
     }
     std::fs::write(path, text)?;
     Ok(())

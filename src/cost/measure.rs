@@ -210,7 +210,7 @@ fn harden_and_build(
     digest.add(std::fs::read_to_string(out.build_stamp())?.as_bytes());
     for f in &files {
         digest.add(f.rel.as_os_str().as_encoded_bytes());
-        digest.add(f.hardened.as_bytes());
+        digest.add(&f.bytes());
     }
     let stamp = out.cost().variant_stamp(name);
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s == digest.hex()) {
@@ -220,7 +220,7 @@ fn harden_and_build(
     let input = crate::rewrite::walk::collect(std::slice::from_ref(&app.root), out.root())?;
     crate::rewrite::walk::copy_files(&input, &tree).context("copying the sources")?;
     for f in &files {
-        std::fs::write(tree.join(&f.rel), &f.hardened)?;
+        std::fs::write(tree.join(&f.rel), f.bytes())?;
     }
     let step = builder::spinner(&format!("building the {name} variant"));
     builder::run_build(app, &tree, &out.cost().build_log(name))?;

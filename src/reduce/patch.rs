@@ -9,6 +9,7 @@ use crate::fences::id::Ids;
 use crate::fences::scope::FenceScope;
 use crate::rewrite::insert;
 use crate::rewrite::render;
+use crate::rewrite::source::Encoding;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,15 @@ pub struct Hardened {
     pub rel: PathBuf,
     pub original: String,
     pub hardened: String,
+    /// The file's encoding: `bytes` writes `hardened` back in it.
+    pub encoding: Encoding,
+}
+
+impl Hardened {
+    /// The hardened file as bytes, in the original's encoding.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.encoding.encode(&self.hardened)
+    }
 }
 
 /// Digests of the instrumented sources, by path: fence ids mean something only for these texts.
@@ -42,6 +52,7 @@ pub fn harden_placed(
     after_loop: &Ids,
     scope: FenceScope,
 ) -> Result<(Vec<Hardened>, SourceDigests)> {
+    refuse_preprocessed(app)?;
     let mut tree = insert::plan_tree(&builder::insert_options(app, out, scope))?;
     let texts = render::render_hardened_placed(&mut tree.planned, kept, after_loop, scope)
         .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
@@ -59,23 +70,39 @@ pub fn harden_placed(
                 rel: p.file.rel,
                 original: p.file.text,
                 hardened,
+                encoding: p.file.encoding,
             })
         })
         .collect();
     Ok((files, digests))
 }
 
-/// A diff that `git apply` and `patch -p1` take, run in the application's folder.
-pub fn unified_diff(files: &[Hardened]) -> String {
-    let mut out = String::new();
+/// Fence ids in preprocessed mode number sites of the preprocessed translation units, not of
+/// the files the user owns: a patch would be against text the user never wrote. Refused before
+/// any work (`reduce` asks first), until edits map back into the user's files.
+pub fn refuse_preprocessed(app: &App) -> Result<()> {
+    if app.config.preprocess.is_some() {
+        return Err(fail(
+            exit_code::USAGE,
+            "wmfix.toml sets preprocess: fences.patch and apply are not made in preprocessed mode yet (use wmfix test, or reduce without it)".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// A diff that `git apply` and `patch -p1` take, run in the application's folder; each file's
+/// lines in that file's own encoding, so that a Latin-1 file's context matches its bytes.
+pub fn unified_diff(files: &[Hardened]) -> Vec<u8> {
+    let mut out = Vec::new();
     for f in files {
         let path = f.rel.to_string_lossy();
         let diff = similar::TextDiff::from_lines(&f.original, &f.hardened);
-        out += &diff
+        let text = diff
             .unified_diff()
             .context_radius(3)
             .header(&format!("a/{path}"), &format!("b/{path}"))
             .to_string();
+        out.extend(f.encoding.encode(&text));
     }
     out
 }
@@ -105,7 +132,7 @@ pub fn apply(
         ));
     }
     for f in files {
-        std::fs::write(app.root.join(&f.rel), &f.hardened)?;
+        std::fs::write(app.root.join(&f.rel), f.bytes())?;
     }
     Ok(files.len())
 }

@@ -132,7 +132,7 @@ mod tests {
     fn instrument(body: &str) -> String {
         let text = format!("__device__ int f(int *a, int *b, int i, int j) {{\n{body}\n}}\n");
         let file = SourceFile::new("t.cu".into(), "t.cu".into(), text);
-        let mut planned = vec![render::plan_file(file)];
+        let mut planned = vec![render::plan_file(file, &Default::default())];
         let out = render::render(
             &mut planned,
             crate::fences::scope::FenceScope::Device,

@@ -2,6 +2,7 @@
 //! that may access global memory.
 
 use crate::rewrite::queries::{self, Capture, Captures, IdMap, IdSet};
+use crate::rewrite::ranges::Nested;
 use crate::rewrite::scopes::{Bindings, Scopes};
 use std::collections::HashSet;
 use std::num::NonZeroU16;
@@ -55,7 +56,7 @@ pub fn declared_name<'s>(node: Node, text: &'s str) -> &'s str {
     &text[name_node(node).byte_range()]
 }
 
-fn name_node(node: Node) -> Node {
+pub fn name_node(node: Node) -> Node {
     let mut n = node;
     while let Some(d) = n.child_by_field_id(fields().declarator.get()) {
         n = d;
@@ -179,15 +180,10 @@ pub fn first_named(node: Node) -> Option<Node> {
     children.find(|n| !n.is_extra())
 }
 
-/// The innermost device function body containing `node`, as an index into `functions`.
-fn enclosing(functions: &[DeviceFunction], node: Node) -> Option<usize> {
-    let r = node.byte_range();
-    functions
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.body.start_byte() <= r.start && r.end <= f.body.end_byte())
-        .max_by_key(|(_, f)| f.body.start_byte())
-        .map(|(i, _)| i)
+/// The device function bodies of a file, indexed by byte range: `innermost` gives the body
+/// holding a node as an index into the functions.
+pub fn bodies(functions: &[DeviceFunction]) -> Nested {
+    Nested::new(functions.iter().map(|f| f.body.byte_range()))
 }
 
 /// Whether each declared name is not global memory where it is visible: `__shared__`
@@ -198,8 +194,11 @@ fn locality<'s>(
     ways: &Ways,
     caps: &Captures,
     text: &'s str,
+    params: &[Node],
 ) -> Bindings<'s, bool> {
-    let locals = local_declarators(caps, ways);
+    let mut locals = local_declarators(scopes, caps, ways);
+    locals.always.extend(params.iter().map(Node::start_byte));
+    locals.names.extend(params);
     // A name never declared local is global memory wherever it is used: it needs no binding.
     let candidates: HashSet<&str> = locals.names.iter().map(|n| &text[n.byte_range()]).collect();
     let mut names: Vec<(Node, bool)> = Vec::new();
@@ -232,6 +231,46 @@ fn locality<'s>(
     bindings
 }
 
+/// Which names are not global memory where they are used (`locality`), with the scopes and
+/// ways it was found through.
+pub struct Locality<'s> {
+    scopes: Scopes,
+    ways: Ways,
+    bindings: Bindings<'s, bool>,
+    text: &'s str,
+    /// Pointer parameters taken as local (every call passes local memory).
+    params: usize,
+}
+
+impl<'s> Locality<'s> {
+    /// `params`: pointer parameters (their names) known to point into local memory.
+    pub fn new(caps: &Captures, text: &'s str, params: &[Node]) -> Locality<'s> {
+        let scopes = Scopes::new(caps);
+        let ways = Ways::new(caps);
+        let bindings = locality(&scopes, &ways, caps, text, params);
+        Locality {
+            scopes,
+            ways,
+            bindings,
+            text,
+            params: params.len(),
+        }
+    }
+
+    /// Whether the name `base` (an identifier) is local where it is used.
+    fn is_local(&self, base: &Node) -> bool {
+        let name = &self.text[base.byte_range()];
+        self.bindings.lookup(&self.scopes, name, base.start_byte()) == Some(&true)
+    }
+
+    /// Whether the pointer value `arg` points into shared or per-thread memory.
+    pub fn points_local(&self, arg: Node) -> bool {
+        self.ways
+            .base(arg, Via::Pointer)
+            .is_some_and(|b| self.is_local(&b))
+    }
+}
+
 /// The declared names that may not be global memory, keyed by the byte each starts at.
 struct LocalDeclarators<'t> {
     /// `__shared__` variables and local arrays.
@@ -243,7 +282,11 @@ struct LocalDeclarators<'t> {
     names: Vec<Node<'t>>,
 }
 
-fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'t> {
+fn local_declarators<'t>(
+    scopes: &Scopes,
+    caps: &Captures<'t>,
+    ways: &Ways,
+) -> LocalDeclarators<'t> {
     let mut names: Vec<Node> = Vec::new();
     for decl in caps.get(Capture::SharedDecl) {
         // One __shared__ declaration may declare several variables.
@@ -253,7 +296,9 @@ fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'
                 .map(name_node),
         );
     }
-    names.extend(caps.get(Capture::LocalDecl).iter().map(|d| name_node(*d)));
+    // An array is local inside a block; at file or namespace scope it is global memory.
+    let arrays = caps.get(Capture::LocalDecl).iter().map(|d| name_node(*d));
+    names.extend(arrays.filter(|n| scopes.at(n.start_byte()).is_some()));
     let always = names.iter().map(Node::start_byte).collect();
     let mut aliases = IdMap::default();
     for m in &caps.matches {
@@ -272,23 +317,59 @@ fn local_declarators<'t>(caps: &Captures<'t>, ways: &Ways) -> LocalDeclarators<'
     }
 }
 
-/// Names of file-scope `__device__` variables whose name alone reads them: not arrays, and not
+/// Names of `__device__` variables declared outside any function (at file scope, in a
+/// namespace, inside an include guard) whose name alone reads them: not arrays, and not
 /// functions (a prototype's declarator declares none).
-fn global_variables<'s>(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
+pub fn global_variables<'s>(caps: &Captures, text: &'s str, scopes: &Scopes) -> HashSet<&'s str> {
     let functions = caps.ids(Capture::FunctionName);
     let arrays = caps.ids(Capture::GlobalArray);
     caps.get(Capture::GlobalVar)
         .iter()
-        .filter(|n| !arrays.contains(&n.id()))
+        .filter(|n| !arrays.contains(&n.id()) && scopes.at(n.start_byte()).is_none())
         .map(|n| name_node(*n))
         .filter(|n| !functions.contains(&n.id()))
         .map(|n| &text[n.byte_range()])
         .collect()
 }
 
-fn within_any(node: Node, ranges: &[std::ops::Range<usize>]) -> bool {
-    let r = node.byte_range();
-    ranges.iter().any(|u| u.start <= r.start && r.end <= u.end)
+/// Where a name of a `__device__` variable is hidden by a variable or parameter of the same
+/// name declared inside a function.
+fn shadows<'s>(
+    names: &dyn Fn(&str) -> bool,
+    scopes: &Scopes,
+    caps: &Captures,
+    text: &'s str,
+) -> Bindings<'s, ()> {
+    let mut out = Bindings::new();
+    for (cap, param) in [(Capture::VarDecl, false), (Capture::ParamDecl, true)] {
+        for name in caps.get(cap).iter().map(|d| name_node(*d)) {
+            let n = &text[name.byte_range()];
+            let scope = scopes.at(name.start_byte());
+            let Some(s) = scope else { continue };
+            if names(n) && (!param || scopes.is_function(s)) {
+                out.declare(scope, n, name.end_byte(), ());
+            }
+        }
+    }
+    out
+}
+
+/// What device code in one file can see of the rest of the program.
+#[derive(Default)]
+pub struct Program {
+    /// Names of the `__device__` variables (not arrays) that headers declare: a file that
+    /// includes one reads the variable by its name.
+    pub header_globals: HashSet<String>,
+}
+
+/// What `accesses` found beyond the accesses themselves, for `--stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Precision {
+    /// Uses of `__device__` variables declared somewhere other than this file's top level
+    /// (an include guard, a namespace, a header).
+    pub hidden_globals: usize,
+    /// Pointer parameters found to point into shared or per-thread memory at every call.
+    pub local_params: usize,
 }
 
 /// Every expression in device code that may access global memory.
@@ -296,34 +377,40 @@ pub fn accesses<'t>(
     functions: &[DeviceFunction<'t>],
     caps: &Captures<'t>,
     text: &str,
-) -> Vec<Access<'t>> {
-    let scopes = Scopes::new(caps);
-    let ways = Ways::new(caps);
-    let locality = locality(&scopes, &ways, caps, text);
-    let is_local = |base: &Node| {
-        let name = &text[base.byte_range()];
-        locality.lookup(&scopes, name, base.start_byte()) == Some(&true)
-    };
+    program: &Program,
+    local: &Locality,
+) -> (Vec<Access<'t>>, Precision) {
+    let Locality { scopes, ways, .. } = local;
+    let is_local = |base: &Node| local.is_local(base);
     let not_access = caps.ids(Capture::NotAccess);
     let stores = caps.ids(Capture::Store);
-    let unevaluated: Vec<_> = caps
-        .get(Capture::Unevaluated)
-        .iter()
-        .map(Node::byte_range)
-        .collect();
+    let unevaluated = Nested::new(caps.get(Capture::Unevaluated).iter().map(Node::byte_range));
+    let bodies = bodies(functions);
 
-    let globals = global_variables(caps, text);
+    let globals = global_variables(caps, text, scopes);
+    let is_global = |n: &str| globals.contains(n) || program.header_globals.contains(n);
+    let shadowed = shadows(&is_global, scopes, caps, text);
+    // Top-level declarations of this file, as the query once found them alone.
+    let top_level: HashSet<&str> = caps
+        .get(Capture::GlobalTop)
+        .iter()
+        .map(|n| &text[name_node(*n).byte_range()])
+        .collect();
+    let mut precision = Precision {
+        local_params: local.params,
+        ..Precision::default()
+    };
 
     let mut seen = IdSet::default();
     let mut out = Vec::new();
     let mut push = |node: Node<'t>, kind: AccessKind, out: &mut Vec<Access<'t>>| {
         if !seen.insert(node.id())
             || not_access.contains(&node.id())
-            || within_any(node, &unevaluated)
+            || unevaluated.holds(node.byte_range())
         {
             return;
         }
-        let Some(function) = enclosing(functions, node) else {
+        let Some(function) = bodies.innermost(node.byte_range()) else {
             return;
         };
         if ways.base(node, Via::Object).is_some_and(|b| is_local(&b)) {
@@ -352,12 +439,20 @@ pub fn accesses<'t>(
     }
     for n in caps.get(Capture::Ident) {
         // Name first: `parent()` walks down from the root, too slow for every identifier.
-        if globals.contains(&text[n.byte_range()]) && !is_declarator(*n) {
+        let name = &text[n.byte_range()];
+        if is_global(name)
+            && shadowed.lookup(scopes, name, n.start_byte()).is_none()
+            && !is_declarator(*n)
+        {
+            let before = out.len();
             push(*n, AccessKind::Load, &mut out);
+            if out.len() > before && !top_level.contains(name) {
+                precision.hidden_globals += 1;
+            }
         }
     }
     out.sort_by_key(|a| a.node.start_byte());
-    out
+    (out, precision)
 }
 
 /// The name a declaration declares, not a use of it.

@@ -2,9 +2,13 @@
 //! `fences.json` into the output directory. The user's files are only ever read.
 
 use crate::exit_code::{self, fail};
+use crate::fences::record::FenceRecord;
 use crate::fences::record::{FenceList, VERSION};
 use crate::fences::scope::FenceScope;
 use crate::out_dir::OutDir;
+use crate::rewrite::device_code::Precision;
+use crate::rewrite::preprocess;
+pub use crate::rewrite::preprocess::Preprocessor;
 use crate::rewrite::render::{self, Planned};
 use crate::rewrite::source::SourceFile;
 use crate::rewrite::walk;
@@ -31,6 +35,9 @@ pub struct Options {
     pub on_parse_error: OnParseError,
     /// Instrument only files under these paths (the config's `sources`); copy the rest.
     pub only: Option<Vec<PathBuf>>,
+    /// Preprocessed mode: each `.cu` file is run through this first and the preprocessed
+    /// translation unit instrumented (headers are then part of it, not instrumented alone).
+    pub preprocess: Option<Preprocessor>,
 }
 
 pub struct Summary {
@@ -38,6 +45,11 @@ pub struct Summary {
     pub instrumented: usize,
     pub fences: usize,
     pub warnings: Vec<String>,
+    /// Summed over the instrumented files: what the rewriter saw beyond one file's top level.
+    pub precision: Precision,
+    /// Preprocessed mode: fences in files outside the tree (library headers), as
+    /// `path:line` findings for that library.
+    pub library_fences: Vec<String>,
     /// Bytes of CUDA source parsed and instrumented, and the wall-clock time that took on all
     /// cores (no file I/O).
     pub cuda_bytes: usize,
@@ -75,15 +87,25 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         query_time,
     } = plan_tree(opts)?;
     let t0 = Instant::now();
-    let done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
+    let mut done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
         .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
+    let library_fences = if opts.preprocess.is_some() {
+        map_back(&input.root, &planned, &mut done.fences)
+    } else {
+        Vec::new()
+    };
     cuda_time += t0.elapsed();
-    write_output(out, &input.root, &copies, &planned, &done, opts.fence)?;
+    write_output(out, &input, &copies, &planned, &done, opts.fence)?;
     Ok(Summary {
         files: input.files.len(),
         instrumented: done.texts.iter().filter(|t| t.is_some()).count(),
         fences: done.fences.len(),
+        precision: planned.iter().fold(Precision::default(), |a, p| Precision {
+            hidden_globals: a.hidden_globals + p.plan.precision.hidden_globals,
+            local_params: a.local_params + p.plan.precision.local_params,
+        }),
         warnings,
+        library_fences,
         cuda_bytes,
         cuda_time,
         query_time,
@@ -102,12 +124,12 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     crate::rewrite::queries::check()
         .map_err(|e| crate::exit_code::fail(crate::exit_code::INTERNAL, e))?;
     let query_time = t0.elapsed();
-    let (sources, mut copies, unreadable) = read_candidates(opts, &input)?;
+    let (sources, mut copies) = read_candidates(opts, &input)?;
     let cuda_bytes = sources.iter().map(|f| f.text.len()).sum();
     let t0 = Instant::now();
     let parsed = render::plan_files(sources);
     let cuda_time = t0.elapsed();
-    let mut warnings = unreadable;
+    let mut warnings = Vec::new();
     let mut planned = Vec::new();
     // In input order, so that the first syntax error reported is the first in the tree.
     for p in parsed {
@@ -148,16 +170,16 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     })
 }
 
-/// The files to instrument, read, the files to copy as they are, and warnings about candidates
-/// that are not UTF-8 text (copied as they are, like a file that does not parse; with
-/// `--on-parse-error fail`, refused).
+/// The files to instrument, read, and the files to copy as they are. Any bytes are read
+/// (`Encoding::decode`: not UTF-8 is Latin-1, written back byte for byte). A header (not
+/// `.cu`/`.cuh`) that names no CUDA qualifier holds no device code: it is copied without being
+/// parsed, so host-only headers cause no parse-error noise.
 fn read_candidates(
     opts: &Options,
     input: &walk::InputTree,
-) -> Result<(Vec<SourceFile>, Vec<PathBuf>, Vec<String>)> {
+) -> Result<(Vec<SourceFile>, Vec<PathBuf>)> {
     let mut sources = Vec::new();
     let mut copies = Vec::new();
-    let mut warnings = Vec::new();
     for rel in &input.files {
         let abs = input.root.join(rel);
         let selected = opts
@@ -168,29 +190,61 @@ fn read_candidates(
             copies.push(rel.clone());
             continue;
         }
+        if let Some(pre) = &opts.preprocess {
+            if rel.extension().is_some_and(|e| e == "cu") {
+                let text = pre.run(&input.root, rel)?;
+                let text = preprocess::own_text(text, rel);
+                let shown = PathBuf::from(format!("{} (preprocessed)", rel.display()));
+                sources.push(SourceFile::from_bytes(rel.clone(), shown, text));
+            } else {
+                copies.push(rel.clone());
+            }
+            continue;
+        }
         let bytes = std::fs::read(&abs)
             .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", abs.display())))?;
-        let Ok(text) = String::from_utf8(bytes) else {
-            let msg = format!(
-                "{}: not UTF-8 text",
-                display_path(&opts.paths, &input.root, rel).display()
-            );
-            if opts.on_parse_error == OnParseError::Fail {
-                return Err(fail(exit_code::BAD_INPUT, msg));
-            }
-            warnings.push(format!("{msg}: file copied unchanged"));
+        if !walk::is_cuda_source(rel) && !names_cuda_qualifier(&bytes) {
             copies.push(rel.clone());
             continue;
-        };
+        }
         let shown = opts
             .paths
             .iter()
             .find(|p| p.is_file() && abs.ends_with(p))
             .cloned()
             .unwrap_or_else(|| display_path(&opts.paths, &input.root, rel));
-        sources.push(SourceFile::new(rel.clone(), shown, text));
+        sources.push(SourceFile::from_bytes(rel.clone(), shown, bytes));
     }
-    Ok((sources, copies, warnings))
+    Ok((sources, copies))
+}
+
+/// Whether a header's bytes name a qualifier only device code has.
+fn names_cuda_qualifier(bytes: &[u8]) -> bool {
+    bytes
+        .windows(b"__device__".len())
+        .any(|w| w == b"__device__" || w == b"__global__")
+}
+
+/// Preprocessed mode: each fence record's file and line are where its code came from (through
+/// the line markers); those outside the tree are returned as `path:line` findings.
+fn map_back(root: &Path, planned: &[Planned], fences: &mut [FenceRecord]) -> Vec<String> {
+    let maps: std::collections::HashMap<&Path, preprocess::LineMap> = planned
+        .iter()
+        .map(|p| (p.file.rel.as_path(), preprocess::LineMap::new(&p.file.text)))
+        .collect();
+    let mut library = Vec::new();
+    for f in fences {
+        let Some((file, line)) = maps.get(f.file.as_path()).and_then(|m| m.origin(f.line)) else {
+            continue;
+        };
+        let (shown, own) = preprocess::shown(root, root, file);
+        f.file = shown;
+        f.line = line;
+        if !own {
+            library.push(format!("{}:{line} (fence {})", f.file.display(), f.id));
+        }
+    }
+    library
 }
 
 fn display_path(paths: &[PathBuf], root: &Path, rel: &Path) -> PathBuf {
@@ -226,7 +280,7 @@ fn include_path(rel: &Path) -> String {
 
 fn write_output(
     out: &OutDir,
-    root: &Path,
+    input: &walk::InputTree,
     copies: &[PathBuf],
     planned: &[Planned],
     done: &render::Instrumented,
@@ -246,20 +300,19 @@ fn write_output(
         // fs::copy keeps the permission bits: build scripts stay executable.
         let dest = out.tree().join(rel);
         std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| cant(&dest, e))?;
-        std::fs::copy(root.join(rel), &dest).map_err(|e| cant(&dest, e))?;
+        std::fs::copy(input.root.join(rel), &dest).map_err(|e| cant(&dest, e))?;
     }
     for (p, text) in planned.iter().zip(&done.texts) {
-        write(
-            &p.file.rel,
-            text.as_deref().unwrap_or(&p.file.text).as_bytes(),
-        )?;
+        let text = text.as_deref().unwrap_or(&p.file.text);
+        write(&p.file.rel, &p.file.encoding.encode(text))?;
     }
+    walk::make_links(input, &out.tree()).map_err(|e| cant(&out.tree(), e))?;
     crate::rewrite::runtime_headers::write_to(&out.runtime())
         .map_err(|e| cant(&out.runtime(), e))?;
     let json = FenceList {
         version: VERSION,
         fence_scope: scope,
-        root: root.to_path_buf(),
+        root: input.root.clone(),
         total: done.fences.len(),
         fences: done.fences.clone(),
     };

@@ -1,11 +1,71 @@
 //! Parsing CUDA with tree-sitter, and finding the first syntax error.
 
+use crate::rewrite::mask;
 use tree_sitter::{Node, Parser, Tree};
 
 /// Parses `text`. `#pragma` lines are blanked (same length, newlines kept) in the copy that is
 /// parsed, because tree-sitter cannot attach `if (c)\n#pragma unroll\nfor ...` to the `if`;
 /// byte offsets are unchanged, so edits still apply to the original text.
 pub fn parse(text: &str) -> Tree {
+    parse_blanked(&blank_pragmas(text))
+}
+
+/// A tree parsed from a masked text (`mask.rs`), and what was masked.
+pub struct Masked {
+    pub tree: Tree,
+    /// The first attribute blanked (`__align__`, `CUDART_CB`), which then parses.
+    pub attribute: Option<&'static str>,
+    /// Where the first `#else`/`#elif` branch was left out because the text parses only with
+    /// each `#if` group's first branch (a group that splits a statement).
+    pub first_branch_only: Option<usize>,
+}
+
+/// Parses `text` as `parse` does, with the attributes the grammar lacks blanked; when that
+/// leaves a syntax error and the file has `#else`/`#elif`, again with only each `#if` group's
+/// first branch, kept if it has fewer unparsed bytes.
+pub fn parse_masked(text: &str) -> Masked {
+    let mut pragmas = blank_pragmas(text);
+    if pragmas.contains("__attribute__((") {
+        pragmas = mask::gnu_attributes(&pragmas).into();
+    }
+    if pragmas.starts_with("# ") || pragmas.contains("\n# ") {
+        pragmas = mask::line_markers(&pragmas).into();
+    }
+    let (masked, attribute) = if ATTRIBUTE_HINTS.iter().any(|w| pragmas.contains(w)) {
+        let (m, a) = mask::attributes(&pragmas);
+        (std::borrow::Cow::Owned(m), a)
+    } else {
+        (pragmas, None)
+    };
+    let tree = parse_blanked(&masked);
+    let mut out = Masked {
+        tree,
+        attribute,
+        first_branch_only: None,
+    };
+    if !out.tree.root_node().has_error() || !(masked.contains("#else") || masked.contains("#elif"))
+    {
+        return out;
+    }
+    let (first, at) = mask::first_branches(&masked);
+    let retry = parse_blanked(&first);
+    if unparsed(&retry) < unparsed(&out.tree) {
+        out.tree = retry;
+        out.first_branch_only = at;
+    }
+    out
+}
+
+const ATTRIBUTE_HINTS: &[&str] = &["__align__", "CUDART_CB", "CUDA_CB"];
+
+/// Bytes inside syntax errors, plus one per token tree-sitter had to invent.
+fn unparsed(tree: &Tree) -> usize {
+    let errors: usize = error_ranges(tree).iter().map(|r| r.len().max(1)).sum();
+    errors + usize::from(first_error(tree).is_some_and(|e| e.is_missing()))
+}
+
+/// Parses text whose pragmas are already blanked.
+fn parse_blanked(text: &str) -> Tree {
     thread_local! {
         // One parser per thread: creating one per file costs more than small files take.
         static PARSER: std::cell::RefCell<Parser> = std::cell::RefCell::new({
@@ -15,7 +75,7 @@ pub fn parse(text: &str) -> Tree {
         });
     }
     PARSER.with_borrow_mut(|p| {
-        p.parse(blank_pragmas(text).as_bytes(), None)
+        p.parse(text.as_bytes(), None)
             .expect("parse without timeout or cancellation")
     })
 }
@@ -75,15 +135,51 @@ pub struct SyntaxError {
     pub what: String,
 }
 
-pub fn syntax_error(tree: &Tree) -> Option<SyntaxError> {
-    first_error(tree).map(|e| SyntaxError {
-        at: e.start_byte(),
-        what: if e.is_missing() {
+pub fn syntax_error(tree: &Tree, text: &str) -> Option<SyntaxError> {
+    first_error(tree).map(|e| {
+        let what = if e.is_missing() {
             format!("missing `{}`", e.kind())
         } else {
             "syntax error".to_string()
-        },
+        };
+        let at = e.start_byte();
+        SyntaxError {
+            at,
+            what: match construct_near(text, at) {
+                Some(c) => format!("{what} ({c}, which tree-sitter-cuda does not parse)"),
+                None => what,
+            },
+        }
     })
+}
+
+/// Constructs known to defeat the grammar, by what the error's line (or the one before) shows.
+const CONSTRUCTS: &[(&[&str], &str)] = &[
+    (&["asm", ":"], "inline `asm` with operand lists"),
+    (&["new ", "*["], "`new T *[n]`"),
+    (
+        &["#include"],
+        "an `#include` inside a declaration (X-macro)",
+    ),
+    (&["#if"], "`#if` splitting a declaration"),
+    (&["#else"], "`#if`/`#else` splitting a declaration"),
+    (&["__attribute__"], "a GNU `__attribute__`"),
+    (&["__declspec"], "`__declspec`"),
+];
+
+/// The name of a construct in `CONSTRUCTS` on the line of byte `at` or the line before.
+fn construct_near(text: &str, at: usize) -> Option<&'static str> {
+    let at = at.min(text.len());
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let before = text[..line_start.saturating_sub(1)]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let near = text.get(before..line_end)?;
+    CONSTRUCTS
+        .iter()
+        .find(|(marks, _)| marks.iter().all(|m| near.contains(m)))
+        .map(|(_, name)| *name)
 }
 
 /// Byte ranges of all ERROR nodes, inside which nothing is edited.
@@ -122,5 +218,19 @@ mod tests {
         let e = first_error(&tree).expect("an error");
         assert_eq!(e.start_position().row, 0);
         assert!(first_error(&parse("__global__ void k(int *a) { a[0] = 1; }\n")).is_none());
+    }
+
+    #[test]
+    fn errors_name_a_known_construct() {
+        let text = "__device__ int f(int x) {\n  asm(\"add.s32 %0, %1, 1;\" : \"=r\"(x) : \"r\"(x));\n  return x;\n}\n";
+        let tree = parse(text);
+        if let Some(e) = syntax_error(&tree, text) {
+            assert!(e.what.contains("inline `asm`"), "{}", e.what);
+        }
+        assert_eq!(
+            construct_near("a\nb = new float *[n];\n", 4),
+            Some("`new T *[n]`")
+        );
+        assert_eq!(construct_near("a\nb\n", 2), None);
     }
 }

@@ -2,13 +2,14 @@
 //! fence sites, braces, virtual thread ids, the stress dispatch at kernel entry, launch sites,
 //! and warnings about what the rewriter cannot see.
 
-use crate::rewrite::device_code::{self, DeviceFunction};
+use crate::rewrite::calls;
+use crate::rewrite::device_code::{self, DeviceFunction, Locality, Precision, Program};
 use crate::rewrite::edits::{Edit, Slot};
 use crate::rewrite::parse;
 use crate::rewrite::queries::{self, Capture, Captures};
+use crate::rewrite::ranges::Nested;
 use crate::rewrite::sites::{self, Site};
 use crate::rewrite::source::SourceFile;
-use std::ops::Range;
 use tree_sitter::{Node, Tree};
 
 pub struct FilePlan {
@@ -20,6 +21,7 @@ pub struct FilePlan {
     pub functions: Vec<(String, bool)>,
     pub has_device_code: bool,
     pub warnings: Vec<String>,
+    pub precision: Precision,
 }
 
 impl FilePlan {
@@ -28,14 +30,30 @@ impl FilePlan {
     }
 }
 
-pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
+pub fn plan(file: &SourceFile, tree: &Tree, program: &Program) -> FilePlan {
     let text = file.text.as_str();
-    let errors = parse::error_ranges(tree);
+    let errors = Nested::new(parse::error_ranges(tree));
     let caps = Captures::run(queries::all(), tree.root_node(), text.as_bytes());
     let functions = device_code::device_functions(&caps, text);
-    let accesses: Vec<_> = device_code::accesses(&functions, &caps, text)
+    let bodies = device_code::bodies(&functions);
+    // Pointer parameters that every call passes local memory are local too: found with what
+    // is local without them, then locality again with them.
+    let first = Locality::new(&caps, text, &[]);
+    let source = file.rel.extension().is_some_and(|e| e == "cu");
+    let params = if source {
+        calls::local_params(&caps, text, &first)
+    } else {
+        Vec::new()
+    };
+    let local = if params.is_empty() {
+        first
+    } else {
+        Locality::new(&caps, text, &params)
+    };
+    let (accesses, precision) = device_code::accesses(&functions, &caps, text, program, &local);
+    let accesses: Vec<_> = accesses
         .into_iter()
-        .filter(|a| !inside(a.node.byte_range(), &errors))
+        .filter(|a| !errors.overlaps(a.node.byte_range()))
         .collect();
     let placed = sites::place(&accesses, &caps, text);
     let mut warnings: Vec<String> = placed
@@ -51,10 +69,10 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
         .collect();
     let mut fixed = Vec::new();
     fixed.extend(kernel_entries(&functions, caps.root()));
-    fixed.extend(thread_ids(&functions, &caps, text));
-    fixed.extend(launches(&functions, &caps, file, &mut warnings));
-    fixed.retain(|e| !inside(e.start..e.end, &errors));
-    warnings.extend(macro_warnings(&functions, &caps, file));
+    fixed.extend(thread_ids(&bodies, &caps, text));
+    fixed.extend(launches(&bodies, &caps, file, &mut warnings));
+    fixed.retain(|e| !errors.overlaps(e.start..e.end));
+    warnings.extend(macro_warnings(&bodies, &caps, file));
     warnings.extend(grid_sync_warnings(&caps, file));
     FilePlan {
         fixed,
@@ -62,13 +80,8 @@ pub fn plan(file: &SourceFile, tree: &Tree) -> FilePlan {
         has_device_code: !functions.is_empty(),
         functions: functions.into_iter().map(|f| (f.name, f.host)).collect(),
         warnings,
+        precision,
     }
-}
-
-fn inside(r: Range<usize>, errors: &[Range<usize>]) -> bool {
-    errors
-        .iter()
-        .any(|e| e.start < r.end.max(r.start + 1) && r.start < e.end)
 }
 
 pub fn one_line(s: &str) -> String {
@@ -101,12 +114,8 @@ fn runtime_call(builtin: &str) -> String {
 
 /// `threadIdx`, `blockIdx` and `gridDim` in device code and in macro bodies become calls that
 /// return the virtual ids.
-fn thread_ids(functions: &[DeviceFunction], caps: &Captures, text: &str) -> Vec<Edit> {
-    let in_device = |n: &Node| {
-        functions
-            .iter()
-            .any(|f| f.body.byte_range().contains(&n.start_byte()))
-    };
+fn thread_ids(bodies: &Nested, caps: &Captures, text: &str) -> Vec<Edit> {
+    let in_device = |n: &Node| bodies.holds(n.start_byte()..n.start_byte());
     let mut out: Vec<Edit> = caps
         .get(Capture::ThreadId)
         .iter()
@@ -143,7 +152,7 @@ fn builtin_words(s: &str) -> Vec<(usize, &'static str)> {
 
 /// `k<<<g, b, smem, st>>>(args)` becomes `k<<<wmfix_launch(g, st), b, smem, st>>>(args)`.
 fn launches(
-    functions: &[DeviceFunction],
+    bodies: &Nested,
     caps: &Captures,
     file: &SourceFile,
     warnings: &mut Vec<String>,
@@ -151,10 +160,7 @@ fn launches(
     let text = file.text.as_str();
     let mut out = Vec::new();
     for config in caps.get(Capture::LaunchConfig) {
-        if functions
-            .iter()
-            .any(|f| f.body.byte_range().contains(&config.start_byte()))
-        {
+        if bodies.holds(config.start_byte()..config.start_byte()) {
             warnings.push(format!(
                 "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
                 file.location(config.start_byte())
@@ -202,7 +208,7 @@ fn grid_sync_warnings(caps: &Captures, file: &SourceFile) -> Vec<String> {
 
 /// Macros that hide memory accesses or CUDA qualifiers from the rewriter are reported, not
 /// guessed at.
-fn macro_warnings(functions: &[DeviceFunction], caps: &Captures, file: &SourceFile) -> Vec<String> {
+fn macro_warnings(bodies: &Nested, caps: &Captures, file: &SourceFile) -> Vec<String> {
     let text = file.text.as_str();
     let mut out = Vec::new();
     let mut hiding = Vec::new();
@@ -217,7 +223,7 @@ fn macro_warnings(functions: &[DeviceFunction], caps: &Captures, file: &SourceFi
             .iter()
             .any(|q| body.contains(q))
         {
-            if text.matches(name).count() > 1 {
+            if text.match_indices(name).nth(1).is_some() {
                 out.push(format!(
                     "{}: warning: macro `{name}` expands to a CUDA qualifier; functions declared with it are not instrumented",
                     file.location(value.start_byte())
@@ -227,12 +233,13 @@ fn macro_warnings(functions: &[DeviceFunction], caps: &Captures, file: &SourceFi
             hiding.push(name);
         }
     }
+    if hiding.is_empty() {
+        return out;
+    }
+    let hiding: std::collections::HashSet<&str> = hiding.into_iter().collect();
     for u in caps.get(Capture::Ident) {
         let name = &text[u.byte_range()];
-        let in_device = functions
-            .iter()
-            .any(|f| f.body.byte_range().contains(&u.start_byte()));
-        if in_device && hiding.contains(&name) {
+        if hiding.contains(&name) && bodies.holds(u.start_byte()..u.start_byte()) {
             out.push(format!(
                 "{}: warning: macro `{name}` may access memory; its accesses get no fence (expand it by hand to instrument them)",
                 file.location(u.start_byte())

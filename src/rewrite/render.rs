@@ -5,9 +5,12 @@ use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::{FenceRecord, How, Placement};
 use crate::fences::scope::FenceScope;
 use crate::rewrite::aim::AimForm;
+use crate::rewrite::device_code::{self, Program};
 use crate::rewrite::edits::{self, Edit};
 use crate::rewrite::parse::{self, SyntaxError};
 use crate::rewrite::plan::{self, FilePlan};
+use crate::rewrite::queries::{self, Captures};
+use crate::rewrite::scopes::Scopes;
 use crate::rewrite::sites::{Piece, Site};
 use crate::rewrite::source::SourceFile;
 
@@ -25,20 +28,49 @@ pub struct Instrumented {
     pub fences: Vec<FenceRecord>,
 }
 
-/// Parses and plans one file.
-pub fn plan_file(file: SourceFile) -> Planned {
-    let tree = parse::parse(&file.text);
+/// Parses and plans one file that sees `program`.
+pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
+    let parse::Masked {
+        tree,
+        attribute: _,
+        first_branch_only,
+    } = parse::parse_masked(&file.text);
+    let mut plan = plan::plan(&file, &tree, program);
+    if let Some(at) = first_branch_only {
+        plan.warnings.push(format!(
+            "{}: warning: `#if`/`#else` splits a statement; only the first branch of each `#if` in this file is instrumented",
+            file.location(at)
+        ));
+    }
     Planned {
-        plan: plan::plan(&file, &tree),
-        syntax_error: parse::syntax_error(&tree),
+        plan,
+        syntax_error: parse::syntax_error(&tree, &file.text),
         file,
     }
 }
 
 /// Parses and plans every file on all cores, in input order: fences are numbered afterwards,
-/// so the result does not depend on which thread planned which file.
+/// so the result does not depend on which thread planned which file. Headers are read first
+/// for the `__device__` variables they declare, which every file may use.
 pub fn plan_files(files: Vec<SourceFile>) -> Vec<Planned> {
-    crate::rewrite::parallel::map(files, plan_file)
+    let headers: Vec<&SourceFile> = files.iter().filter(|f| !is_source(f)).collect();
+    let names = crate::rewrite::parallel::map(headers, |f| {
+        let tree = parse::parse(&f.text);
+        let caps = Captures::run(queries::all(), tree.root_node(), f.text.as_bytes());
+        let scopes = Scopes::new(&caps);
+        device_code::global_variables(&caps, &f.text, &scopes)
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    });
+    let program = Program {
+        header_globals: names.into_iter().flatten().collect(),
+    };
+    crate::rewrite::parallel::map(files, |f| plan_file(f, &program))
+}
+
+fn is_source(f: &SourceFile) -> bool {
+    f.rel.extension().is_some_and(|e| e == "cu")
 }
 
 /// The program's one fence numbering, which both renderings use: files by path, then each
@@ -80,8 +112,9 @@ pub fn render(
             continue;
         }
         let mut edits = plan.fixed.clone();
+        let replaced = replacements(&plan.fixed);
         for (site, id) in sites {
-            edits.extend(site_edits(site, id, &file.text, &plan.fixed));
+            edits.extend(site_edits(site, id, &file.text, &replaced));
             edits.extend(site.braces.iter().cloned());
             fences.push(record(file, plan, site, id));
         }
@@ -186,7 +219,7 @@ fn site_edits<'s>(
     site: &'s Site,
     id: FenceId,
     text: &str,
-    fixed: &[Edit],
+    replaced: &[Edit],
 ) -> impl Iterator<Item = Edit> + 's {
     let fence = match &site.aim {
         None => format!(" WMFIX_FENCE({id});"),
@@ -195,7 +228,7 @@ fn site_edits<'s>(
                 AimForm::Lvalue => "WMFIX_FENCE_AT",
                 AimForm::Pointer => "WMFIX_FENCE_PTR",
             };
-            format!(" {name}({id}, {});", rewritten(text, fixed, &aim.range))
+            format!(" {name}({id}, {});", rewritten(text, replaced, &aim.range))
         }
     };
     site.spots.iter().map(move |s| {
@@ -209,12 +242,25 @@ fn site_edits<'s>(
     })
 }
 
-/// `text[range]` as the instrumented file has it: with the replacements inside it (the
-/// virtual thread ids).
-fn rewritten(text: &str, fixed: &[Edit], range: &std::ops::Range<usize>) -> String {
-    let inside = fixed
+/// The replacements among a file's fixed edits (the virtual thread ids), by start.
+fn replacements(fixed: &[Edit]) -> Vec<Edit> {
+    let mut out: Vec<Edit> = fixed
         .iter()
-        .filter(|e| e.slot == edits::Slot::Replace && range.start <= e.start && e.end <= range.end)
+        .filter(|e| e.slot == edits::Slot::Replace)
+        .cloned()
+        .collect();
+    out.sort_by_key(|e| e.start);
+    out
+}
+
+/// `text[range]` as the instrumented file has it: with the replacements inside it.
+/// `replaced` is sorted by start (`replacements`), so only those inside `range` are looked at.
+fn rewritten(text: &str, replaced: &[Edit], range: &std::ops::Range<usize>) -> String {
+    let first = replaced.partition_point(|e| e.start < range.start);
+    let inside = replaced[first..]
+        .iter()
+        .take_while(|e| e.start < range.end)
+        .filter(|e| e.end <= range.end)
         .map(|e| Edit {
             start: e.start - range.start,
             end: e.end - range.start,

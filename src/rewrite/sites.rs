@@ -131,15 +131,18 @@ impl<'t> Deep<'t> {
 /// The node that decides where an access's fence goes.
 struct Found<'t> {
     site: Deep<'t>,
-    /// The nodes from the root down to the site.
+    /// The nodes on the way from the root down to the site that placing its fence may look at
+    /// (the statement above it and the labels around that), the first at depth `top`: not the
+    /// whole way, which in deeply nested code would make memory grow with depth squared.
     path: Vec<Node<'t>>,
+    top: usize,
     role: Role,
 }
 
 impl<'t> Found<'t> {
     fn at(&self, depth: usize) -> Deep<'t> {
         Deep {
-            node: self.path[depth],
+            node: self.path[depth - self.top],
             depth,
         }
     }
@@ -157,7 +160,7 @@ impl<'t> Found<'t> {
     /// them all.
     fn labeled(&self, n: Deep<'t>, roles: &Roles) -> Deep<'t> {
         let mut d = n.depth;
-        while d > 0 && roles.labeled.contains(&self.path[d - 1].id()) {
+        while d > self.top && roles.labeled.contains(&self.path[d - 1 - self.top].id()) {
             d -= 1;
         }
         self.at(d)
@@ -191,8 +194,9 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
     let mut by_site: IdMap<Gathered<'t>> = IdMap::default();
     let mut order = Vec::new();
     let mut unplaced = Vec::new();
+    let mut found_at = find_sites(accesses, &roles);
     for a in accesses {
-        let Some(found) = find_site(a.node, &roles) else {
+        let Some(found) = found_at.get_mut(&a.node.id()).and_then(Option::take) else {
             unplaced.push(a.node);
             continue;
         };
@@ -227,22 +231,75 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
     Placed { sites, unplaced }
 }
 
-/// The innermost node with a role that holds the access: one walk down from the root, then up
-/// the path.
-fn find_site<'t>(access: Node<'t>, roles: &Roles<'t>) -> Option<Found<'t>> {
-    let mut path = path(roles.root, access);
-    let (depth, role) = path
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(d, n)| roles.role.get(&n.id()).map(|r| (d, *r)))?;
-    path.truncate(depth + 1);
-    (role != Role::Stop).then(|| Found {
+/// For each access, the innermost node with a role that holds it (None: it has no place):
+/// one walk down the tree that enters only nodes holding an access, keeping the way from the
+/// root and the depths on it that have a role, so each access costs the same at any depth.
+fn find_sites<'t>(accesses: &[Access<'t>], roles: &Roles<'t>) -> IdMap<Option<Found<'t>>> {
+    let mut starts: Vec<usize> = accesses.iter().map(|a| a.node.start_byte()).collect();
+    starts.sort_unstable();
+    let wanted: IdSet = accesses.iter().map(|a| a.node.id()).collect();
+    let holds_access = |n: Node| {
+        let i = starts.partition_point(|&s| s < n.start_byte());
+        i < starts.len() && starts[i] < n.end_byte()
+    };
+    let mut out = IdMap::default();
+    let mut way: Vec<Node<'t>> = Vec::new();
+    let mut with_role: Vec<usize> = Vec::new();
+    let mut cursor = roles.root.walk();
+    let enter = |n: Node<'t>, way: &mut Vec<Node<'t>>, with_role: &mut Vec<usize>| {
+        if roles.role.contains_key(&n.id()) {
+            with_role.push(way.len());
+        }
+        way.push(n);
+    };
+    enter(roles.root, &mut way, &mut with_role);
+    loop {
+        let node = *way.last().expect("inside the tree");
+        if wanted.contains(&node.id()) {
+            out.insert(node.id(), found(&way, &with_role, roles));
+        }
+        if holds_access(node) && cursor.goto_first_child() {
+            enter(cursor.node(), &mut way, &mut with_role);
+            continue;
+        }
+        loop {
+            if with_role.last() == Some(&(way.len() - 1)) {
+                with_role.pop();
+            }
+            way.pop();
+            if way.is_empty() {
+                return out;
+            }
+            if cursor.goto_next_sibling() {
+                enter(cursor.node(), &mut way, &mut with_role);
+                break;
+            }
+            cursor.goto_parent();
+        }
+    }
+}
+
+/// The site of an access at the end of `way`, whose depths with a role are `with_role`.
+fn found<'t>(way: &[Node<'t>], with_role: &[usize], roles: &Roles) -> Option<Found<'t>> {
+    let depth = *with_role.last()?;
+    let role = roles.role[&way[depth].id()];
+    if role == Role::Stop {
+        return None;
+    }
+    // `Found::statement` looks one level up, `Found::labeled` through the labels above that
+    // and at the node above them.
+    let mut top = depth.saturating_sub(1);
+    while top > 0 && roles.labeled.contains(&way[top - 1].id()) {
+        top -= 1;
+    }
+    let top = top.saturating_sub(1);
+    Some(Found {
         site: Deep {
-            node: path[depth],
+            node: way[depth],
             depth,
         },
-        path,
+        path: way[top..=depth].to_vec(),
+        top,
         role,
     })
 }

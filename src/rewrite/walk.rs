@@ -10,6 +10,10 @@ pub struct InputTree {
     pub root: PathBuf,
     /// Files, relative to `root`, sorted.
     pub files: Vec<PathBuf>,
+    /// Symbolic links (to files or folders), relative to `root`, and the target each mirror
+    /// gets: the link's own text when it stays inside `root`, so the mirror's link points at
+    /// the mirrored (perhaps instrumented) file; else the absolute target it reaches now.
+    pub links: Vec<(PathBuf, PathBuf)>,
 }
 
 /// All files under `paths` except those under `skip` (the output directory), `.git`, and
@@ -40,6 +44,7 @@ pub fn collect(paths: &[PathBuf], skip: &Path) -> Result<InputTree> {
     };
     let skip = skip.canonicalize().unwrap_or_else(|_| skip.to_path_buf());
     let mut files = Vec::new();
+    let mut links = Vec::new();
     for a in &abs {
         let walker = walkdir::WalkDir::new(a).sort_by_file_name().into_iter();
         let source = |e: &walkdir::DirEntry| {
@@ -49,20 +54,57 @@ pub fn collect(paths: &[PathBuf], skip: &Path) -> Result<InputTree> {
         };
         for entry in walker.filter_entry(source) {
             let entry = entry?;
+            let rel = entry.path().strip_prefix(&root).expect("under root");
             if entry.file_type().is_file() {
-                files.push(
-                    entry
-                        .path()
-                        .strip_prefix(&root)
-                        .expect("under root")
-                        .to_path_buf(),
-                );
+                files.push(rel.to_path_buf());
+            } else if entry.path_is_symlink() && entry.depth() > 0 {
+                links.push((rel.to_path_buf(), mirrored_target(&root, entry.path())?));
             }
         }
     }
     files.sort();
     files.dedup();
-    Ok(InputTree { root, files })
+    links.sort();
+    links.dedup();
+    Ok(InputTree { root, files, links })
+}
+
+/// What a mirrored link at `link`'s place should point to (see `InputTree::links`).
+fn mirrored_target(root: &Path, link: &Path) -> std::io::Result<PathBuf> {
+    let target = std::fs::read_link(link)?;
+    let parent = link.parent().expect("a link has a parent");
+    if target.is_relative() && normalized(&parent.join(&target)).starts_with(root) {
+        return Ok(target);
+    }
+    // Outside the tree (or absolute): the mirror sits elsewhere, so point where it points now.
+    Ok(link
+        .canonicalize()
+        .unwrap_or_else(|_| normalized(&parent.join(&target))))
+}
+
+/// `a/b/../c` as `a/c`, without asking the file system.
+fn normalized(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Makes the links of `input` under `dest` (after the files are there).
+pub fn make_links(input: &InputTree, dest: &Path) -> std::io::Result<()> {
+    for (rel, target) in &input.links {
+        let at = dest.join(rel);
+        std::fs::create_dir_all(at.parent().expect("a link has a parent"))?;
+        std::os::unix::fs::symlink(target, &at)?;
+    }
+    Ok(())
 }
 
 fn common_parent(paths: &[PathBuf]) -> PathBuf {
@@ -88,12 +130,12 @@ pub fn is_cuda_source(path: &Path) -> bool {
     )
 }
 
-/// Copies the files of `input` to `dest`, keeping permission bits.
+/// Copies the files of `input` to `dest`, keeping permission bits, and mirrors its links.
 pub fn copy_files(input: &InputTree, dest: &Path) -> std::io::Result<()> {
     for rel in &input.files {
         let to = dest.join(rel);
         std::fs::create_dir_all(to.parent().expect("a file has a parent"))?;
         std::fs::copy(input.root.join(rel), &to)?;
     }
-    Ok(())
+    make_links(input, dest)
 }

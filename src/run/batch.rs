@@ -230,6 +230,7 @@ mod tests {
                 check: None,
                 crash_exit_codes: vec![],
                 gpu: false,
+                preprocess: None,
             },
         };
         let logs = tmp.path().join("logs");

@@ -1,0 +1,227 @@
+//! Same-length masks of a file's text before parsing, for constructs tree-sitter-cuda does not
+//! parse: blanked with spaces (newlines kept), so byte offsets, and the edits made from them,
+//! still fit the original text.
+
+/// Attributes the grammar lacks, blanked wherever they appear: `__align__(n)` (with its
+/// parenthesised argument) and calling-convention macros such as `CUDART_CB`.
+const ATTRIBUTES: &[(&str, bool)] = &[
+    ("__align__", true),
+    ("__builtin_align__", true),
+    ("CUDART_CB", false),
+    ("CUDA_CB", false),
+];
+
+/// `text` with the attributes of `ATTRIBUTES` blanked, and the name of the first one found.
+pub fn attributes(text: &str) -> (String, Option<&'static str>) {
+    let mut out = text.as_bytes().to_vec();
+    let mut first = None;
+    for (word, with_args) in ATTRIBUTES {
+        for (at, _) in text.match_indices(word) {
+            if !whole_word(text, at, word.len()) {
+                continue;
+            }
+            let mut end = at + word.len();
+            if *with_args {
+                let Some(close) = balanced_parens(text, end) else {
+                    continue;
+                };
+                end = close;
+            }
+            blank(&mut out, at..end);
+            first = first.or(Some(*word));
+        }
+    }
+    (bytes_to_string(out), first)
+}
+
+/// What preprocessing made of the CUDA qualifiers, and the qualifier each was.
+const GNU_QUALIFIERS: &[(&str, &str)] = &[
+    ("device", "__device__"),
+    ("global", "__global__"),
+    ("host", "__host__"),
+    ("shared", "__shared__"),
+    ("constant", "__constant__"),
+    ("managed", "__managed__"),
+];
+
+/// Preprocessed text (`nvcc -E`) with `__attribute__((device))` and its kin written back as
+/// the qualifier they were (padded with spaces), every other `__attribute__((...))` and
+/// `__inline__` blanked, so the grammar sees CUDA again.
+pub fn gnu_attributes(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    for (at, _) in text.match_indices("__attribute__") {
+        let Some(end) = balanced_parens(text, at + "__attribute__".len()) else {
+            continue;
+        };
+        let inner = text[at + "__attribute__".len()..end]
+            .trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace());
+        blank(&mut out, at..end);
+        if let Some((_, q)) = GNU_QUALIFIERS.iter().find(|(a, _)| *a == inner) {
+            out[at..at + q.len()].copy_from_slice(q.as_bytes());
+        }
+    }
+    for (at, w) in text.match_indices("__inline__") {
+        if whole_word(text, at, w.len()) {
+            blank(&mut out, at..at + w.len());
+        }
+    }
+    bytes_to_string(out)
+}
+
+/// Line markers of preprocessed text (`# 12 "file" 2`) blanked: they are not C++.
+pub fn line_markers(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let digit = line.strip_prefix("# ").and_then(|r| r.chars().next());
+        if digit.is_some_and(|c| c.is_ascii_digit()) {
+            blank(&mut out, at..at + line.len());
+        }
+        at += line.len();
+    }
+    bytes_to_string(out)
+}
+
+/// `text` with only the first branch of every `#if`/`#ifdef`/`#ifndef` group: the directive
+/// lines and every `#elif`/`#else` branch blanked. For a file whose `#if`/`#else` splits a
+/// statement (`#if A\n if (x) {\n#else\n if (y) {\n#endif`), which no grammar can parse as
+/// written. The byte of the first blanked `#else`/`#elif`, if any.
+pub fn first_branches(text: &str) -> (String, Option<usize>) {
+    let mut out = text.as_bytes().to_vec();
+    // Per open group: whether the current branch is blanked.
+    let mut groups: Vec<bool> = Vec::new();
+    let mut first = None;
+    let mut at = 0;
+    let mut continued = false;
+    let mut blank_continuation = false;
+    for line in text.split_inclusive('\n') {
+        let range = at..at + line.len();
+        at += line.len();
+        let directive = line.trim_start().strip_prefix('#').map(str::trim_start);
+        let word = directive.map(|d| {
+            d.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .next()
+                .unwrap_or("")
+        });
+        let blanked_branch = groups.iter().any(|b| *b);
+        let blank_line = if continued {
+            blank_continuation
+        } else {
+            match word {
+                Some("if" | "ifdef" | "ifndef") => {
+                    groups.push(false);
+                    true
+                }
+                Some("elif" | "else" | "elifdef" | "elifndef") if !groups.is_empty() => {
+                    if !blanked_branch {
+                        first = first.or(Some(range.start));
+                    }
+                    *groups.last_mut().expect("an open group") = true;
+                    true
+                }
+                Some("endif") if !groups.is_empty() => {
+                    groups.pop();
+                    true
+                }
+                _ => blanked_branch,
+            }
+        };
+        if blank_line {
+            blank(&mut out, range.clone());
+        }
+        continued = line.trim_end_matches(['\n', '\r']).ends_with('\\');
+        blank_continuation = blank_line;
+    }
+    (bytes_to_string(out), first)
+}
+
+fn whole_word(text: &str, at: usize, len: usize) -> bool {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    !text[..at].chars().next_back().is_some_and(is_word)
+        && !text[at + len..].chars().next().is_some_and(is_word)
+}
+
+/// The byte after the `)` closing the `(` that starts at `from` (after spaces), if any.
+fn balanced_parens(text: &str, from: usize) -> Option<usize> {
+    let rest = &text[from..];
+    let open = from + rest.len() - rest.trim_start().len();
+    if !text[open..].starts_with('(') {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i + 1);
+                }
+            }
+            '\n' if depth > 0 && i > 200 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Spaces over `range`, keeping line breaks; a multi-byte character becomes as many spaces as
+/// it has bytes.
+fn blank(bytes: &mut [u8], range: std::ops::Range<usize>) {
+    for b in &mut bytes[range] {
+        if *b != b'\n' && *b != b'\r' {
+            *b = b' ';
+        }
+    }
+}
+
+fn bytes_to_string(bytes: Vec<u8>) -> String {
+    // Only whole characters become spaces: the result is UTF-8 when the input is.
+    String::from_utf8(bytes).expect("blanking keeps UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_are_blanked_keeping_offsets() {
+        let src = "struct __align__(16) V {};\nvoid CUDART_CB cb();\nint my__align__x;\n";
+        let (m, first) = attributes(src);
+        assert_eq!(m.len(), src.len());
+        assert_eq!(first, Some("__align__"));
+        assert_eq!(
+            m,
+            "struct               V {};\nvoid           cb();\nint my__align__x;\n"
+        );
+    }
+
+    #[test]
+    fn preprocessed_qualifiers_are_written_back() {
+        let src = "# 3 \"k.cu\"\n__attribute__((device)) __inline__ __attribute__((always_inline)) void f();\n";
+        let m = line_markers(&gnu_attributes(src));
+        assert_eq!(m.len(), src.len());
+        assert_eq!(
+            m.split_whitespace().collect::<Vec<_>>(),
+            ["__device__", "void", "f();"]
+        );
+    }
+
+    #[test]
+    fn only_the_first_branch_of_each_group_is_kept() {
+        let src = "a\n#if X\nb {\n#elif Y\nc {\n#else \\\n more\nd {\n#endif\ne }\n";
+        let (m, first) = first_branches(src);
+        assert_eq!(m.len(), src.len());
+        assert_eq!(first, Some(src.find("#elif").unwrap()));
+        let lines: Vec<&str> = m.lines().map(str::trim_end).collect();
+        assert_eq!(lines, ["a", "", "b {", "", "", "", "", "", "", "e }"]);
+    }
+
+    #[test]
+    fn nested_groups_inside_a_blanked_branch_stay_blanked() {
+        let src = "#ifdef A\nx\n#else\n#if B\ny\n#endif\nz\n#endif\nw\n";
+        let (m, _) = first_branches(src);
+        let lines: Vec<&str> = m.lines().map(str::trim_end).collect();
+        assert_eq!(lines, ["", "x", "", "", "", "", "", "", "w"]);
+    }
+}

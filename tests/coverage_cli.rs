@@ -1,0 +1,82 @@
+//! Constructs tree-sitter-cuda does not parse as written: `__align__(n)` and `CUDART_CB` are
+//! masked before parsing; an `#if`/`#else` that splits a statement is parsed with each group's
+//! first branch, reported once with file:line; what still fails names its construct.
+
+mod common;
+use common::*;
+
+const SPLIT: &str = r#"#include <cuda_runtime.h>
+struct __align__(16) V { float x, y, z, w; };
+void CUDART_CB done(void *data) { }
+__global__ void k(int *a, int n) {
+  __shared__ __align__(16) float s[64];
+  s[threadIdx.x % 64] = 0;
+  int v = a[0];
+#if USE_X
+  if (v > 0) {
+#else
+  if (v < 0) {
+#endif
+    a[1] = v;
+  }
+  a[2] = 3;
+}
+"#;
+
+#[test]
+fn align_callbacks_and_a_split_if_parse_and_build_both_ways() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("app")).unwrap();
+    std::fs::write(tmp.path().join("app/k.cu"), SPLIT).unwrap();
+    let o = run(
+        tmp.path(),
+        &["insert", "app", "--out", "out", "--on-parse-error", "fail"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    // Reported once, at the `#else` (line 10).
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    assert!(
+        err.contains("k.cu:10:1: warning: `#if`/`#else` splits a statement"),
+        "{err}"
+    );
+    let tree = tmp.path().join("out/tree");
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    for access in ["a[0]", "a[1]", "a[2]"] {
+        assert!(k.contains(&format!(", {access});")), "{access}:\n{k}");
+    }
+    assert!(
+        !k.contains(", s[wmfix_threadIdx().x % 64])"),
+        "shared memory fenced:\n{k}"
+    );
+    for define in ["-DUSE_X=1", "-DUSE_X=0"] {
+        let o = nvcc_command(&tree)
+            .args([
+                "-c",
+                &format!("nvcc -arch=sm_90 -c {define} k.cu -o /dev/null"),
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{define}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn what_still_fails_names_the_construct() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("app")).unwrap();
+    std::fs::write(
+        tmp.path().join("app/k.cu"),
+        "__global__ void k(float **out, int n) {\n  float **rows = new float *[n];\n  out[0] = rows[0];\n}\n",
+    )
+    .unwrap();
+    let o = run(tmp.path(), &["insert", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "k.cu:2:29: syntax error (`new T *[n]`, which tree-sitter-cuda does not parse)"
+        ),
+        "{err}"
+    );
+}

@@ -1,0 +1,94 @@
+//! `insert` on inputs as they come: any bytes (not UTF-8 is read losslessly and written back
+//! byte for byte), host-only headers copied without parsing, symbolic links mirrored.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn tree(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for (rel, bytes) in files {
+        let p = tmp.path().join("app").join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    tmp
+}
+
+fn insert(tmp: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["insert", "app", "--out", "out"];
+    args.extend(extra);
+    run(tmp, &args)
+}
+
+#[test]
+fn latin1_sources_are_instrumented_and_host_headers_copied_byte_for_byte() {
+    let kernel: &[u8] =
+        b"// \xa9 caf\xe9\n#include \"lat.h\"\n__global__ void k(int *a) { a[0] = 1; }\n";
+    let host: &[u8] = b"// na\xefve host header\nint f(int x) { return x; }\n";
+    let broken: &[u8] = b"// host only, not C++ tree-sitter reads\ntemplate <class T int g(;\n";
+    let tmp = tree(&[("k.cu", kernel), ("lat.h", host), ("broken.h", broken)]);
+    // `fail` too: neither the Latin-1 bytes nor a host-only header's syntax are errors.
+    let o = insert(tmp.path(), &["--on-parse-error", "fail"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "no warning expected");
+    let out = tmp.path().join("out/tree");
+    assert_eq!(std::fs::read(out.join("lat.h")).unwrap(), host);
+    assert_eq!(std::fs::read(out.join("broken.h")).unwrap(), broken);
+    let k = std::fs::read(out.join("k.cu")).unwrap();
+    let at = k.windows(8).position(|w| w == b"#line 1\n").unwrap() + 8;
+    assert!(
+        k[at..].starts_with(b"// \xa9 caf\xe9\n"),
+        "{}",
+        String::from_utf8_lossy(&k)
+    );
+    assert!(String::from_utf8_lossy(&k).contains("a[0] = 1; WMFIX_FENCE_AT(0, a[0]);"));
+}
+
+#[test]
+fn a_header_with_device_code_is_still_parsed_and_reported() {
+    let broken: &[u8] = b"__device__ int g(int *p) { return p[0] +; }\n";
+    let tmp = tree(&[("d.cuh.h", broken)]);
+    let o = insert(tmp.path(), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("d.cuh.h:1:"), "{}", stderr(&o));
+}
+
+#[test]
+fn symlinks_are_mirrored_so_the_copy_builds_as_the_input() {
+    let tmp = tree(&[
+        (
+            "k.cu",
+            b"#include \"inc.cuh\"\n#include \"sub/up.cuh\"\n__global__ void k(int *a) { a[0] = v(); }\n",
+        ),
+        ("real/inc.cuh", b"__device__ int v() { return 1; }\n"),
+    ]);
+    let app = tmp.path().join("app");
+    std::os::unix::fs::symlink("real/inc.cuh", app.join("inc.cuh")).unwrap();
+    std::fs::create_dir(app.join("sub")).unwrap();
+    std::os::unix::fs::symlink("../real/inc.cuh", app.join("sub/up.cuh")).unwrap();
+    std::os::unix::fs::symlink("real", app.join("dir")).unwrap();
+    let o = insert(tmp.path(), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = tmp.path().join("out/tree");
+    for link in ["inc.cuh", "sub/up.cuh", "dir"] {
+        let meta = std::fs::symlink_metadata(out.join(link)).unwrap();
+        assert!(meta.file_type().is_symlink(), "{link} is not a link");
+    }
+    // The links reach the mirrored header, not the input's.
+    let mirrored = std::fs::read_to_string(out.join("real/inc.cuh")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(out.join("inc.cuh")).unwrap(),
+        mirrored
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("dir/inc.cuh")).unwrap(),
+        mirrored
+    );
+    // The preprocessor finds every include in the mirror, as in the input.
+    let o = nvcc_command(&out)
+        .args(["-c", "nvcc -E k.cu -o /dev/null"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -1,0 +1,158 @@
+//! `insert --preprocess`: each `.cu` file instrumented as its compiler front end sees it, so
+//! device functions declared through a macro of another header get fences; fences map back
+//! to file:line through the line markers; library headers' fences are listed as findings; the
+//! instrumented translation unit builds with nvcc.
+
+mod common;
+use common::*;
+
+#[test]
+fn macro_declared_device_functions_and_library_headers_are_instrumented() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    let lib = tmp.path().join("lib/include/mylib");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(
+        app.join("qual.h"),
+        "#define DEVFN __device__ __forceinline__\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lib.join("count.cuh"),
+        "#pragma once\nnamespace mylib {\n__device__ inline int bump(int *c) {\n  return atomicAdd(c, 1);\n}\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("k.cu"),
+        "#include <cstdio>\n#include \"qual.h\"\n#include <mylib/count.cuh>\nDEVFN void f(int *a) { a[threadIdx.x] = 1; }\n__global__ void k(int *a) { f(a); mylib::bump(a); }\nint main() {\n  int *a = nullptr;\n  k<<<1, 32>>>(a);\n  printf(\"ok\\n\");\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let nvcc = nvcc();
+    let command = format!("{} -E -x cu -arch=sm_90 -I ../lib/include", nvcc.display());
+    let o = run(
+        tmp.path(),
+        &[
+            "insert",
+            "app",
+            "--out",
+            "out",
+            "--preprocess",
+            &command,
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/fences.json")).unwrap())
+            .unwrap();
+    let at: Vec<String> = list["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{}:{} {}",
+                f["file"].as_str().unwrap(),
+                f["line"],
+                f["function"].as_str().unwrap()
+            )
+        })
+        .collect();
+    // `f` is declared through DEVFN, a macro of qual.h: today's text-only rewriter misses it.
+    assert!(at.contains(&"k.cu:4 f".to_string()), "{at:?}");
+    assert!(at.contains(&"mylib/count.cuh:4 bump".to_string()), "{at:?}");
+    assert_eq!(
+        summary["library_fences"],
+        serde_json::json!(["mylib/count.cuh:4 (fence 0)"])
+    );
+    // The instrumented translation unit is what gets built.
+    let o = nvcc_command(&tmp.path().join("out/tree"))
+        .args(["-c", "nvcc -arch=sm_90 -std=c++17 k.cu -o k"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// The CUB case study in preprocessed mode: CUB's own look-back (its tile state in
+/// single_pass_scan_operators.cuh) gets fences, listed with CUB's paths. (Building that TU
+/// does not work yet: `nvcc -E` gives the host pass's text; see the study's README.)
+#[test]
+fn cub_scan_lib_fences_are_listed_with_cub_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let study = copy_tree(&repo().join("case-studies/cub-scan-lib"), tmp.path());
+    let command = format!("{} -E -x cu -O3 -arch=sm_90", nvcc().display());
+    let o = run(
+        tmp.path(),
+        &[
+            "insert",
+            study.to_str().unwrap(),
+            "--out",
+            "out",
+            "--preprocess",
+            &command,
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let library: Vec<&str> = summary["library_fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        library
+            .iter()
+            .any(|f| f.starts_with("cub/agent/single_pass_scan_operators.cuh:")),
+        "{library:?}"
+    );
+}
+
+/// wmfix.toml's `preprocess` key: `wmfix build` instruments the preprocessed TU; `reduce`
+/// refuses at once (its patch would be against text the user never wrote).
+#[test]
+fn the_config_key_builds_preprocessed_and_reduce_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("qual.h"),
+        "#define DEVFN __device__ __forceinline__\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("k.cu"),
+        "#include \"qual.h\"\nDEVFN void f(int *a) { a[threadIdx.x] = 1; }\n__global__ void k(int *a) { f(a); }\nint main() { k<<<1, 1>>>(nullptr); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("wmfix.toml"),
+        format!(
+            "build = \"nvcc -arch=sm_90 -o k k.cu\"\nrun = \"./k\"\ngpu = false\npreprocess = \"{} -E -x cu -arch=sm_90\"\n",
+            nvcc().display()
+        ),
+    )
+    .unwrap();
+    let o = nvcc_command(tmp.path())
+        .args([
+            "-c",
+            &format!("{} build app --out out", env!("CARGO_BIN_EXE_wmfix")),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list = std::fs::read_to_string(tmp.path().join("out/fences.json")).unwrap();
+    assert!(
+        list.contains("\"file\": \"k.cu\"") && list.contains("\"line\": 2"),
+        "{list}"
+    );
+    let o = run(
+        tmp.path(),
+        &["reduce", "app", "--out", "out2", "--hours", "1"],
+    );
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    assert!(stderr(&o).contains("preprocessed mode"), "{}", stderr(&o));
+}
