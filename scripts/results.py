@@ -99,6 +99,19 @@ def fenced(folder):
     print(provenance(metas))
 
 
+def completed(folder):
+    """The kept fences with the model's completion, under sys-str+ (must not err)."""
+    metas = []
+    print("The reduced programs with the model's completion, sys-str+ with the shipped profile (must not err):\n")
+    print("| study | fences on | errors/runs |")
+    print("|---|---|---|")
+    for d in steps(folder, "completed-"):
+        doc = load(folder, d, "summary.json")
+        fences = doc["result"].get("fences", "?") if doc else "?"
+        print(f"| {d[len('completed-'):]} | {fences} | {cell(folder, d, metas)} |")
+    print(provenance(metas))
+
+
 def miss(res):
     """The stability check's miss probability, or why there is none (a program without errors
     has no rate to assume, an incomplete reduction no stability check)."""
@@ -344,7 +357,7 @@ def stress(folder):
     print(provenance(metas))
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "cost": cost, "cost-svg": cost_svg, "peer": peer, "stress": stress}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "peer": peer, "stress": stress}
 
 
 def main(argv):

@@ -252,12 +252,26 @@ print(",".join(str(i) for i in sorted(set(r["result"]["fences"]) | {m["id"] for 
   cp "$out/cost/cost.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/cost.json" "${cmd[@]}"
   return $rc
 }
+# The kept fences with the model's completion must pass: RUNS sys-str+ runs with only those on.
+# The ids come from the reduce step's record in the results folder (so a fresh machine can run
+# it; the ids hold for the same sources).
+completed_study() { # completed_study STUDY: after reduce-STUDY
+  local study=$1
+  local r=$RESULTS/reduce-$study/reduce.json
+  [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
+  local ids
+  ids=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]
+print(",".join(str(i) for i in sorted(set(r["result"]["fences"]) | {m["id"] for m in r.get("model", {}).get("fences", [])})))' "$r")
+  [ -n "$ids" ] || { echo "$study: no kept fences, nothing to check" >> "$STEP_DIR/log.txt"; return 0; }
+  test_cell "$study" sys-str+ "$RUNS" -- --fences "$ids"
+}
 # Issue 14: reductions, then what the reduced fences cost, with the model's completion, and two
 # more seeds of each reduction (scripts/results.py reduce, agreement, cost).
 for s in $FENCELESS; do
   add "reduce-$s" reduce_study "$s"
   add "cost-$s" cost_study "$s"
   add "cost-model-$s" cost_model_study "$s"
+  add "completed-$s" completed_study "$s"
   add "seeds-$s" seeds_study "$s"
 done
 
