@@ -11,6 +11,8 @@ pub struct Nested {
     parent: Vec<Option<usize>>,
     /// The index each range had in the list it was built from.
     index: Vec<usize>,
+    /// The inverse of `index`: each range's position in `ranges`, by its index in the list.
+    position: Vec<usize>,
 }
 
 impl Nested {
@@ -31,12 +33,22 @@ impl Nested {
             parent.push(open.last().copied());
             open.push(i);
         }
-        let (ranges, index) = all.into_iter().unzip();
+        let (ranges, index): (Vec<_>, Vec<usize>) = all.into_iter().unzip();
+        let mut position = vec![0; index.len()];
+        for (p, &i) in index.iter().enumerate() {
+            position[i] = p;
+        }
         Nested {
             ranges,
             parent,
             index,
+            position,
         }
+    }
+
+    /// The innermost range around range `i` (indices in the list the index was built from).
+    pub fn parent(&self, i: usize) -> Option<usize> {
+        self.parent[self.position[i]].map(|p| self.index[p])
     }
 
     /// The innermost range that holds all of `r` (an empty `r` is held where its start is),

@@ -2,15 +2,14 @@
 //! Ranges, not `parent()`: tree-sitter finds a parent by walking down from the root.
 
 use crate::rewrite::queries::{Capture, Captures};
+use crate::rewrite::ranges::Nested;
 use std::collections::HashMap;
 use std::ops::Range;
 
 /// The scopes of one file (`@scope`, `@scope.function`), nested by byte range; `None` is the
-/// file scope.
+/// file scope. A scope is its index in the captures' order.
 pub struct Scopes {
-    /// Sorted by start, each scope before the scopes inside it.
-    ranges: Vec<Range<usize>>,
-    parent: Vec<Option<usize>>,
+    nested: Nested,
     function: Vec<bool>,
 }
 
@@ -24,35 +23,16 @@ impl Scopes {
             .get(Capture::ScopeFunction)
             .iter()
             .map(|n| (n.byte_range(), true));
-        let mut all: Vec<(Range<usize>, bool)> = blocks.chain(functions).collect();
-        all.sort_by_key(|(r, _)| (r.start, std::cmp::Reverse(r.end)));
-        let mut parent = Vec::with_capacity(all.len());
-        let mut open: Vec<usize> = Vec::new();
-        for (i, (r, _)) in all.iter().enumerate() {
-            while open.last().is_some_and(|&o| all[o].0.end <= r.start) {
-                open.pop();
-            }
-            parent.push(open.last().copied());
-            open.push(i);
-        }
-        let (ranges, function) = all.into_iter().unzip();
+        let (ranges, function): (Vec<Range<usize>>, Vec<bool>) = blocks.chain(functions).unzip();
         Scopes {
-            ranges,
-            parent,
+            nested: Nested::new(ranges),
             function,
         }
     }
 
     /// The innermost scope containing byte `at`.
     pub fn at(&self, at: usize) -> Option<usize> {
-        let mut s = self
-            .ranges
-            .partition_point(|r| r.start <= at)
-            .checked_sub(1)?;
-        while !self.ranges[s].contains(&at) {
-            s = self.parent[s]?;
-        }
-        Some(s)
+        self.nested.innermost(at..at)
     }
 
     /// A function's or lambda's own scope, where its parameters live.
@@ -62,7 +42,7 @@ impl Scopes {
 
     /// The scopes containing byte `at`, innermost first, then the file scope.
     fn outward(&self, at: usize) -> impl Iterator<Item = Option<usize>> + '_ {
-        std::iter::successors(Some(self.at(at)), |s| s.map(|s| self.parent[s]))
+        std::iter::successors(Some(self.at(at)), |s| s.map(|s| self.nested.parent(s)))
     }
 }
 
