@@ -180,11 +180,9 @@ def reduce(folder):
     print(provenance(metas))
 
 
-def cost(folder):
-    metas = []
-    print("Mean per run with 95% half-width; ratio to the program as written (`none`).\n")
-    print("| study | variant | fences | kernel ms (wmfix-time-ms) | x none | wall s | x none | energy J | x none |")
-    print("|---|---|---|---|---|---|---|---|---|")
+def cost_rows(folder, metas):
+    """(study, completed, row) for each row of each cost step's cost.json; `completed`: the
+    cost-model step (the kept fences with the model's completion)."""
     for d in steps(folder, "cost-"):
         doc = load(folder, d, "cost.json")
         if doc is None:
@@ -192,18 +190,26 @@ def cost(folder):
         metas.append(doc["meta"])
         study = d[len("cost-"):]
         completed = study.startswith("model-")
-        study = study[len("model-"):] if completed else study
         for row in doc["result"]["rows"]:
-            def m(key, digits):
-                v = row.get(key)
-                return f"{v['mean']:.{digits}f} ± {v['ci95']:.{digits}f}" if v else "-"
+            yield (study[len("model-"):] if completed else study), completed, row
 
-            def ratio(key):
-                v = row.get(key)
-                return f"{v[0]:.2f} ± {v[1]:.2f}" if v else "-"
-            variant = "reduced + model" if completed and row["variant"] == "chosen" else row["variant"]
-            print(f"| {study} | {variant} | {row['fences']} | {m('reported_ms', 3)} | {ratio('reported_ratio')} | "
-                  f"{m('wall_s', 3)} | {ratio('wall_ratio')} | {m('energy_j', 1)} | {ratio('energy_ratio')} |")
+
+def cost(folder):
+    metas = []
+    print("Mean per run with 95% half-width; ratio to the program as written (`none`).\n")
+    print("| study | variant | fences | kernel ms (wmfix-time-ms) | x none | wall s | x none | energy J | x none |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for study, completed, row in cost_rows(folder, metas):
+        def m(key, digits):
+            v = row.get(key)
+            return f"{v['mean']:.{digits}f} ± {v['ci95']:.{digits}f}" if v else "-"
+
+        def ratio(key):
+            v = row.get(key)
+            return f"{v[0]:.2f} ± {v[1]:.2f}" if v else "-"
+        variant = "reduced + model" if completed and row["variant"] == "chosen" else row["variant"]
+        print(f"| {study} | {variant} | {row['fences']} | {m('reported_ms', 3)} | {ratio('reported_ratio')} | "
+              f"{m('wall_s', 3)} | {ratio('wall_ratio')} | {m('energy_j', 1)} | {ratio('energy_ratio')} |")
     print(provenance(metas))
 
 
@@ -213,20 +219,12 @@ def cost_svg(folder):
     where that step ran) beside every fence."""
     bars = {}
     metas = []
-    for d in steps(folder, "cost-"):
-        doc = load(folder, d, "cost.json")
-        if doc is None:
+    for study, completed, row in cost_rows(folder, metas):
+        r = row.get("reported_ratio")
+        if not r or row["variant"] == "none":
             continue
-        metas.append(doc["meta"])
-        study = d[len("cost-"):]
-        completed = study.startswith("model-")
-        study = study[len("model-"):] if completed else study
-        for row in doc["result"]["rows"]:
-            r = row.get("reported_ratio")
-            if not r or row["variant"] == "none":
-                continue
-            name = "all" if row["variant"] == "all" else ("reduced + model" if completed else "reduced")
-            bars.setdefault(study, {})[name] = (r[0], r[1], row["fences"])
+        name = "all" if row["variant"] == "all" else ("reduced + model" if completed else "reduced")
+        bars.setdefault(study, {})[name] = (r[0], r[1], row["fences"])
     if not bars:
         return
     kinds = [k for k in ("reduced", "reduced + model", "all") if any(k in v for v in bars.values())]
