@@ -311,8 +311,13 @@ pub fn summary(r: &Report) -> String {
         r.wall_seconds
     );
     for k in &r.kept {
+        let placed = if res.after_loop_only.contains(&k.id) {
+            "  (after the loop only)"
+        } else {
+            ""
+        };
         s += &format!(
-            "  fence {:>3}  {}  in {}  after {} `{}`\n",
+            "  fence {:>3}  {}  in {}  after {} `{}`{placed}\n",
             k.id, k.location, k.function, k.kind, k.access
         );
     }
