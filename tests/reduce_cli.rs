@@ -617,10 +617,22 @@ fn loop_fences_keep_only_the_placements_their_checks_need() {
     ok(&o);
     let r = report(&dir, "out");
     assert_eq!(kept(&r), [1, 2, 3], "{}", stdout(&o));
-    assert_eq!(r["result"]["after_loop_only"], serde_json::json!([1]), "{r}");
+    assert_eq!(
+        r["result"]["after_loop_only"],
+        serde_json::json!([1]),
+        "{r}"
+    );
     let placements = |i: usize| r["kept"][i]["placements"].as_array().unwrap().len();
-    assert_eq!((placements(0), placements(1), placements(2)), (1, 1, 2), "{r}");
-    assert!(stdout(&o).contains("(after the loop only)"), "{}", stdout(&o));
+    assert_eq!(
+        (placements(0), placements(1), placements(2)),
+        (1, 1, 2),
+        "{r}"
+    );
+    assert!(
+        stdout(&o).contains("(after the loop only)"),
+        "{}",
+        stdout(&o)
+    );
     let patch = std::fs::read_to_string(tmp.path().join("out/reduce/fences.patch")).unwrap();
     // Fence 1 after its loop only; fence 3 at the top of its body and after its loop.
     assert_eq!(patch.matches("wmfix fence 1:").count(), 1, "{patch}");

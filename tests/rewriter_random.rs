@@ -1589,7 +1589,10 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
             number(&mut i);
             assert_eq!(&text[i..i + 2], "))");
             i += 2;
-            assert!(text[i..].starts_with(" WMFIX_FENCE"), "an unguarded IN_LOOP");
+            assert!(
+                text[i..].starts_with(" WMFIX_FENCE"),
+                "an unguarded IN_LOOP"
+            );
         } else if let Some(r) = rest_or_none.strip_prefix(" WMFIX_FENCE(") {
             i = text.len() - r.len();
             let id = number(&mut i);

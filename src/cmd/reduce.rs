@@ -216,7 +216,11 @@ fn write_model_patch(
         let both: crate::fences::id::Ids = result.fences.union(&model.ids()).copied().collect();
         // An acquire is needed once the spin ends: the model's fences go after the loop only,
         // as do the kept loop fences the reduction placed there.
-        let after_loop = model.ids().union(&result.after_loop_only).copied().collect();
+        let after_loop = model
+            .ids()
+            .union(&result.after_loop_only)
+            .copied()
+            .collect();
         let (completed, _) = patch::harden_placed(app, out, &both, &after_loop, scope)?;
         let from_kept: Vec<patch::Hardened> = completed
             .into_iter()

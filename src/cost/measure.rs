@@ -161,7 +161,11 @@ fn variants(
                     "the sources changed since the reduction: its fence ids no longer apply; run `wmfix reduce` again or give --fences",
                 ));
             }
-            (saved.result.fences, saved.scope, saved.result.after_loop_only)
+            (
+                saved.result.fences,
+                saved.scope,
+                saved.result.after_loop_only,
+            )
         }
         Middle::Given(FenceSet::All) => (all.clone(), opts.scope, Ids::new()),
         Middle::Given(set @ FenceSet::Ids(ids)) => {

@@ -450,9 +450,7 @@ impl Reducer<'_> {
             runs: self.runs,
         });
         self.nonce += 1;
-        let t = self
-            .oracle
-            .run_placed(f, body_off, req, self.nonce, left)?;
+        let t = self.oracle.run_placed(f, body_off, req, self.nonce, left)?;
         self.checks += 1;
         self.runs += t.runs;
         self.seconds += t.seconds;

@@ -366,7 +366,15 @@ fn statistical() -> Settings {
 fn a_loop_fence_needed_after_the_loop_only_keeps_that_placement() {
     let mut o = looping(&[3, 7], &[]);
     let all = FenceId::all(10);
-    let r = reduce_placed(&mut o, &all, &[], &set(&[3, 7, 9]), statistical(), &mut |_| {}).unwrap();
+    let r = reduce_placed(
+        &mut o,
+        &all,
+        &[],
+        &set(&[3, 7, 9]),
+        statistical(),
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(r.fences, set(&[3, 7]));
     assert_eq!(r.after_loop_only, set(&[3, 7]), "{r:?}");
     assert!(r.complete && r.note.is_empty(), "{r:?}");

@@ -307,3 +307,36 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> Fence
         placements,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hardened(text: &str, kept: &[usize], after_loop: &[usize]) -> String {
+        let file = SourceFile::new("k.cu".into(), "k.cu".into(), text.to_string());
+        let mut files = plan_files(vec![file]);
+        let ids = |v: &[usize]| v.iter().copied().map(FenceId).collect::<Ids>();
+        let texts =
+            render_hardened_placed(&mut files, &ids(kept), &ids(after_loop), FenceScope::Device)
+                .unwrap();
+        texts[0].clone().unwrap()
+    }
+
+    #[test]
+    fn after_the_loop_drops_only_a_loops_in_body_placement() {
+        let spin = "__global__ void k(int *m) {\n  while (atomicCAS(m, 0, 1) != 0) {\n  }\n}\n";
+        let both = hardened(spin, &[0], &[]);
+        assert_eq!(both.matches("__threadfence();").count(), 2, "{both}");
+        let after = hardened(spin, &[0], &[0]);
+        assert!(after.contains("  } __threadfence();"), "{after}");
+        assert_eq!(after.matches("__threadfence();").count(), 1, "{after}");
+        // A try-lock's `if` has two placements too, one per branch: both stay.
+        let try_lock = "__global__ void k(int *m, int *d) {\n  if (atomicCAS(m, 0, 1) == 0) {\n    d[0] = 1;\n  } else {\n    d[1] = 1;\n  }\n}\n";
+        let kept = hardened(try_lock, &[0], &[0]);
+        assert_eq!(
+            kept.matches("__threadfence(); /* wmfix fence 0").count(),
+            2,
+            "{kept}"
+        );
+    }
+}
