@@ -5,7 +5,7 @@
 //   #define WMFIX_FENCE_SCOPE 1   // 0 block, 1 device (default), 2 system
 //   #include "../wmfix/wmfix.cuh"
 //   #line 1
-// and use WMFIX_FENCE, WMFIX_FENCE_AT, WMFIX_FENCE_PTR, WMFIX_FENCE_EXPR, WMFIX_AFTER,
+// and use WMFIX_FENCE, WMFIX_FENCE_AT, WMFIX_FENCE_PTR, WMFIX_FENCE_EXPR, WMFIX_AFTER, WMFIX_IN_LOOP,
 // WMFIX_KERNEL_ENTRY, wmfix_threadIdx(),
 // wmfix_blockIdx(), wmfix_gridDim() and wmfix_launch(). README.md in this folder describes the
 // interface, the environment variables and the limits. After Sorensen & Donaldson, "Exposing
@@ -100,6 +100,7 @@ static __shared__ BlockState block_state;  // whole-program mode: a kernel sees 
 #if defined(__CUDACC_RDC__)
 inline __constant__ TuConst tu_const;
 inline __constant__ unsigned fence_off[kFenceWords];
+inline __constant__ unsigned fence_in_loop_off[kFenceWords];
 #endif
 
 namespace {  // per-TU state and everything that reads it: internal linkage
@@ -107,18 +108,24 @@ namespace {  // per-TU state and everything that reads it: internal linkage
 #if !defined(__CUDACC_RDC__)
 __constant__ TuConst tu_const;
 __constant__ unsigned fence_off[kFenceWords];
+__constant__ unsigned fence_in_loop_off[kFenceWords];  // bit set: the in-body placement is off
 #endif
 
 // Uploads this TU's constants; called by the runtime at the first launch on each device.
 cudaError_t tu_init(const TuConst& c, const Settings& s, cudaStream_t stream) {
-  std::vector<bool> on;
+  std::vector<bool> on, in_loop;
   std::string err;
   if (!parse_fence_list(s.fences, WMFIX_NUM_FENCES, &on, &err)) fatal(err);
-  unsigned off[kFenceWords] = {};
-  for (unsigned i = 0; i < WMFIX_NUM_FENCES; ++i)
+  if (!parse_fence_list(s.fences_in_loop, WMFIX_NUM_FENCES, &in_loop, &err, "WMFIX_FENCES_IN_LOOP")) fatal(err);
+  unsigned off[kFenceWords] = {}, in_loop_off[kFenceWords] = {};
+  for (unsigned i = 0; i < WMFIX_NUM_FENCES; ++i) {
     if (!on[i]) off[i / 32] |= 1U << (i % 32);
+    if (!in_loop[i]) in_loop_off[i / 32] |= 1U << (i % 32);
+  }
   cudaError_t e = cudaMemcpyToSymbolAsync(tu_const, &c, sizeof c, 0, cudaMemcpyHostToDevice, stream);
   if (e == cudaSuccess) e = cudaMemcpyToSymbolAsync(fence_off, off, sizeof off, 0, cudaMemcpyHostToDevice, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyToSymbolAsync(fence_in_loop_off, in_loop_off, sizeof in_loop_off, 0, cudaMemcpyHostToDevice, stream);
   return e;
 }
 
@@ -140,6 +147,13 @@ __host__ __device__ __forceinline__ void fence_if() {
   static_assert(Id < WMFIX_NUM_FENCES, "wmfix: fence id >= WMFIX_NUM_FENCES");
   if (!((fence_off[Id / 32] >> (Id % 32)) & 1U)) scope_fence();
 #endif
+}
+
+// A loop condition's fence has two placements, the top of the body and after the loop; the
+// first is guarded by WMFIX_IN_LOOP(id), so the reducer can try the one after the loop alone.
+template <unsigned Id>
+__device__ __forceinline__ bool in_loop_on() {
+  return !((fence_in_loop_off[Id / 32] >> (Id % 32)) & 1U);
 }
 
 // WMFIX_AFTER: the argument is evaluated (once) before the call, the fence comes after it, and
@@ -311,6 +325,11 @@ class ExitGuard {
 #define WMFIX_FENCE_EXPR(id) ((void)0)
 #define WMFIX_FENCE_AT(id, ...) ((void)0)
 #define WMFIX_FENCE_PTR(id, ...) ((void)0)
+#endif
+#if defined(__CUDA_ARCH__)
+#define WMFIX_IN_LOOP(id) ::wmfix::in_loop_on<(id)>()
+#else
+#define WMFIX_IN_LOOP(id) true
 #endif
 #define WMFIX_AFTER(id, ...) (::wmfix::after<(id)>(__VA_ARGS__))
 

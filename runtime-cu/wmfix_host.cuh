@@ -45,6 +45,7 @@ struct Settings {
   Profile profile;
   unsigned long long max_us = 100000;
   std::string fences = "all";
+  std::string fences_in_loop = "all";  // ids whose placement at the top of a loop body is on
   bool verbose = false;
 };
 
@@ -95,8 +96,10 @@ inline bool parse_env_name(const std::string& name, StressKind* stress, bool* ra
 }
 
 // WMFIX_FENCES: "all", "none", "" (= none) or a comma-separated list of ids and inclusive ranges
-// ("0,3,7-9"). Sets enabled[i] for fence i < num. Returns false with *err set on bad input.
-inline bool parse_fence_list(const std::string& text, unsigned num, std::vector<bool>* enabled, std::string* err) {
+// ("0,3,7-9"). Sets enabled[i] for fence i < num. Returns false with *err set on bad input;
+// `name` is the variable the message names (WMFIX_FENCES_IN_LOOP has the same syntax).
+inline bool parse_fence_list(const std::string& text, unsigned num, std::vector<bool>* enabled, std::string* err,
+                             const char* name = "WMFIX_FENCES") {
   const std::string s = trim(text);
   enabled->assign(num, false);
   if (s == "all") {
@@ -118,12 +121,12 @@ inline bool parse_fence_list(const std::string& text, unsigned num, std::vector<
       ok = parse_u64(item.substr(0, dash), &lo) && parse_u64(item.substr(dash + 1), &hi) && lo <= hi;
     }
     if (!ok) {
-      *err = "WMFIX_FENCES=\"" + text + "\": bad item \"" + item +
+      *err = std::string(name) + "=\"" + text + "\": bad item \"" + item +
              "\" (expected all, none, or a list like 0,3,7-9)";
       return false;
     }
     if (hi >= num) {
-      *err = "WMFIX_FENCES=\"" + text + "\": fence id " + std::to_string(hi) + " out of range: this program has " +
+      *err = std::string(name) + "=\"" + text + "\": fence id " + std::to_string(hi) + " out of range: this program has " +
              std::to_string(num) + " fence(s), ids 0.." + std::to_string(num - 1);
       return false;
     }
@@ -243,8 +246,8 @@ inline const char* getenv_or(const char* name, const char* fallback) {
   return v ? v : fallback;
 }
 
-// Reads every WMFIX_* variable; exits with status 3 on any bad value. WMFIX_FENCES is only
-// checked against each TU's fence count when the TU's mask is built.
+// Reads every WMFIX_* variable; exits with status 3 on any bad value. WMFIX_FENCES and
+// WMFIX_FENCES_IN_LOOP are only checked against each TU's fence count when the TU's mask is built.
 inline Settings settings_from_env() {
   Settings s;
   s.env = trim(getenv_or("WMFIX_ENV", "no-str-"));
@@ -275,6 +278,7 @@ inline Settings settings_from_env() {
   }
 
   s.fences = getenv_or("WMFIX_FENCES", "all");
+  s.fences_in_loop = getenv_or("WMFIX_FENCES_IN_LOOP", "all");
   const std::string verbose = trim(getenv_or("WMFIX_VERBOSE", "0"));
   s.verbose = !(verbose.empty() || verbose == "0");
   return s;

@@ -173,7 +173,9 @@ def reduce(folder):
         metas.append(doc["meta"])
         r = doc["result"]
         res = r["result"]
-        kept = ", ".join(str(f) for f in res["fences"]) or "none"
+        # A loop fence whose check passed with its placement after the loop alone: "5 (after loop)".
+        after = set(res.get("after_loop_only", []))
+        kept = ", ".join(f"{f} (after loop)" if f in after else str(f) for f in res["fences"]) or "none"
         print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
               f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {per_check(res)} | {r['wall_seconds']:.0f} | {miss(res)} | "
               f"{model(r)} | {r.get('sanity', {}).get('passed', 'original')} |")

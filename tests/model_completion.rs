@@ -10,10 +10,14 @@ use wmfix::fences::record::FenceList;
 use wmfix::reduce::model::{self, Completed};
 
 fn completed(study: &str, kept: &[usize]) -> (Completed, FenceList) {
-    let tmp = tempfile::tempdir().unwrap();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("case-studies")
         .join(study);
+    completed_in(&dir, kept)
+}
+
+fn completed_in(dir: &Path, kept: &[usize]) -> (Completed, FenceList) {
+    let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = wmfix()
         .args([
@@ -103,4 +107,24 @@ fn a_lock_kept_alone_gets_the_release_before_each_unlock_call() {
     let (c, _) = completed("cbe-dot", &[0]);
     assert_eq!(ids(&c), [3], "{c:?}");
     assert_eq!(c.fences[0].side, "release");
+}
+
+#[test]
+fn a_flag_read_in_an_if_with_an_else_is_no_spin() {
+    // Its fence has two placements too (the top of each branch), but no loop waits on it.
+    let (_tmp, dir) = fixture("reduce-standin");
+    std::fs::write(
+        dir.join("kernel.cu"),
+        "__global__ void k(int *data, int *flag) {\n  data[0] = 1;\n  flag[0] = 1;\n  if (flag[1] == 1) {\n    data[1] = 2;\n  } else {\n    data[2] = 3;\n  }\n}\n",
+    )
+    .unwrap();
+    let (c, list) = completed_in(&dir, &[0]);
+    assert_eq!(list.fences[2].accesses, ["load: flag[1]"]);
+    assert_eq!(list.fences[2].placements.len(), 2);
+    assert!(c.fences.is_empty(), "{c:?}");
+    assert_eq!(ids_unrecognised(&c), [0], "{c:?}");
+}
+
+fn ids_unrecognised(c: &Completed) -> Vec<usize> {
+    c.unrecognised.iter().map(|(id, _)| id.0).collect()
 }

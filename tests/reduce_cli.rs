@@ -598,3 +598,55 @@ fn a_latin1_source_is_patched_and_applied_byte_for_byte() {
     );
     assert_eq!(applied, want);
 }
+
+/// Two spin loops: fence 1 (a CAS loop) needs only its placement after the loop, fence 3 (a
+/// flag spin) its placement at the top of the body too.
+#[test]
+fn loop_fences_keep_only_the_placements_their_checks_need() {
+    let (tmp, dir) = standin(0);
+    std::fs::write(
+        dir.join("kernel.cu"),
+        "__global__ void k(int *a) {\n  a[0] = 1;\n  while (atomicCAS(&a[1], 0, 1) != 0) {\n  }\n  a[2] = 0;\n  while (a[3] == 0) {\n  }\n}\n",
+    )
+    .unwrap();
+    let o = reduce_cmd(&dir, "out", "1,2,3", 100, &[])
+        .env("STANDIN_IN_LOOP", "3")
+        .output()
+        .unwrap();
+    // Fence 3's in-body placement is what the program needs; fence 1's is not.
+    ok(&o);
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [1, 2, 3], "{}", stdout(&o));
+    assert_eq!(
+        r["result"]["after_loop_only"],
+        serde_json::json!([1]),
+        "{r}"
+    );
+    let placements = |i: usize| r["kept"][i]["placements"].as_array().unwrap().len();
+    assert_eq!(
+        (placements(0), placements(1), placements(2)),
+        (1, 1, 2),
+        "{r}"
+    );
+    assert!(
+        stdout(&o).contains("(after the loop only)"),
+        "{}",
+        stdout(&o)
+    );
+    let patch = std::fs::read_to_string(tmp.path().join("out/reduce/fences.patch")).unwrap();
+    // Fence 1 after its loop only; fence 3 at the top of its body and after its loop.
+    assert_eq!(patch.matches("wmfix fence 1:").count(), 1, "{patch}");
+    assert_eq!(patch.matches("wmfix fence 3:").count(), 2, "{patch}");
+    assert!(
+        patch.contains("+  } __threadfence(); /* wmfix fence 1:"),
+        "{patch}"
+    );
+    let o = wmfix()
+        .current_dir(tmp.path())
+        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
+        .output()
+        .unwrap();
+    ok(&o);
+    let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
+    assert_eq!(applied.matches("__threadfence();").count(), 4, "{applied}");
+}

@@ -1583,7 +1583,17 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
         } else {
             ""
         };
-        if let Some(r) = rest_or_none.strip_prefix(" WMFIX_FENCE(") {
+        if let Some(r) = rest_or_none.strip_prefix(" if (WMFIX_IN_LOOP(") {
+            // A loop condition's in-body placement: the guard, then the fence itself.
+            i = text.len() - r.len();
+            number(&mut i);
+            assert_eq!(&text[i..i + 2], "))");
+            i += 2;
+            assert!(
+                text[i..].starts_with(" WMFIX_FENCE"),
+                "an unguarded IN_LOOP"
+            );
+        } else if let Some(r) = rest_or_none.strip_prefix(" WMFIX_FENCE(") {
             i = text.len() - r.len();
             let id = number(&mut i);
             assert_eq!(&text[i..i + 2], ");");

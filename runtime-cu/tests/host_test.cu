@@ -214,6 +214,13 @@ static void test_parsers(const char* profile_path) {
   }
   wmfix::parse_fence_list("12", 12, &on, &err);
   CHECK(err.find("out of range") != std::string::npos, "message: %s", err.c_str());
+  // WMFIX_FENCES_IN_LOOP has the same syntax; its messages name it.
+  CHECK(wmfix::parse_fence_list("3,5", 12, &on, &err, "WMFIX_FENCES_IN_LOOP") && on[3] && on[5] && !on[4],
+        "in-loop list");
+  err.clear();
+  CHECK(!wmfix::parse_fence_list("x", 12, &on, &err, "WMFIX_FENCES_IN_LOOP") &&
+            err.rfind("WMFIX_FENCES_IN_LOOP=", 0) == 0,
+        "in-loop message: %s", err.c_str());
 
   unsigned long long v;
   CHECK(wmfix::parse_u64("18446744073709551615", &v) && v == ~0ULL, "max u64");
@@ -249,7 +256,8 @@ static int run_child(const std::vector<std::pair<const char*, const char*>>& env
   std::fflush(stdout);
   const pid_t pid = fork();
   if (pid == 0) {
-    for (const char* name : {"WMFIX_ENV", "WMFIX_SEED", "WMFIX_PROFILE", "WMFIX_STRESS_MAX_US", "WMFIX_FENCES"})
+    for (const char* name : {"WMFIX_ENV", "WMFIX_SEED", "WMFIX_PROFILE", "WMFIX_STRESS_MAX_US", "WMFIX_FENCES",
+                             "WMFIX_FENCES_IN_LOOP"})
       unsetenv(name);
     for (auto& kv : env) setenv(kv.first, kv.second, 1);
     if (!freopen("/dev/null", "w", stderr)) std::_Exit(100);
@@ -282,10 +290,13 @@ static void test_env_errors() {
   };
   CHECK(run_child({{"WMFIX_FENCES", "0,12"}}, build_mask) == 3, "fence 12 of 12 accepted");
   CHECK(run_child({{"WMFIX_FENCES", "x"}}, build_mask) == 3, "malformed fence list accepted");
+  CHECK(run_child({{"WMFIX_FENCES_IN_LOOP", "12"}}, build_mask) == 3, "in-loop fence 12 of 12 accepted");
+  CHECK(run_child({{"WMFIX_FENCES_IN_LOOP", "0,11"}}, build_mask) == 0, "good in-loop list rejected");
 
   unsetenv("WMFIX_ENV");
   const wmfix::Settings d = wmfix::settings_from_env();
   CHECK(d.env == "no-str-" && !d.active && d.seed == 1 && d.max_us == 100000 && d.fences == "all" &&
+            d.fences_in_loop == "all" &&
             d.profile.patch_size == 64 && d.profile.seq_len == 4 && d.profile.spread == 2,
         "defaults");
 }

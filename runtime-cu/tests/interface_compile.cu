@@ -69,6 +69,15 @@ __device__ int device_function(const int* p, int i, volatile int* v, const Bits&
   WMFIX_FENCE_PTR(22, (int*)v);
   if (i > 0) WMFIX_FENCE_AT(23, q[1]);
   else WMFIX_FENCE_PTR(24, &p[0]);
+  // A loop condition's fence: guarded at the top of the body, plain after the loop.
+  while (atomicCAS((int*)v, 0, 1) != 0) {
+    if (WMFIX_IN_LOOP(25)) WMFIX_FENCE_PTR(25, (int*)v);
+  }
+  WMFIX_FENCE_PTR(25, (int*)v);
+  while (p[i] == 0) {
+    if (WMFIX_IN_LOOP(26)) WMFIX_FENCE(26);
+  }
+  WMFIX_FENCE(26);
   return q[0] + (int)b + t + pr.x + (int)GLOBAL_ID + sum;
 }
 

@@ -48,8 +48,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     kept.extend(&model);
     let kept = &kept;
+    // Loop fences the reduction placed after the loop alone, and the model's acquires.
+    let after_loop: crate::fences::id::Ids = model
+        .union(&saved.result.after_loop_only)
+        .copied()
+        .collect();
     let (files, now) =
-        crate::reduce::patch::harden_placed(&app, out.root(), kept, &model, saved.scope)?;
+        crate::reduce::patch::harden_placed(&app, out.root(), kept, &after_loop, saved.scope)?;
     let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
     println!(
         "wmfix: added {} fences to {n} files in {}",

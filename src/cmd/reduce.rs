@@ -69,6 +69,11 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
     let groups = functions(&records);
+    let loop_fences: crate::fences::id::Ids = records
+        .iter()
+        .filter(|r| r.placements.iter().any(|p| p.loop_body))
+        .map(|r| r.id)
+        .collect();
     let stamp = std::fs::read_to_string(out.build_stamp())?;
     let header = serde_json::to_string(&serde_json::json!({
         // The budget may change between sessions: not part of what must match.
@@ -101,10 +106,11 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             hms((budget - p.seconds).max(0.0))
         ));
     };
-    let result = algorithm::reduce_grouped(
+    let result = algorithm::reduce_placed(
         &mut journal,
         &all,
         &groups,
+        &loop_fences,
         opts.settings.clone(),
         &mut show,
     );
@@ -119,7 +125,13 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             None => e,
         })?,
     };
-    let (hardened, sources) = patch::harden(&app, out.root(), &result.fences, opts.scope)?;
+    let (hardened, sources) = patch::harden_placed(
+        &app,
+        out.root(),
+        &result.fences,
+        &result.after_loop_only,
+        opts.scope,
+    )?;
     let patch_path = files.patch();
     let mut patch_text = Vec::new();
     if !result.complete {
@@ -139,7 +151,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         out.root(),
         &files.model_patch(),
         &hardened,
-        &result.fences,
+        &result,
         &model,
         opts.scope,
     )?;
@@ -153,7 +165,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         kept: result
             .fences
             .iter()
-            .map(|id| KeptFence::from(&records[id.0]))
+            .map(|id| KeptFence::placed(&records[id.0], result.after_loop_only.contains(id)))
             .collect(),
         result,
         replayed_checks: replayed,
@@ -195,15 +207,21 @@ fn write_model_patch(
     out: &std::path::Path,
     path: &std::path::Path,
     hardened: &[patch::Hardened],
-    kept: &crate::fences::id::Ids,
+    result: &Reduced,
     model: &crate::reduce::model::Completed,
     scope: FenceScope,
 ) -> Result<()> {
     let mut text = b"wmfix reduce: fences required by the PTX memory model, not observed on this GPU; apply after fences.patch (or `wmfix apply --model`)\n\n".to_vec();
     if !model.fences.is_empty() {
-        let both: crate::fences::id::Ids = kept.union(&model.ids()).copied().collect();
-        // An acquire is needed once the spin ends: the model's fences go after the loop only.
-        let (completed, _) = patch::harden_placed(app, out, &both, &model.ids(), scope)?;
+        let both: crate::fences::id::Ids = result.fences.union(&model.ids()).copied().collect();
+        // An acquire is needed once the spin ends: the model's fences go after the loop only,
+        // as do the kept loop fences the reduction placed there.
+        let after_loop = model
+            .ids()
+            .union(&result.after_loop_only)
+            .copied()
+            .collect();
+        let (completed, _) = patch::harden_placed(app, out, &both, &after_loop, scope)?;
         let from_kept: Vec<patch::Hardened> = completed
             .into_iter()
             .map(|c| {
@@ -239,6 +257,7 @@ fn interrupted_result(p: &Progress) -> Reduced {
         fences: p.held.clone(),
         complete: false,
         // Before the check with every fence and the unfenced runs ended, nothing was decided.
+        after_loop_only: Default::default(),
         undecided: matches!(
             p.phase,
             algorithm::Phase::Sanity | algorithm::Phase::Calibrate
@@ -265,6 +284,7 @@ fn phase_name(p: algorithm::Phase) -> &'static str {
         Binary => "binary reduction",
         Linear => "linear reduction",
         Stability => "stability check",
+        Placement => "loop fences after the loop alone",
     }
 }
 
@@ -295,8 +315,13 @@ pub fn summary(r: &Report) -> String {
         r.wall_seconds
     );
     for k in &r.kept {
+        let placed = if res.after_loop_only.contains(&k.id) {
+            "  (after the loop only)"
+        } else {
+            ""
+        };
         s += &format!(
-            "  fence {:>3}  {}  in {}  after {} `{}`\n",
+            "  fence {:>3}  {}  in {}  after {} `{}`{placed}\n",
             k.id, k.location, k.function, k.kind, k.access
         );
     }

@@ -150,7 +150,8 @@ fn variants(
     opts: &Options,
 ) -> Result<Vec<Variant>> {
     let all = FenceId::all(built.fences);
-    let (middle, middle_scope) = match &opts.middle {
+    // A reduction's loop fences placed after the loop alone are measured that way.
+    let (middle, middle_scope, after_loop) = match &opts.middle {
         Middle::Reduced => {
             let saved = crate::reduce::record::Report::load(out)?;
             let (_, now) = crate::reduce::patch::harden(app, out.root(), &Ids::new(), saved.scope)?;
@@ -160,12 +161,16 @@ fn variants(
                     "the sources changed since the reduction: its fence ids no longer apply; run `wmfix reduce` again or give --fences",
                 ));
             }
-            (saved.result.fences, saved.scope)
+            (
+                saved.result.fences,
+                saved.scope,
+                saved.result.after_loop_only,
+            )
         }
-        Middle::Given(FenceSet::All) => (all.clone(), opts.scope),
+        Middle::Given(FenceSet::All) => (all.clone(), opts.scope, Ids::new()),
         Middle::Given(set @ FenceSet::Ids(ids)) => {
             set.check_ids("--fences", built.fences)?;
-            (ids.clone(), opts.scope)
+            (ids.clone(), opts.scope, Ids::new())
         }
     };
     let mut list = vec![Variant {
@@ -177,15 +182,15 @@ fn variants(
         Middle::Reduced => "reduced",
         Middle::Given(_) => "chosen",
     };
-    for (name, fences, scope) in [
-        (middle_name, middle, middle_scope),
-        ("all", all, opts.scope),
+    for (name, fences, scope, after_loop) in [
+        (middle_name, middle, middle_scope, after_loop),
+        ("all", all, opts.scope, Ids::new()),
     ] {
         if list.iter().any(|v| v.fences == fences) {
             eprintln!("wmfix: the {name} variant has the same fences as another: measured once");
             continue;
         }
-        let tree = harden_and_build(app, out, name, &fences, scope)?;
+        let tree = harden_and_build(app, out, name, &fences, &after_loop, scope)?;
         list.push(Variant {
             name: name.into(),
             fences,
@@ -202,9 +207,11 @@ fn harden_and_build(
     out: &OutDir,
     name: &str,
     fences: &Ids,
+    after_loop: &Ids,
     scope: FenceScope,
 ) -> Result<PathBuf> {
-    let (files, _) = crate::reduce::patch::harden(app, out.root(), fences, scope)?;
+    let (files, _) =
+        crate::reduce::patch::harden_placed(app, out.root(), fences, after_loop, scope)?;
     let tree = out.cost().variant(name);
     let mut digest = crate::digest::Fnv::default();
     digest.add(std::fs::read_to_string(out.build_stamp())?.as_bytes());

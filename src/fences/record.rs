@@ -50,6 +50,14 @@ pub struct Placement {
     pub column: usize,
     pub byte: usize,
     pub how: How,
+    /// The top of the body of a loop whose condition the fence follows (`WMFIX_IN_LOOP`);
+    /// the fence's other placement is after the loop.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub loop_body: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One fence.
@@ -134,6 +142,7 @@ mod tests {
                     column: 14,
                     byte: 40,
                     how: How::Statement,
+                    loop_body: true,
                 }],
             }],
         };

@@ -46,6 +46,8 @@ pub enum Phase {
     Binary,
     Linear,
     Stability,
+    /// Loop-condition fences: after the loop alone?
+    Placement,
 }
 
 /// What the live progress line shows, and what an interrupted reduction reports: given before
@@ -74,6 +76,10 @@ pub struct Reduced {
     /// decided and every fence is kept.
     #[serde(default)]
     pub undecided: bool,
+    /// Kept fences of a loop condition whose placement at the top of the body is off: the
+    /// check (and the stability check) passed with the one after the loop alone.
+    #[serde(default)]
+    pub after_loop_only: Ids,
     /// Runs per check at the end.
     pub iterations: usize,
     pub checks: usize,
@@ -123,6 +129,9 @@ struct Reducer<'a> {
     rates: Rates,
     /// The fences of each kernel and device function (structure-aware split).
     groups: Vec<Ids>,
+    /// Fences whose access is a loop condition (two placements: the top of the body and
+    /// after the loop).
+    loop_fences: Ids,
 }
 
 /// Reduces `all` without knowing the program's structure.
@@ -140,6 +149,19 @@ pub fn reduce_grouped(
     oracle: &mut dyn Oracle,
     all: &Ids,
     groups: &[Ids],
+    settings: Settings,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Reduced> {
+    reduce_placed(oracle, all, groups, &Ids::new(), settings, progress)
+}
+
+/// As `reduce_grouped`; each kept fence of `loop_fences` (a loop condition's) is then tried
+/// with its placement after the loop alone.
+pub fn reduce_placed(
+    oracle: &mut dyn Oracle,
+    all: &Ids,
+    groups: &[Ids],
+    loop_fences: &Ids,
     settings: Settings,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Reduced> {
@@ -161,6 +183,7 @@ pub fn reduce_grouped(
         i,
         rates: Rates::default(),
         groups: groups.to_vec(),
+        loop_fences: loop_fences.clone(),
     };
     r.run(all)
 }
@@ -207,9 +230,11 @@ impl Reducer<'_> {
             if self.out_of_budget {
                 break fl;
             }
-            let (stable, runs) = self.stable(&fl)?;
+            let (stable, runs) = self.stable(&fl, &Ids::new())?;
             if stable {
-                let mut r = self.result(fl, true, runs, String::new());
+                let (after_loop_only, note) = self.placements(&fl)?;
+                let mut r = self.result(fl, true, runs, note);
+                r.after_loop_only = after_loop_only;
                 r.miss_probability = r.assumed_rate.map(|p| checks::miss(p, runs));
                 return Ok(r);
             }
@@ -237,6 +262,7 @@ impl Reducer<'_> {
             fences,
             complete,
             undecided: false,
+            after_loop_only: Ids::new(),
             iterations,
             checks: self.checks,
             cached_checks: self.cached_checks,
@@ -276,7 +302,48 @@ impl Reducer<'_> {
         Ok((t.errors, t.runs))
     }
 
-    fn stable(&mut self, f: &Ids) -> Result<(bool, usize)> {
+    /// For each kept loop-condition fence, the check with its placement at the top of the
+    /// body off; those that pass stay off, and the whole choice then gets the stability check
+    /// the set got. A failed stability check or a spent budget keeps both placements.
+    fn placements(&mut self, f: &Ids) -> Result<(Ids, String)> {
+        let mut off = Ids::new();
+        let loops: Vec<FenceId> = f.intersection(&self.loop_fences).copied().collect();
+        for id in loops {
+            self.phase = Phase::Placement;
+            let mut trial = off.clone();
+            trial.insert(id);
+            let n = self.runs_per_check();
+            let t = self.ask_placed(f, &trial, Request::check(n), n)?;
+            if self.out_of_budget {
+                break;
+            }
+            if t.errors == 0 {
+                off = trial;
+            } else {
+                self.rates.reject(t.errors, t.runs);
+            }
+        }
+        if off.is_empty() || self.out_of_budget {
+            let note = if self.out_of_budget {
+                "budget spent while trying loop fences after the loop alone: both placements kept"
+            } else {
+                ""
+            };
+            return Ok((Ids::new(), note.to_string()));
+        }
+        let (stable, _) = self.stable(f, &off)?;
+        if stable {
+            return Ok((off, String::new()));
+        }
+        let note = if self.out_of_budget {
+            "budget spent in the stability check of the loop fences after the loop alone: both placements kept"
+        } else {
+            "loop fences after the loop alone failed the stability check: both placements kept"
+        };
+        Ok((Ids::new(), note.to_string()))
+    }
+
+    fn stable(&mut self, f: &Ids, body_off: &Ids) -> Result<(bool, usize)> {
         self.phase = Phase::Stability;
         let n = self.runs_per_check();
         let assumed = self.rates.assumed(self.settings.checks);
@@ -295,7 +362,7 @@ impl Reducer<'_> {
             ),
             (Stability::Statistical { .. }, None) => Request::check(n),
         };
-        let t = self.ask(f, req, n)?;
+        let t = self.ask_placed(f, body_off, req, n)?;
         Ok((t.errors == 0 && !self.out_of_budget, t.runs))
     }
 
@@ -356,8 +423,13 @@ impl Reducer<'_> {
         Ok(t.errors == 0 && !self.out_of_budget)
     }
 
-    /// One oracle request, within the budget; records what it learnt.
     fn ask(&mut self, f: &Ids, req: Request, i: usize) -> Result<Tally> {
+        self.ask_placed(f, &Ids::new(), req, i)
+    }
+
+    /// One oracle request, within the budget, with the in-body placements of `body_off` off;
+    /// records what it learnt (the cache only of requests with every placement).
+    fn ask_placed(&mut self, f: &Ids, body_off: &Ids, req: Request, i: usize) -> Result<Tally> {
         let left = self.settings.budget_seconds - self.seconds;
         if left <= 0.0 {
             self.out_of_budget = true;
@@ -378,7 +450,7 @@ impl Reducer<'_> {
             runs: self.runs,
         });
         self.nonce += 1;
-        let t = self.oracle.run(f, req, self.nonce, left)?;
+        let t = self.oracle.run_placed(f, body_off, req, self.nonce, left)?;
         self.checks += 1;
         self.runs += t.runs;
         self.seconds += t.seconds;
@@ -386,7 +458,11 @@ impl Reducer<'_> {
             // Whatever this request showed, it may have been cut short.
             self.out_of_budget = true;
         }
-        if t.errors > 0 {
+        if !body_off.is_empty() {
+            if req.max_runs.is_some_and(|n| t.errors == 0 && t.runs < n) {
+                self.out_of_budget = true;
+            }
+        } else if t.errors > 0 {
             self.cache.insert(f.clone(), None);
             self.failing.push(f.clone());
         } else {

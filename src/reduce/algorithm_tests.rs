@@ -316,3 +316,104 @@ fn structure_split_drops_whole_functions_first() {
         "structure {structure} ddmin {ddmin} halves {halves}"
     );
 }
+
+/// A simulated program with loop fences: those of `body_needed` need their placement at the
+/// top of the loop body as well as the one after the loop (a missing one errs as if the fence
+/// were off).
+struct Looping {
+    sim: Simulated,
+    body_needed: Ids,
+}
+
+impl Oracle for Looping {
+    fn run(&mut self, enabled: &Ids, req: Request, nonce: u64, left: f64) -> Result<Tally> {
+        self.sim.run(enabled, req, nonce, left)
+    }
+
+    fn run_placed(
+        &mut self,
+        enabled: &Ids,
+        body_off: &Ids,
+        req: Request,
+        nonce: u64,
+        left: f64,
+    ) -> Result<Tally> {
+        let effective: Ids = enabled
+            .iter()
+            .copied()
+            .filter(|id| !(body_off.contains(id) && self.body_needed.contains(id)))
+            .collect();
+        self.sim.run(&effective, req, nonce, left)
+    }
+}
+
+fn looping(required: &[usize], body_needed: &[usize]) -> Looping {
+    Looping {
+        sim: sim(required, 0.3, 7),
+        body_needed: set(body_needed),
+    }
+}
+
+fn statistical() -> Settings {
+    settings(
+        Split::Halves,
+        Stability::Statistical { confidence: 0.99 },
+        true,
+    )
+}
+
+#[test]
+fn a_loop_fence_needed_after_the_loop_only_keeps_that_placement() {
+    let mut o = looping(&[3, 7], &[]);
+    let all = FenceId::all(10);
+    let r = reduce_placed(
+        &mut o,
+        &all,
+        &[],
+        &set(&[3, 7, 9]),
+        statistical(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.fences, set(&[3, 7]));
+    assert_eq!(r.after_loop_only, set(&[3, 7]), "{r:?}");
+    assert!(r.complete && r.note.is_empty(), "{r:?}");
+}
+
+#[test]
+fn a_loop_fence_whose_body_placement_is_needed_keeps_both() {
+    let mut o = looping(&[3, 7], &[7]);
+    let all = FenceId::all(10);
+    let r = reduce_placed(&mut o, &all, &[], &set(&[3, 7]), statistical(), &mut |_| {}).unwrap();
+    assert_eq!(r.fences, set(&[3, 7]));
+    assert_eq!(r.after_loop_only, set(&[3]), "{r:?}");
+    assert!(r.complete, "{r:?}");
+}
+
+#[test]
+fn without_loop_fences_nothing_is_asked_about_placements() {
+    let mut a = looping(&[3], &[]);
+    let mut b = looping(&[3], &[]);
+    let all = FenceId::all(10);
+    let plain = reduce_grouped(&mut a, &all, &[], statistical(), &mut |_| {}).unwrap();
+    // Fence 5 is a loop fence, but not kept: no placement is tried.
+    let placed = reduce_placed(&mut b, &all, &[], &set(&[5]), statistical(), &mut |_| {}).unwrap();
+    assert_eq!((plain.checks, plain.runs), (placed.checks, placed.runs));
+    assert!(placed.after_loop_only.is_empty());
+}
+
+#[test]
+fn a_budget_spent_while_placing_keeps_both_placements() {
+    let all = FenceId::all(10);
+    let mut a = looping(&[3], &[]);
+    let plain = reduce_grouped(&mut a, &all, &[], statistical(), &mut |_| {}).unwrap();
+    // Enough for the reduction and a part of one run more.
+    let mut s = statistical();
+    s.budget_seconds = plain.seconds + 0.1;
+    let mut b = looping(&[3], &[]);
+    let r = reduce_placed(&mut b, &all, &[], &set(&[3]), s, &mut |_| {}).unwrap();
+    assert_eq!(r.fences, set(&[3]));
+    assert!(r.complete, "{r:?}");
+    assert!(r.after_loop_only.is_empty(), "{r:?}");
+    assert!(r.note.contains("both placements kept"), "{}", r.note);
+}

@@ -16,6 +16,9 @@ use std::path::Path;
 pub struct Entry {
     pub nonce: u64,
     pub fences: FenceSet,
+    /// Fences whose placement at the top of a loop body was off (placement phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_off: Option<FenceSet>,
     pub request: Request,
     pub tally: Tally,
 }
@@ -89,9 +92,21 @@ impl Oracle for Journaled<'_> {
         nonce: u64,
         seconds_left: f64,
     ) -> Result<Tally> {
+        self.run_placed(enabled, &Ids::new(), request, nonce, seconds_left)
+    }
+
+    fn run_placed(
+        &mut self,
+        enabled: &Ids,
+        body_off: &Ids,
+        request: Request,
+        nonce: u64,
+        seconds_left: f64,
+    ) -> Result<Tally> {
         let fences = FenceSet::Ids(enabled.clone());
+        let off = (!body_off.is_empty()).then(|| FenceSet::Ids(body_off.clone()));
         if let Some(e) = self.replay.pop_front() {
-            if e.nonce == nonce && e.fences == fences && e.request == request {
+            if e.nonce == nonce && e.fences == fences && e.body_off == off && e.request == request {
                 self.replayed += 1;
                 self.kept.push(serde_json::to_string(&e)?);
                 return Ok(e.tally);
@@ -101,10 +116,13 @@ impl Oracle for Journaled<'_> {
             std::fs::write(&self.path, self.kept.join("\n") + "\n")?;
             self.file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
         }
-        let tally = self.inner.run(enabled, request, nonce, seconds_left)?;
+        let tally = self
+            .inner
+            .run_placed(enabled, body_off, request, nonce, seconds_left)?;
         let e = Entry {
             nonce,
             fences,
+            body_off: off,
             request,
             tally,
         };

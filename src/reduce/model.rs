@@ -170,7 +170,7 @@ impl Program<'_> {
                     a.id,
                     a.access,
                     a.function,
-                    if a.placements.len() > 1 { "; its after-the-loop placement is the one needed" } else { "" }
+                    if a.placements.iter().any(|p| p.loop_body) { "; its after-the-loop placement is the one needed" } else { "" }
                 ),
             })
             .collect())
@@ -298,7 +298,9 @@ fn role(r: &FenceRecord) -> Role {
             ("atomic", "atomicExch", [v, zero]) if zero.trim() == "0" => {
                 return Role::Unlock(base(v));
             }
-            ("load", _, _) if r.placements.len() > 1 => return Role::Spin(base(text)),
+            ("load", _, _) if r.placements.iter().any(|p| p.loop_body) => {
+                return Role::Spin(base(text));
+            }
             _ => {}
         }
     }

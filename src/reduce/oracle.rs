@@ -62,6 +62,23 @@ pub trait Oracle {
         nonce: u64,
         seconds_left: f64,
     ) -> Result<Tally>;
+
+    /// As `run`, with the placement at the top of the loop body of each fence of `body_off`
+    /// off (`WMFIX_FENCES_IN_LOOP`): only its placement after the loop stays.
+    fn run_placed(
+        &mut self,
+        enabled: &Ids,
+        body_off: &Ids,
+        request: Request,
+        nonce: u64,
+        seconds_left: f64,
+    ) -> Result<Tally> {
+        anyhow::ensure!(
+            body_off.is_empty(),
+            "this oracle cannot switch a fence's placements"
+        );
+        self.run(enabled, request, nonce, seconds_left)
+    }
 }
 
 /// The real application: the instrumented build, run under one testing environment.
@@ -85,6 +102,17 @@ impl Oracle for Program<'_> {
         nonce: u64,
         seconds_left: f64,
     ) -> Result<Tally> {
+        self.run_placed(enabled, &Ids::new(), request, nonce, seconds_left)
+    }
+
+    fn run_placed(
+        &mut self,
+        enabled: &Ids,
+        body_off: &Ids,
+        request: Request,
+        nonce: u64,
+        seconds_left: f64,
+    ) -> Result<Tally> {
         let batch = Batch {
             app: self.app,
             tree: &self.tree,
@@ -102,8 +130,15 @@ impl Oracle for Program<'_> {
             None => budget,
         };
         let fences = FenceSet::Ids(enabled.clone());
+        // The in-body placements that stay on: every enabled fence's but those of `body_off`.
+        let in_loop = (!body_off.is_empty())
+            .then(|| FenceSet::Ids(enabled.difference(body_off).copied().collect()));
         let (env, seed) = (self.env, self.seed);
-        let spec = move |i| TrialSpec::new(env, crate::rng::seed(seed, nonce, i), &fences);
+        let spec = move |i| {
+            let mut spec = TrialSpec::new(env, crate::rng::seed(seed, nonce, i), &fences);
+            spec.fences_in_loop = in_loop.clone();
+            spec
+        };
         let start = Instant::now();
         let mut tally = Tally {
             runs: 0,

@@ -3,7 +3,7 @@
 
 use crate::exit_code::{self, fail};
 use crate::fences::id::FenceId;
-use crate::fences::record::{AccessKind, FenceRecord};
+use crate::fences::record::{AccessKind, FenceRecord, Placement};
 use crate::fences::scope::FenceScope;
 use crate::out_dir::OutDir;
 use crate::reduce::algorithm::{Reduced, Settings};
@@ -22,6 +22,21 @@ pub struct KeptFence {
     pub function: String,
     pub kind: AccessKind,
     pub access: String,
+    /// The placements `fences.patch` has (a loop condition's fence: the top of the body and
+    /// after the loop, or after the loop alone). Absent in reductions made before.
+    #[serde(default)]
+    pub placements: Vec<Placement>,
+}
+
+impl KeptFence {
+    /// `r`, with only its placement after the loop when `after_loop_only`.
+    pub fn placed(r: &FenceRecord, after_loop_only: bool) -> KeptFence {
+        let mut k = KeptFence::from(r);
+        if after_loop_only {
+            k.placements.retain(|p| !p.loop_body);
+        }
+        k
+    }
 }
 
 impl From<&FenceRecord> for KeptFence {
@@ -32,6 +47,7 @@ impl From<&FenceRecord> for KeptFence {
             function: r.function.clone(),
             kind: r.kind,
             access: r.access.clone(),
+            placements: r.placements.clone(),
         }
     }
 }

@@ -141,7 +141,8 @@ pub fn render_hardened(
 }
 
 /// As `render_hardened`, but a fence of `after_loop` whose access is a loop condition (two
-/// statement placements: the top of the body and after the loop) gets only the latter.
+/// statement placements: the top of the body and after the loop) gets only the latter. (An
+/// `if` condition's fence, at the top of both branches, keeps both.)
 pub fn render_hardened_placed(
     files: &mut [Planned],
     kept: &Ids,
@@ -159,21 +160,16 @@ pub fn render_hardened_placed(
                 plan::one_line(&file.text[site.range.clone()])
             );
             let host = plan.functions[site.function].1;
-            // A loop condition's fence has two statement placements; after the loop is last.
-            let in_loop = site
-                .spots
-                .iter()
-                .filter(|s| s.piece == Piece::Fence)
-                .count()
-                > 1;
-            let last = if after_loop.contains(&id) && in_loop {
-                site.spots.iter().map(|s| s.at).max()
-            } else {
-                None
-            };
+            // A loop condition's fence: its placement at the top of the body dropped.
+            let body = after_loop.contains(&id).then(|| {
+                site.spots
+                    .iter()
+                    .find(|s| s.piece == Piece::LoopFence)
+                    .map(|s| s.at)
+            });
             edits.extend(
                 hardened_edits(site, scope.call(), &note.replace("*/", "* /"), host)
-                    .filter(|e| last.is_none_or(|at| e.start == at)),
+                    .filter(|e| body.flatten() != Some(e.start)),
             );
             edits.extend(site.braces.iter().cloned());
         }
@@ -203,7 +199,7 @@ fn hardened_edits<'s>(
     };
     site.spots.iter().map(move |s| {
         let text = match s.piece {
-            Piece::Fence => guard(format!(" {call}; /* {note} */")),
+            Piece::Fence | Piece::LoopFence => guard(format!(" {call}; /* {note} */")),
             Piece::CommaFence => guard(format!(", {call}")),
             Piece::WrapOpen => "[&] { auto wmfix_value = (".to_string(),
             Piece::WrapClose => format!(
@@ -234,6 +230,7 @@ fn site_edits<'s>(
     site.spots.iter().map(move |s| {
         let text = match s.piece {
             Piece::Fence => fence.clone(),
+            Piece::LoopFence => format!(" if (WMFIX_IN_LOOP({id})){fence}"),
             Piece::CommaFence => format!(", WMFIX_FENCE_EXPR({id})"),
             Piece::WrapOpen => format!("WMFIX_AFTER({id}, "),
             Piece::WrapClose => ")".to_string(),
@@ -281,7 +278,7 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> Fence
         .map(|s| {
             let (line, column) = file.line_col(s.at);
             let how = match s.piece {
-                Piece::Fence => How::Statement,
+                Piece::Fence | Piece::LoopFence => How::Statement,
                 Piece::CommaFence => How::Comma,
                 _ => How::Wrap,
             };
@@ -290,6 +287,7 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> Fence
                 column,
                 byte: s.at,
                 how,
+                loop_body: s.piece == Piece::LoopFence,
             }
         })
         .collect();
@@ -307,5 +305,38 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> Fence
             .map(|(r, k)| format!("{k}: {}", plan::one_line(&file.text[r.clone()])))
             .collect(),
         placements,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hardened(text: &str, kept: &[usize], after_loop: &[usize]) -> String {
+        let file = SourceFile::new("k.cu".into(), "k.cu".into(), text.to_string());
+        let mut files = plan_files(vec![file]);
+        let ids = |v: &[usize]| v.iter().copied().map(FenceId).collect::<Ids>();
+        let texts =
+            render_hardened_placed(&mut files, &ids(kept), &ids(after_loop), FenceScope::Device)
+                .unwrap();
+        texts[0].clone().unwrap()
+    }
+
+    #[test]
+    fn after_the_loop_drops_only_a_loops_in_body_placement() {
+        let spin = "__global__ void k(int *m) {\n  while (atomicCAS(m, 0, 1) != 0) {\n  }\n}\n";
+        let both = hardened(spin, &[0], &[]);
+        assert_eq!(both.matches("__threadfence();").count(), 2, "{both}");
+        let after = hardened(spin, &[0], &[0]);
+        assert!(after.contains("  } __threadfence();"), "{after}");
+        assert_eq!(after.matches("__threadfence();").count(), 1, "{after}");
+        // A try-lock's `if` has two placements too, one per branch: both stay.
+        let try_lock = "__global__ void k(int *m, int *d) {\n  if (atomicCAS(m, 0, 1) == 0) {\n    d[0] = 1;\n  } else {\n    d[1] = 1;\n  }\n}\n";
+        let kept = hardened(try_lock, &[0], &[0]);
+        assert_eq!(
+            kept.matches("__threadfence(); /* wmfix fence 0").count(),
+            2,
+            "{kept}"
+        );
     }
 }

@@ -34,6 +34,9 @@ const ROLES: &[(Capture, Role)] = &[
 pub enum Piece {
     /// `WMFIX_FENCE(id);` as a statement.
     Fence,
+    /// `if (WMFIX_IN_LOOP(id)) WMFIX_FENCE(id);` at the top of the body of a loop whose
+    /// condition the fence follows: the placement the reducer can switch off by itself.
+    LoopFence,
     /// `, WMFIX_FENCE_EXPR(id)` after a comma operand.
     CommaFence,
     /// `WMFIX_AFTER(id, ` before a value...
@@ -376,7 +379,11 @@ fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> 
         Role::LoopCond => {
             let stmt = found.statement();
             if let Some(body) = stmt.node.child_by_field_name("body") {
-                out.push(top_of(stmt.child(body), roles, wrap));
+                let top = top_of(stmt.child(body), roles, wrap);
+                out.push(Spot {
+                    piece: Piece::LoopFence,
+                    ..top
+                });
             }
             after(stmt, &mut out, wrap);
         }

@@ -246,6 +246,7 @@ mod tests {
             env: TestEnv::parse("no-str-").unwrap(),
             seed: i as u64,
             fences: crate::fences::set::FenceSet::All,
+            fences_in_loop: None,
         };
         let mut judged = 0;
         run(&batch, Budget::Runs(100), 0, &spec, &mut |_| {

@@ -79,6 +79,10 @@ pub struct TrialSpec {
     pub env: TestEnv,
     pub seed: u64,
     pub fences: FenceSet,
+    /// `WMFIX_FENCES_IN_LOOP`, when not every in-body placement is on (the reducer's
+    /// placement phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fences_in_loop: Option<FenceSet>,
 }
 
 impl TrialSpec {
@@ -89,6 +93,13 @@ impl TrialSpec {
             ("WMFIX_SEED".into(), self.seed.to_string()),
             ("WMFIX_FENCES".into(), self.fences.to_string()),
         ]
+        .into_iter()
+        .chain(
+            self.fences_in_loop
+                .as_ref()
+                .map(|f| ("WMFIX_FENCES_IN_LOOP".into(), f.to_string())),
+        )
+        .collect()
     }
 
     pub fn new(env: TestEnv, seed: u64, fences: &FenceSet) -> TrialSpec {
@@ -96,6 +107,7 @@ impl TrialSpec {
             env,
             seed,
             fences: fences.clone(),
+            fences_in_loop: None,
         }
     }
 }
