@@ -123,24 +123,6 @@ with_profile() { # with_profile FILE STUDY ENV RUNS
   test_cell "$@" "WMFIX_PROFILE=$file"
 }
 
-# cub-scan-lib in preprocessed mode (CUB's own look-back instrumented in a copy of its headers):
-# the study copied to $WORK with wmfix.toml's `preprocess` key set, then one `wmfix test` cell
-# like test_cell's. cub_lib_cell FENCES (none: CUB as written; all).
-cub_lib_cell() {
-  local fences=$1 app=$WORK/cub-scan-lib-pre out=$WORK/$STEP
-  if [ ! -f "$app/wmfix.toml" ]; then
-    mkdir -p "$app" && cp case-studies/cub-scan-lib/* "$app/" &&
-      echo 'preprocess = "nvcc -E -x cu -O3 -arch=sm_90"' >> "$app/wmfix.toml" || return 1
-  fi
-  local cmd=("$W" test "$app" --out "$out" --env sys-str+ --runs 100 --fences "$fences" --jobs "$JOBS" --seed 1)
-  [ -f "$out/test/runs.jsonl" ] && cmd+=(--resume)
-  bounded "${LIMIT:-120}" "${cmd[@]}"
-  local rc=$?
-  cp "$out/test/summary.json" "$STEP_DIR/summary.json" 2>/dev/null && json_result "$STEP_DIR/summary.json" "${cmd[@]}"
-  cp "$out/build-instrumented.log" "$STEP_DIR/" 2>/dev/null
-  case $rc in 0|2|3) return 0 ;; *) return $rc ;; esac
-}
-
 # ---- the steps, in priority order: "name function args..." ----
 STEPS=()
 add() { STEPS+=("$*"); }
@@ -168,8 +150,10 @@ for s in $FENCELESS; do add "stress-$s-sys-shipped" test_cell "$s" sys-str+ "$RU
 for s in $FENCELESS; do add "stress-$s-aim-shipped" test_cell "$s" aim-str+ "$RUNS"; done
 for s in $FENCED; do add "stress-fenced-$s" fenced_cell "$s" sys-str+ 300; done
 for s in $FENCELESS; do add "stress-$s-no" test_cell "$s" no-str- "$RUNS"; done
-add cub-scan-lib-sys-none cub_lib_cell none
-add cub-scan-lib-sys-all cub_lib_cell all
+# cub-scan-lib: CUB's own look-back, instrumented through preprocessed mode (its wmfix.toml), as
+# written (--fences none) and with every fence; its first build takes about a minute.
+add cub-scan-lib-sys-none test_cell cub-scan-lib sys-str+ 100 -- --fences none
+add cub-scan-lib-sys-all fenced_cell cub-scan-lib sys-str+ 100 -- --fences all
 # The profile wmfix ships for this GPU, as src/run/profile.rs picks it: <slug>.toml, or the
 # longest profile name that begins the slug at a word. None: the shipped cells are the built-in default.
 SHIPPED=

@@ -5,15 +5,15 @@ use crate::exit_code::{self, fail};
 use crate::fences::record::FenceRecord;
 use crate::fences::record::{FenceList, VERSION};
 use crate::fences::scope::FenceScope;
+use crate::out_dir;
 use crate::out_dir::OutDir;
 use crate::rewrite::device_code::Precision;
 use crate::rewrite::preprocess;
 pub use crate::rewrite::preprocess::Preprocessor;
-use crate::out_dir;
 use crate::rewrite::render::{self, Planned};
-use crate::rewrite::write_back;
 use crate::rewrite::source::SourceFile;
 use crate::rewrite::walk;
+use crate::rewrite::write_back;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -114,8 +114,8 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         texts.extend(outs.files);
         (texts, fences, outs.roots)
     } else {
-        let done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
-            .map_err(internal)?;
+        let done =
+            render::render(&mut planned, opts.fence, |f| include_path(&f.rel)).map_err(internal)?;
         let texts = planned.iter().zip(done.texts);
         let texts = texts.map(|(p, t)| {
             let t = t.as_deref().unwrap_or(&p.file.text);

@@ -223,7 +223,10 @@ fn place_group(
         ));
     }
     // A group's edits stay in one file (a fence and its braces).
-    placed.windows(2).all(|w| w[0].0 == w[1].0).then_some(placed)
+    placed
+        .windows(2)
+        .all(|w| w[0].0 == w[1].0)
+        .then_some(placed)
 }
 
 /// Where byte `at` of the preprocessed text is in its original file: (absolute path, line,
@@ -246,7 +249,9 @@ fn place(
         .as_ref()?;
     let (ostart, otext) = origin.line(oline)?;
     let pstart = at + 1 - col;
-    let pend = file.text[pstart..].find('\n').map_or(file.text.len(), |i| pstart + i);
+    let pend = file.text[pstart..]
+        .find('\n')
+        .map_or(file.text.len(), |i| pstart + i);
     let col = map_column(&file.text[pstart..pend], otext, col - 1, end)?;
     Some((abs, oline, seg, ostart + col))
 }
@@ -260,7 +265,11 @@ pub fn map_column(p: &str, o: &str, col: usize, end: bool) -> Option<usize> {
         return None;
     }
     let same = |a: (usize, usize), b: (usize, usize)| p[a.0..a.1] == o[b.0..b.1];
-    let prefix = tp.iter().zip(&to).take_while(|(a, b)| same(**a, **b)).count();
+    let prefix = tp
+        .iter()
+        .zip(&to)
+        .take_while(|(a, b)| same(**a, **b))
+        .count();
     let suffix = tp
         .iter()
         .rev()
@@ -287,7 +296,14 @@ pub fn map_column(p: &str, o: &str, col: usize, end: bool) -> Option<usize> {
         // After a space (`return *p`): before the next token, which matches too.
         Some(to[before].0)
     } else if before <= prefix {
-        Some(to[before - 1].1)
+        // After a space in both (`return MACRO(...)`): after the original's space too.
+        let end = to[before - 1].1;
+        let space = o[end..].len() - o[end..].trim_start().len();
+        Some(if col > tp[before - 1].1 {
+            end + space
+        } else {
+            end
+        })
     } else if after == 0 && suffix > 0 {
         // After everything on a line that ends as the original does.
         Some(to[to.len() - 1].1)
@@ -344,7 +360,10 @@ mod tests {
         // gcc -E drops comments and may change spacing; the tokens are the same.
         let o = "  x[i] =  v;   // store";
         let p = "  x[i] = v;";
-        assert_eq!(map_column(p, o, p.len(), false), Some(o.find(';').unwrap() + 1));
+        assert_eq!(
+            map_column(p, o, p.len(), false),
+            Some(o.find(';').unwrap() + 1)
+        );
         assert_eq!(map_column(p, o, 2, false), Some(2));
         // A replaced token: start and end.
         assert_eq!(map_column(p, o, 2, false), Some(2));
@@ -361,6 +380,11 @@ mod tests {
         assert_eq!(map_column(p, o, 9, false), Some(13));
         // After a space: before the next token.
         assert_eq!(map_column("return *p;", "return  *p;", 7, false), Some(8));
+        // After a space, before a macro: after the original's space.
+        assert_eq!(
+            map_column("return ::ns::f();", "return NS::f();", 7, false),
+            Some(7)
+        );
         // After `y = 1;`: the tokens after match, so it maps.
         assert_eq!(map_column(p, o, p.len(), false), Some(o.len()));
         // Before `y`: the tokens after it match.
