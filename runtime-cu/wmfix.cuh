@@ -156,12 +156,30 @@ __device__ __forceinline__ bool in_loop_on() {
   return !((fence_in_loop_off[Id / 32] >> (Id % 32)) & 1U);
 }
 
-// WMFIX_AFTER: the argument is evaluated (once) before the call, the fence comes after it, and
-// the decayed value is returned as a prvalue.
+// WMFIX_AFTER: the argument is evaluated (once) and read before the fence, and its value is
+// returned as a prvalue; an lvalue of class type is returned as the same lvalue (`return *this`
+// in a function returning a reference, as in libcu++ and CUB), since copying it would change
+// what the expression means.
+template <class T> struct unref { typedef T type; };
+template <class T> struct unref<T&> { typedef T type; };
+template <class T, bool Class = __is_class(typename unref<T>::type) || __is_union(typename unref<T>::type)>
+struct after_type { typedef T type; };
+template <class T>
+struct after_type<T&, true> { typedef T& type; };
+template <class T>
+struct after_type<T&, false> : after_type<T> {};
+template <class T>
+struct after_type<const T, false> : after_type<T> {};
+template <class T>
+struct after_type<volatile T, false> : after_type<T> {};
+template <class T>
+struct after_type<const volatile T, false> : after_type<T> {};
+
 template <unsigned Id, class T>
-__host__ __device__ __forceinline__ T after(T value) {
+__host__ __device__ __forceinline__ typename after_type<T>::type after_ref(T&& value) {
+  typename after_type<T>::type read = static_cast<T&&>(value);
   fence_if<Id>();
-  return value;
+  return read;
 }
 
 __device__ __forceinline__ unsigned long long grid_id() {
@@ -331,7 +349,7 @@ class ExitGuard {
 #else
 #define WMFIX_IN_LOOP(id) true
 #endif
-#define WMFIX_AFTER(id, ...) (::wmfix::after<(id)>(__VA_ARGS__))
+#define WMFIX_AFTER(id, ...) (::wmfix::after_ref<(id)>(__VA_ARGS__))
 
 // First statement of every kernel. A stressing block stresses and returns; an application block
 // records its mapping and falls through.

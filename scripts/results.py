@@ -347,6 +347,14 @@ def stress(folder):
     print("|---|---|")
     for d in sorted(n for n in names if n.startswith("stress-fenced-")):
         print(f"| {d[len('stress-fenced-'):]} | {cell(folder, d, metas)} |")
+    cub = [(f, t) for f, t in [("none", "CUB as written (--fences none)"), ("all", "--fences all")]
+           if f"cub-scan-lib-sys-{f}" in names]
+    if cub:
+        print("\ncub-scan-lib (CUB's DeviceScan, preprocessed mode), sys-str+:\n")
+        print("| fences | errors/runs |")
+        print("|---|---|")
+        for f, t in cub:
+            print(f"| {t} | {cell(folder, f'cub-scan-lib-sys-{f}', metas)} |")
     profile = os.path.join(folder, "stress-tune", "profile.toml")
     if os.path.exists(profile):
         keys = [l.strip() for l in open(profile) if l.split("=")[0].strip() in ("patch_size", "sequence", "spread")]

@@ -60,6 +60,11 @@ pub struct OutDir {
     locked: bool,
 }
 
+/// Inside `tree/` in preprocessed mode: library headers with fences written back, one folder per
+/// include folder, each an overlay of links to the original's other entries. The instrumented
+/// build finds them first through `CPATH` (`app::builder`).
+pub const LIBRARY_HEADERS: &str = ".wmfix-include";
+
 impl OutDir {
     /// Takes `path` as this command's output folder, creating and marking it when it is new.
     /// Refused before anything is written: a folder that contains one of `inputs` (65), a path

@@ -150,6 +150,10 @@ for s in $FENCELESS; do add "stress-$s-sys-shipped" test_cell "$s" sys-str+ "$RU
 for s in $FENCELESS; do add "stress-$s-aim-shipped" test_cell "$s" aim-str+ "$RUNS"; done
 for s in $FENCED; do add "stress-fenced-$s" fenced_cell "$s" sys-str+ 300; done
 for s in $FENCELESS; do add "stress-$s-no" test_cell "$s" no-str- "$RUNS"; done
+# cub-scan-lib: CUB's own look-back, instrumented through preprocessed mode (its wmfix.toml), as
+# written (--fences none) and with every fence; its first build takes about a minute.
+add cub-scan-lib-sys-none test_cell cub-scan-lib sys-str+ 100 -- --fences none
+add cub-scan-lib-sys-all fenced_cell cub-scan-lib sys-str+ 100 -- --fences all
 # The profile wmfix ships for this GPU, as src/run/profile.rs picks it: <slug>.toml, or the
 # longest profile name that begins the slug at a word. None: the shipped cells are the built-in default.
 SHIPPED=

@@ -115,7 +115,8 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
 
 /// Runs the config's build command in `dir`; a failure is BUILD_FAILED with the log's tail.
 pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
-    let env = toolchain::build_env();
+    let mut env = toolchain::build_env();
+    env.extend(library_headers(dir));
     let spec = child::Spec {
         command: &app.config.build,
         dir,
@@ -143,6 +144,26 @@ pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Preprocessed mode: the overlaid include folders of `dir` (`out_dir::LIBRARY_HEADERS`) first
+/// on `CPATH`, which gcc (nvcc's preprocessor) searches after the command line's `-I` folders
+/// and before `-isystem` ones such as the toolkit's `include/cccl`: `#include <cub/...>` then
+/// finds the copy with fences.
+fn library_headers(dir: &Path) -> Option<(String, String)> {
+    let base = dir.join(crate::out_dir::LIBRARY_HEADERS);
+    let mut dirs: Vec<(usize, PathBuf)> = std::fs::read_dir(&base)
+        .ok()?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            Some((e.file_name().to_str()?.parse().ok()?, e.path()))
+        })
+        .collect();
+    dirs.sort();
+    let old = std::env::var_os("CPATH").map(std::path::PathBuf::from);
+    let all = dirs.into_iter().map(|(_, d)| d).chain(old);
+    let joined = std::env::join_paths(all).ok()?;
+    Some(("CPATH".to_string(), joined.to_string_lossy().into_owned()))
 }
 
 /// A digest of everything a build depends on: wmfix's version, the options, the config and

@@ -17,6 +17,8 @@ pub struct DeviceFunction<'t> {
     pub kernel: bool,
     /// `__host__ __device__`: compiled for the host too.
     pub host: bool,
+    /// Returns a reference (`T&`, `auto&&`, a `reference` typedef): what it returns is not read.
+    pub returns_ref: bool,
 }
 
 pub struct Access<'t> {
@@ -45,10 +47,26 @@ pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFuncti
             name: declared_name(function, text).to_string(),
             kernel: kernels.contains(&body.id()),
             host: host.contains(&body.id()),
+            returns_ref: returns_ref(function, text),
         });
     }
     out.sort_by_key(|f| f.body.start_byte());
     out
+}
+
+/// Whether a function definition's return type is a reference, as written before its name:
+/// `T& f()`, `auto&& f()`, `decltype(auto) f()`, or a `reference` typedef (`typename B::reference`).
+fn returns_ref(function: Node, text: &str) -> bool {
+    let head = &text[function.start_byte()..name_node(function).start_byte()];
+    head.contains('&') || head.contains("reference") || head.contains("decltype(auto)")
+}
+
+/// Whether a few levels up from `node` is a `return` statement (the returned expression's
+/// operands: `return g[i];`, `return static_cast<B&>(*this).get();`).
+fn in_return(node: Node, text: &str) -> bool {
+    std::iter::successors(node.parent(), Node::parent)
+        .take(8)
+        .any(|p| text[p.byte_range()].starts_with("return"))
 }
 
 /// The name a declaration declares: follow `declarator` fields to the innermost one.
@@ -413,6 +431,11 @@ pub fn accesses<'t>(
         let Some(function) = bodies.innermost(node.byte_range()) else {
             return;
         };
+        // `return a[i];` in `T& at(int i)` hands out the element's address; nothing is read
+        // (and a fence around the returned value would make it a prvalue).
+        if functions[function].returns_ref && in_return(node, text) {
+            return;
+        }
         if ways.base(node, Via::Object).is_some_and(|b| is_local(&b)) {
             return;
         }
@@ -443,6 +466,7 @@ pub fn accesses<'t>(
         if is_global(name)
             && shadowed.lookup(scopes, name, n.start_byte()).is_none()
             && !is_declarator(*n)
+            && !is_callee(*n)
         {
             let before = out.len();
             push(*n, AccessKind::Load, &mut out);
@@ -460,6 +484,16 @@ fn is_declarator(n: Node) -> bool {
     n.parent()
         .and_then(|p| p.child_by_field_name("declarator"))
         .is_some_and(|d| d.id() == n.id())
+}
+
+/// The function a call calls (`swap(a, b)`): a `__device__` object called so is a function object
+/// (libcu++'s `cuda::std::swap`), read for no data.
+fn is_callee(n: Node) -> bool {
+    n.parent().is_some_and(|p| {
+        p.child_by_field_name("arguments").is_some()
+            && p.child_by_field_name("function")
+                .is_some_and(|f| f.id() == n.id())
+    })
 }
 
 fn is_store(node: Node, stores: &IdSet) -> bool {

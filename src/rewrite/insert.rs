@@ -5,6 +5,7 @@ use crate::exit_code::{self, fail};
 use crate::fences::record::FenceRecord;
 use crate::fences::record::{FenceList, VERSION};
 use crate::fences::scope::FenceScope;
+use crate::out_dir;
 use crate::out_dir::OutDir;
 use crate::rewrite::device_code::Precision;
 use crate::rewrite::preprocess;
@@ -12,6 +13,7 @@ pub use crate::rewrite::preprocess::Preprocessor;
 use crate::rewrite::render::{self, Planned};
 use crate::rewrite::source::SourceFile;
 use crate::rewrite::walk;
+use crate::rewrite::write_back;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -87,18 +89,59 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         query_time,
     } = plan_tree(opts)?;
     let t0 = Instant::now();
-    let mut done = render::render(&mut planned, opts.fence, |f| include_path(&f.rel))
-        .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
+    let internal = |e: crate::rewrite::edits::Overlap| fail(exit_code::INTERNAL, e.to_string());
+    let mut warnings = warnings;
+    let (texts, mut fences, overlays) = if opts.preprocess.is_some() {
+        let (groups, fences) = render::edit_groups(&mut planned);
+        let tus = planned.iter().zip(groups);
+        let tus = tus.filter_map(|(p, g)| g.map(|g| (&p.file, g))).collect();
+        let written = write_back::write_back(&input.root, tus);
+        warnings.extend(unplaced_warning(&written, fences.len()));
+        let total = fences.len();
+        let library = Path::new(out_dir::LIBRARY_HEADERS);
+        let outs = write_back::outputs(&input.root, library, written, |rel| {
+            render::prologue(total, opts.fence, &include_path(rel))
+        })
+        .map_err(internal)?;
+        // The `.cu` files are built as they are, with the edits written back into them.
+        let mut texts: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        for p in &planned {
+            let abs = input.root.join(&p.file.rel);
+            let bytes = std::fs::read(&abs)
+                .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", abs.display())))?;
+            texts.push((p.file.rel.clone(), bytes));
+        }
+        texts.extend(outs.files);
+        (texts, fences, outs.roots)
+    } else {
+        let done =
+            render::render(&mut planned, opts.fence, |f| include_path(&f.rel)).map_err(internal)?;
+        let texts = planned.iter().zip(done.texts);
+        let texts = texts.map(|(p, t)| {
+            let t = t.as_deref().unwrap_or(&p.file.text);
+            (p.file.rel.clone(), p.file.encoding.encode(t))
+        });
+        (texts.collect(), done.fences, Vec::new())
+    };
     let library_fences = if opts.preprocess.is_some() {
-        map_back(&input.root, &planned, &mut done.fences)
+        map_back(&input.root, &planned, &mut fences)
     } else {
         Vec::new()
     };
     cuda_time += t0.elapsed();
-    write_output(out, &input, &copies, &planned, &done, opts.fence)?;
+    let instrumented = texts.len();
+    let done = Written {
+        texts,
+        overlays,
+        fences,
+    };
+    write_output(out, &input, &copies, &done, opts.fence)?;
+    let done = Instrumented {
+        fences: done.fences,
+    };
     Ok(Summary {
         files: input.files.len(),
-        instrumented: done.texts.iter().filter(|t| t.is_some()).count(),
+        instrumented,
         fences: done.fences.len(),
         precision: planned.iter().fold(Precision::default(), |a, p| Precision {
             hidden_globals: a.hidden_globals + p.plan.precision.hidden_globals,
@@ -278,12 +321,38 @@ fn include_path(rel: &Path) -> String {
     )
 }
 
+/// What `write_output` writes besides the copies: each instrumented file's bytes (by path inside
+/// `tree/`), the include folders overlaid (preprocessed mode) and the fence records.
+struct Written {
+    texts: Vec<(PathBuf, Vec<u8>)>,
+    overlays: Vec<(PathBuf, usize)>,
+    fences: Vec<FenceRecord>,
+}
+
+struct Instrumented {
+    fences: Vec<FenceRecord>,
+}
+
+/// Preprocessed mode: the fences whose edits could not be written back, said once.
+fn unplaced_warning(w: &write_back::WrittenBack, total: usize) -> Option<String> {
+    if w.unplaced.is_empty() && w.unplaced_fixed == 0 {
+        return None;
+    }
+    let shown: Vec<&str> = w.unplaced.iter().take(5).map(String::as_str).collect();
+    Some(format!(
+        "warning: {} of {total} fences (and {} other edits) are inside macro expansions or headers included more than once and are not in the build, only in fences.json: {}{}",
+        w.unplaced.len(),
+        w.unplaced_fixed,
+        shown.join(", "),
+        if w.unplaced.len() > 5 { ", ..." } else { "" }
+    ))
+}
+
 fn write_output(
     out: &OutDir,
     input: &walk::InputTree,
     copies: &[PathBuf],
-    planned: &[Planned],
-    done: &render::Instrumented,
+    done: &Written,
     scope: FenceScope,
 ) -> Result<()> {
     let cant =
@@ -291,20 +360,27 @@ fn write_output(
     for dir in [out.tree(), out.runtime()] {
         out.remove(&dir)?;
     }
-    let write = |rel: &Path, bytes: &[u8]| -> Result<()> {
-        let dest = out.tree().join(rel);
-        std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| cant(&dest, e))?;
-        std::fs::write(&dest, bytes).map_err(|e| cant(&dest, e))
-    };
     for rel in copies {
         // fs::copy keeps the permission bits: build scripts stay executable.
         let dest = out.tree().join(rel);
         std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| cant(&dest, e))?;
         std::fs::copy(input.root.join(rel), &dest).map_err(|e| cant(&dest, e))?;
     }
-    for (p, text) in planned.iter().zip(&done.texts) {
-        let text = text.as_deref().unwrap_or(&p.file.text);
-        write(&p.file.rel, &p.file.encoding.encode(text))?;
+    let library = out.tree().join(out_dir::LIBRARY_HEADERS);
+    for (src, n) in &done.overlays {
+        let prefix = Path::new(out_dir::LIBRARY_HEADERS).join(n.to_string());
+        let written: Vec<PathBuf> = done
+            .texts
+            .iter()
+            .filter_map(|(rel, _)| rel.strip_prefix(&prefix).ok().map(Path::to_path_buf))
+            .collect();
+        let dest = library.join(n.to_string());
+        write_back::overlay(src, &dest, &written).map_err(|e| cant(&dest, e))?;
+    }
+    for (rel, bytes) in &done.texts {
+        let dest = out.tree().join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| cant(&dest, e))?;
+        std::fs::write(&dest, bytes).map_err(|e| cant(&dest, e))?;
     }
     walk::make_links(input, &out.tree()).map_err(|e| cant(&out.tree(), e))?;
     crate::rewrite::runtime_headers::write_to(&out.runtime())

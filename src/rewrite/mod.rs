@@ -19,3 +19,4 @@ pub mod scopes;
 pub mod sites;
 pub mod source;
 pub mod walk;
+pub mod write_back;

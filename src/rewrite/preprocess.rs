@@ -82,10 +82,16 @@ impl LineMap {
 
     /// The file and 1-based line that 1-based line `line` of the preprocessed text came from.
     pub fn origin(&self, line: usize) -> Option<(&Path, usize)> {
+        self.segment(line).map(|(_, file, n)| (file, n))
+    }
+
+    /// As `origin`, with the index of the marker it follows: lines of one inclusion of a
+    /// header are under that inclusion's markers only.
+    pub fn segment(&self, line: usize) -> Option<(usize, &Path, usize)> {
         let row = line.checked_sub(1)?;
         let at = self.marks.partition_point(|m| m.0 <= row).checked_sub(1)?;
         let (start, file, n) = &self.marks[at];
-        Some((file.as_path(), n + (row - start)))
+        Some((at, file.as_path(), n + (row - start)))
     }
 }
 
@@ -103,7 +109,7 @@ fn marker(line: &str) -> Option<(usize, PathBuf)> {
 }
 
 /// How a file a marker names is shown: relative to the tree's root when it is inside it, else
-/// from its last `include/` folder on, past CCCL's own `cccl/` folder
+/// from its first `include/` folder on, past CCCL's own `cccl/` folder
 /// (`cub/agent/single_pass_scan_operators.cuh`), else as is.
 pub fn shown(root: &Path, dir: &Path, file: &Path) -> (PathBuf, bool) {
     let abs = dir.join(file);
@@ -112,7 +118,7 @@ pub fn shown(root: &Path, dir: &Path, file: &Path) -> (PathBuf, bool) {
         return (rel.to_path_buf(), true);
     }
     let parts: Vec<_> = abs.components().collect();
-    match parts.iter().rposition(|c| c.as_os_str() == "include") {
+    match parts.iter().position(|c| c.as_os_str() == "include") {
         Some(i) => {
             let skip = usize::from(parts.get(i + 1).is_some_and(|c| c.as_os_str() == "cccl"));
             (parts[i + 1 + skip..].iter().collect(), false)

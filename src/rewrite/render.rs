@@ -22,6 +22,12 @@ pub struct Planned {
     pub syntax_error: Option<SyntaxError>,
 }
 
+/// Edits that stand or fall together: one fixed edit, or one fence's edits and braces.
+pub struct Group {
+    pub fence: Option<FenceId>,
+    pub edits: Vec<Edit>,
+}
+
 pub struct Instrumented {
     /// New text per planned file, `None` where nothing changes.
     pub texts: Vec<Option<String>>,
@@ -102,32 +108,69 @@ pub fn render(
     scope: FenceScope,
     include: impl Fn(&SourceFile) -> String,
 ) -> Result<Instrumented, edits::Overlap> {
+    let (groups, fences) = edit_groups(files);
+    let total = fences.len();
+    let mut texts = Vec::with_capacity(groups.len());
+    for (p, groups) in files.iter().zip(groups) {
+        let Some(groups) = groups else {
+            texts.push(None);
+            continue;
+        };
+        let mut edits: Vec<Edit> = groups.into_iter().flat_map(|g| g.edits).collect();
+        edits.push(Edit::insert(
+            0,
+            edits::Slot::open(0, false),
+            prologue(total, scope, &include(&p.file)),
+        ));
+        texts.push(Some(edits::apply(&p.file.text, edits)?));
+    }
+    Ok(Instrumented { texts, fences })
+}
+
+/// What every instrumented file starts with: the fence count, the scope and the runtime header.
+pub fn prologue(total: usize, scope: FenceScope, include: &str) -> String {
+    format!(
+        "#define WMFIX_NUM_FENCES {}\n#define WMFIX_FENCE_SCOPE {}\n#include \"{include}\"\n#line 1\n",
+        total.max(1),
+        scope.code(),
+    )
+}
+
+/// Numbers the fences of all files (sorting `files` by path) and gives each file's edits in
+/// groups that stand or fall together: each fixed edit alone, then each fence's edits with its
+/// braces. `None` where a file has nothing to change. Preprocessed mode writes the groups back
+/// into the files the translation unit came from (`write_back`).
+pub fn edit_groups(files: &mut [Planned]) -> (Vec<Option<Vec<Group>>>, Vec<FenceRecord>) {
     let numbered = numbered(files);
     let total: usize = numbered.iter().map(|(_, sites)| sites.len()).sum();
     let mut fences = Vec::with_capacity(total);
-    let mut texts = Vec::with_capacity(numbered.len());
+    let mut out = Vec::with_capacity(numbered.len());
     for (Planned { file, plan, .. }, sites) in numbered {
         if plan.is_empty() {
-            texts.push(None);
+            out.push(None);
             continue;
         }
-        let mut edits = plan.fixed.clone();
+        let mut groups: Vec<Group> = plan
+            .fixed
+            .iter()
+            .map(|e| Group {
+                fence: None,
+                edits: vec![e.clone()],
+            })
+            .collect();
         let replaced = replacements(&plan.fixed);
         for (site, id) in sites {
-            edits.extend(site_edits(site, id, &file.text, &replaced));
-            edits.extend(site.braces.iter().cloned());
+            let mut group: Vec<Edit> = site_edits(site, id, &file.text, &replaced).collect();
+            group.extend(site.braces.iter().cloned());
+            groups.push(Group {
+                fence: Some(id),
+                edits: group,
+            });
             fences.push(record(file, plan, site, id));
         }
-        let prologue = format!(
-            "#define WMFIX_NUM_FENCES {}\n#define WMFIX_FENCE_SCOPE {}\n#include \"{}\"\n#line 1\n",
-            total.max(1),
-            scope.code(),
-            include(file)
-        );
-        edits.push(Edit::insert(0, edits::Slot::open(0, false), prologue));
-        texts.push(Some(edits::apply(&file.text, edits)?));
+        out.push(Some(groups));
     }
-    Ok(Instrumented { texts, fences })
+    (out, fences)
 }
 
 /// The original files with only the `kept` fences, written as plain CUDA fences with a comment
