@@ -267,7 +267,12 @@ completed_study() { # completed_study STUDY: after reduce-STUDY
   ids=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]
 print(",".join(str(i) for i in sorted(set(r["result"]["fences"]) | {m["id"] for m in r.get("model", {}).get("fences", [])})))' "$r")
   [ -n "$ids" ] || { echo "$study: no kept fences, nothing to check" >> "$STEP_DIR/log.txt"; return 0; }
-  test_cell "$study" sys-str+ "$RUNS" -- --fences "$ids"
+  # As the patches place them: the model's fences after their loops only, and kept loop fences
+  # the reducer found needed after the loop only, without their in-body placement.
+  local in_loop
+  in_loop=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]
+print(",".join(str(i) for i in sorted(set(r["result"]["fences"]) - set(r["result"].get("after_loop_only", [])))))' "$r")
+  test_cell "$study" sys-str+ "$RUNS" "WMFIX_FENCES_IN_LOOP=$in_loop" -- --fences "$ids"
 }
 # Issue 14: reductions, then what the reduced fences cost, with the model's completion, and two
 # more seeds of each reduction (scripts/results.py reduce, agreement, cost).
