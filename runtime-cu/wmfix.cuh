@@ -52,6 +52,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include <type_traits>
 
 #include "wmfix_common.cuh"
 #include "wmfix_host.cuh"
@@ -162,7 +163,9 @@ __device__ __forceinline__ bool in_loop_on() {
 // what the expression means.
 template <class T> struct unref { typedef T type; };
 template <class T> struct unref<T&> { typedef T type; };
-template <class T, bool Class = __is_class(typename unref<T>::type) || __is_union(typename unref<T>::type)>
+// Library traits, not the built-ins: GCC 11 refuses `__is_class` in a function signature.
+template <class T, bool Class = std::is_class<typename unref<T>::type>::value ||
+                                std::is_union<typename unref<T>::type>::value>
 struct after_type { typedef T type; };
 template <class T>
 struct after_type<T&, true> { typedef T& type; };
