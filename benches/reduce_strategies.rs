@@ -111,6 +111,7 @@ fn main() {
                         iterations: 32,
                         checks: s.checks,
                         stability: s.stability,
+                        rare_rate: None,
                         cache: s.cache,
                         budget_seconds: 48.0 * 3600.0,
                     };

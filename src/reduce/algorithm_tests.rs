@@ -13,6 +13,7 @@ fn settings(split: Split, stability: Stability, cache: bool) -> Settings {
         iterations: 32,
         checks: Checks::Fixed,
         stability,
+        rare_rate: None,
         cache,
         budget_seconds: 1e9,
     }
@@ -416,4 +417,59 @@ fn a_budget_spent_while_placing_keeps_both_placements() {
     assert!(r.complete, "{r:?}");
     assert!(r.after_loop_only.is_empty(), "{r:?}");
     assert!(r.note.contains("both placements kept"), "{}", r.note);
+}
+
+/// A program erring in every run without fence 2, and in 1% of runs without fence 5.
+struct Rare {
+    runs: usize,
+}
+
+impl Oracle for Rare {
+    fn run(&mut self, enabled: &Ids, request: Request, nonce: u64, _: f64) -> Result<Tally> {
+        let p = if !enabled.contains(&FenceId(2)) {
+            1.0
+        } else if !enabled.contains(&FenceId(5)) {
+            0.01
+        } else {
+            0.0
+        };
+        let mut t = Tally {
+            runs: 0,
+            errors: 0,
+            seconds: 0.0,
+        };
+        while request.max_runs.is_none_or(|n| t.runs < n) && t.errors < request.stop_after_errors {
+            let u = crate::rng::unit(7, nonce, t.runs);
+            t.runs += 1;
+            self.runs += 1;
+            t.seconds += 0.2;
+            if u < p {
+                t.errors += 1;
+            }
+        }
+        Ok(t)
+    }
+}
+
+#[test]
+fn the_stability_check_catches_a_rarely_erring_missing_fence() {
+    // Sized at the unfenced rate (100%), the stability check runs a few dozen times and misses
+    // the 1% error of a set without fence 5; sized for 1% it sees it and the reduction keeps 5.
+    let all = FenceId::all(8);
+    let at_assumed = reduce(
+        &mut Rare { runs: 0 },
+        &all,
+        adaptive(Split::Structure),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(at_assumed.fences, set(&[2]), "{at_assumed:?}");
+    let rare = Settings {
+        rare_rate: Some(0.01),
+        ..adaptive(Split::Structure)
+    };
+    let r = reduce(&mut Rare { runs: 0 }, &all, rare, &mut |_| {}).unwrap();
+    assert_eq!(r.fences, set(&[2, 5]), "{r:?}");
+    assert!(r.complete && r.stability_runs >= 459, "{r:?}");
+    assert!(r.miss_probability.unwrap() <= 0.0101, "{r:?}");
 }
