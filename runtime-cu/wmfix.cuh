@@ -148,22 +148,26 @@ __host__ __device__ __forceinline__ void fence_if() {
 // what the expression means.
 template <class T> struct unref { typedef T type; };
 template <class T> struct unref<T&> { typedef T type; };
-template <class T, bool Class = __is_class(typename unref<T>::type) || __is_union(typename unref<T>::type)>
+// gcc refuses built-in traits in a function signature (it cannot mangle them): behind a struct.
+template <class T> struct is_object { static const bool value = __is_class(T) || __is_union(T); };
+template <class T, bool Class>
 struct after_type { typedef T type; };
 template <class T>
 struct after_type<T&, true> { typedef T& type; };
 template <class T>
-struct after_type<T&, false> : after_type<T> {};
+struct after_type<T&, false> : after_type<T, false> {};
 template <class T>
-struct after_type<const T, false> : after_type<T> {};
+struct after_type<const T, false> : after_type<T, false> {};
 template <class T>
-struct after_type<volatile T, false> : after_type<T> {};
+struct after_type<volatile T, false> : after_type<T, false> {};
 template <class T>
-struct after_type<const volatile T, false> : after_type<T> {};
+struct after_type<const volatile T, false> : after_type<T, false> {};
+template <class T>
+struct after_result : after_type<T, is_object<typename unref<T>::type>::value> {};
 
 template <unsigned Id, class T>
-__host__ __device__ __forceinline__ typename after_type<T>::type after_ref(T&& value) {
-  typename after_type<T>::type read = static_cast<T&&>(value);
+__host__ __device__ __forceinline__ typename after_result<T>::type after_ref(T&& value) {
+  typename after_result<T>::type read = static_cast<T&&>(value);
   fence_if<Id>();
   return read;
 }
