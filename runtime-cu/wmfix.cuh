@@ -52,7 +52,6 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-#include <type_traits>
 
 #include "wmfix_common.cuh"
 #include "wmfix_host.cuh"
@@ -163,24 +162,26 @@ __device__ __forceinline__ bool in_loop_on() {
 // what the expression means.
 template <class T> struct unref { typedef T type; };
 template <class T> struct unref<T&> { typedef T type; };
-// Library traits, not the built-ins: GCC 11 refuses `__is_class` in a function signature.
-template <class T, bool Class = std::is_class<typename unref<T>::type>::value ||
-                                std::is_union<typename unref<T>::type>::value>
+// gcc refuses built-in traits in a function signature (it cannot mangle them): behind a struct.
+template <class T> struct is_object { static const bool value = __is_class(T) || __is_union(T); };
+template <class T, bool Class>
 struct after_type { typedef T type; };
 template <class T>
 struct after_type<T&, true> { typedef T& type; };
 template <class T>
-struct after_type<T&, false> : after_type<T> {};
+struct after_type<T&, false> : after_type<T, false> {};
 template <class T>
-struct after_type<const T, false> : after_type<T> {};
+struct after_type<const T, false> : after_type<T, false> {};
 template <class T>
-struct after_type<volatile T, false> : after_type<T> {};
+struct after_type<volatile T, false> : after_type<T, false> {};
 template <class T>
-struct after_type<const volatile T, false> : after_type<T> {};
+struct after_type<const volatile T, false> : after_type<T, false> {};
+template <class T>
+struct after_result : after_type<T, is_object<typename unref<T>::type>::value> {};
 
 template <unsigned Id, class T>
-__host__ __device__ __forceinline__ typename after_type<T>::type after_ref(T&& value) {
-  typename after_type<T>::type read = static_cast<T&&>(value);
+__host__ __device__ __forceinline__ typename after_result<T>::type after_ref(T&& value) {
+  typename after_result<T>::type read = static_cast<T&&>(value);
   fence_if<Id>();
   return read;
 }

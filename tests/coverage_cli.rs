@@ -80,3 +80,29 @@ fn what_still_fails_names_the_construct() {
         "{err}"
     );
 }
+
+/// Found on cuda-samples (MC_EstimatePi*, vulkanImageCUDA): `typeid` of a type keyword, an
+/// explicit instantiation on its own line and Vulkan's calling-convention macros parse (masked),
+/// so the kernel after them is instrumented with `--on-parse-error fail`.
+#[test]
+fn typeid_explicit_instantiations_and_vulkan_macros_parse() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("app")).unwrap();
+    std::fs::write(
+        tmp.path().join("app/k.cu"),
+        "#include <typeinfo>\n#define VKAPI_ATTR\n#define VKAPI_CALL\ntypedef int VkBool32;\ntemplate <class Real> struct E {\n  bool dbl() { return typeid(Real) == typeid(double) || typeid(Real) == typeid(unsigned int); }\n};\ntemplate class E<float>;\ntemplate struct E<double>;\nstatic VKAPI_ATTR VkBool32 VKAPI_CALL cb(int s) { return s; }\n__global__ void k(int *a) { a[threadIdx.x] = 1; }\n",
+    )
+    .unwrap();
+    let o = run(
+        tmp.path(),
+        &["insert", "app", "--out", "out", "--on-parse-error", "fail"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let k = std::fs::read_to_string(tmp.path().join("out/tree/k.cu")).unwrap();
+    assert!(k.contains("WMFIX_FENCE"), "{k}");
+    let o = nvcc_command(&tmp.path().join("out/tree"))
+        .args(["-c", "nvcc -arch=sm_90 -c k.cu -o /dev/null"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -3,12 +3,14 @@
 //! still fit the original text.
 
 /// Attributes the grammar lacks, blanked wherever they appear: `__align__(n)` (with its
-/// parenthesised argument) and calling-convention macros such as `CUDART_CB`.
+/// parenthesised argument) and calling-convention macros such as `CUDART_CB` (and Vulkan's).
 const ATTRIBUTES: &[(&str, bool)] = &[
     ("__align__", true),
     ("__builtin_align__", true),
     ("CUDART_CB", false),
     ("CUDA_CB", false),
+    ("VKAPI_ATTR", false),
+    ("VKAPI_CALL", false),
 ];
 
 /// `text` with the attributes of `ATTRIBUTES` blanked, and the name of the first one found.
@@ -17,7 +19,9 @@ pub fn attributes(text: &str) -> (String, Option<&'static str>) {
     let mut first = None;
     for (word, with_args) in ATTRIBUTES {
         for (at, _) in text.match_indices(word) {
-            if !whole_word(text, at, word.len()) {
+            // Not on a preprocessor line (`#define VKAPI_ATTR`): that would blank its name.
+            let line = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            if !whole_word(text, at, word.len()) || text[line..at].trim_start().starts_with('#') {
                 continue;
             }
             let mut end = at + word.len();
@@ -32,6 +36,58 @@ pub fn attributes(text: &str) -> (String, Option<&'static str>) {
         }
     }
     (bytes_to_string(out), first)
+}
+
+/// Type keywords: `typeid(double)` is a type operand, which the grammar does not parse.
+const TYPE_WORDS: &[&str] = &[
+    "bool", "char", "short", "int", "long", "float", "double", "void", "unsigned", "signed",
+    "const",
+];
+
+/// `text` with the type keywords of `typeid(T)` masked as one identifier (`typeid(_     )`),
+/// which parses as `typeid` of an expression; `None` where there is none.
+pub fn typeid_types(text: &str) -> Option<String> {
+    let mut out = text.as_bytes().to_vec();
+    let mut found = false;
+    for (at, w) in text.match_indices("typeid") {
+        let open =
+            at + w.len() + (text[at + w.len()..].len() - text[at + w.len()..].trim_start().len());
+        if !whole_word(text, at, w.len()) || !text[open..].starts_with('(') {
+            continue;
+        }
+        let Some(close) = balanced_parens(text, open) else {
+            continue;
+        };
+        let inside = open + 1..close - 1;
+        let words: Vec<&str> = text[inside.clone()].split_whitespace().collect();
+        if !words.is_empty() && words.iter().all(|w| TYPE_WORDS.contains(w)) {
+            blank(&mut out, inside.clone());
+            out[inside.start] = b'_';
+            found = true;
+        }
+    }
+    found.then(|| bytes_to_string(out))
+}
+
+/// `text` with explicit instantiations on a line of their own (`template class PiEstimator<float>;`,
+/// which the grammar does not parse) blanked: they hold no code to instrument. `None` where
+/// there is none.
+pub fn explicit_instantiations(text: &str) -> Option<String> {
+    let mut out = text.as_bytes().to_vec();
+    let mut found = false;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        let kind = ["template class ", "template struct "]
+            .iter()
+            .any(|k| t.starts_with(k));
+        if kind && t.ends_with(';') && !t.contains(['{', '(']) {
+            blank(&mut out, at..at + line.trim_end().len());
+            found = true;
+        }
+        at += line.len();
+    }
+    found.then(|| bytes_to_string(out))
 }
 
 /// What preprocessing made of the CUDA qualifiers, and the qualifier each was.
@@ -183,6 +239,26 @@ fn bytes_to_string(bytes: Vec<u8>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explicit_instantiations_are_blanked() {
+        let t = "template <class T> struct P {};\ntemplate class P<float>;\n";
+        let m = explicit_instantiations(t).unwrap();
+        assert_eq!(
+            m,
+            format!("template <class T> struct P {{}};\n{}\n", " ".repeat(24))
+        );
+        assert_eq!(explicit_instantiations("template class P<f(1)>;"), None);
+    }
+
+    #[test]
+    fn typeid_of_a_type_keyword_is_masked() {
+        let t = "if (typeid(Real) == typeid(unsigned int)) {}";
+        let m = typeid_types(t).unwrap();
+        assert_eq!(m, "if (typeid(Real) == typeid(_           )) {}");
+        assert_eq!(m.len(), t.len());
+        assert_eq!(typeid_types("typeid(x)"), None);
+    }
 
     #[test]
     fn attributes_are_blanked_keeping_offsets() {

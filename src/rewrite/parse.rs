@@ -37,6 +37,20 @@ pub fn parse_masked(text: &str) -> Masked {
     } else {
         (pragmas, None)
     };
+    let masked = match masked
+        .contains("typeid")
+        .then(|| mask::typeid_types(&masked))
+    {
+        Some(Some(m)) => std::borrow::Cow::Owned(m),
+        _ => masked,
+    };
+    let masked = match masked
+        .contains("template class ")
+        .then(|| mask::explicit_instantiations(&masked))
+    {
+        Some(Some(m)) => std::borrow::Cow::Owned(m),
+        _ => masked,
+    };
     let tree = parse_blanked(&masked);
     let mut out = Masked {
         tree,
@@ -56,7 +70,7 @@ pub fn parse_masked(text: &str) -> Masked {
     out
 }
 
-const ATTRIBUTE_HINTS: &[&str] = &["__align__", "CUDART_CB", "CUDA_CB"];
+const ATTRIBUTE_HINTS: &[&str] = &["__align__", "CUDART_CB", "CUDA_CB", "VKAPI_"];
 
 /// Bytes inside syntax errors, plus one per token tree-sitter had to invent.
 fn unparsed(tree: &Tree) -> usize {

@@ -34,6 +34,9 @@ pub struct Instrumented {
     pub fences: Vec<FenceRecord>,
 }
 
+/// Source bytes above which a file's parse tree is freed on a thread of its own.
+const BIG_TREE: usize = 1 << 20;
+
 /// Parses and plans one file that sees `program`.
 pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
     let parse::Masked {
@@ -42,6 +45,12 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
         first_branch_only,
     } = parse::parse_masked(&file.text);
     let mut plan = plan::plan(&file, &tree, program);
+    let syntax_error = parse::syntax_error(&tree, &file.text);
+    // A big file's tree takes a while to free (tree-sitter frees node by node): on another
+    // thread, while this one renders.
+    if file.text.len() > BIG_TREE {
+        std::thread::spawn(move || drop(tree));
+    }
     if let Some(at) = first_branch_only {
         plan.warnings.push(format!(
             "{}: warning: `#if`/`#else` splits a statement; only the first branch of each `#if` in this file is instrumented",
@@ -50,7 +59,7 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
     }
     Planned {
         plan,
-        syntax_error: parse::syntax_error(&tree, &file.text),
+        syntax_error,
         file,
     }
 }
