@@ -21,6 +21,13 @@ fn standin(n: usize) -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
+/// The stand-in app with this kernel.cu.
+fn standin_kernel(kernel: &str) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = standin(0);
+    std::fs::write(dir.join("kernel.cu"), kernel).unwrap();
+    (tmp, dir)
+}
+
 fn reduce_cmd(dir: &Path, out: &str, required: &str, percent: u32, args: &[&str]) -> Command {
     let mut c = wmfix();
     c.current_dir(dir.parent().unwrap())
@@ -514,12 +521,9 @@ fn adaptive_checks_and_the_structure_split_are_the_defaults_and_recorded() {
 
 #[test]
 fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
-    let (tmp, dir) = standin(0);
-    std::fs::write(
-        dir.join("kernel.cu"),
+    let (tmp, dir) = standin_kernel(
         "__global__ void k(int *data, int *flag, int *out) {\n  if (blockIdx.x == 0) {\n    data[0] = 42;\n    flag[0] = 1;\n  } else {\n    while (flag[0] == 0) {\n    }\n    out[0] = data[0];\n  }\n}\n",
-    )
-    .unwrap();
+    );
     // Fence 0 follows `data[0] = 42`, before the flag store; 2 follows the spin on the flag.
     ok(&reduce_cmd(&dir, "out", "0", 100, &[]).output().unwrap());
     let r = report(&dir, "out");
@@ -603,12 +607,9 @@ fn a_latin1_source_is_patched_and_applied_byte_for_byte() {
 /// flag spin) its placement at the top of the body too.
 #[test]
 fn loop_fences_keep_only_the_placements_their_checks_need() {
-    let (tmp, dir) = standin(0);
-    std::fs::write(
-        dir.join("kernel.cu"),
+    let (tmp, dir) = standin_kernel(
         "__global__ void k(int *a) {\n  a[0] = 1;\n  while (atomicCAS(&a[1], 0, 1) != 0) {\n  }\n  a[2] = 0;\n  while (a[3] == 0) {\n  }\n}\n",
-    )
-    .unwrap();
+    );
     let o = reduce_cmd(&dir, "out", "1,2,3", 100, &[])
         .env("STANDIN_IN_LOOP", "3")
         .output()
