@@ -86,17 +86,7 @@ fn all_fences_failing_is_an_error() {
 #[test]
 fn a_program_without_errors_needs_no_fence() {
     let mut o = sim(&[], 0.5, 1);
-    let r = reduce(
-        &mut o,
-        &FenceId::all(5),
-        settings(
-            Split::Halves,
-            Stability::Statistical { confidence: 0.99 },
-            true,
-        ),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = reduce(&mut o, &FenceId::all(5), statistical(), &mut |_| {}).unwrap();
     assert!(r.fences.is_empty());
     assert!(r.note.contains("no fence is empirically needed"));
 }
@@ -122,11 +112,7 @@ fn fixed_minutes_stability_runs_that_long() {
 #[test]
 fn the_budget_stops_with_the_best_so_far() {
     let mut o = sim(&[7], 0.05, 3);
-    let mut s = settings(
-        Split::Halves,
-        Stability::Statistical { confidence: 0.99 },
-        true,
-    );
+    let mut s = statistical();
     s.budget_seconds = 30.0;
     let r = reduce(&mut o, &FenceId::all(20), s, &mut |_| {}).unwrap();
     assert!(!r.complete);
@@ -189,11 +175,7 @@ fn adaptive(split: Split) -> Settings {
 #[test]
 fn a_budget_spent_during_the_check_with_every_fence_keeps_every_fence() {
     let mut o = sim(&[2], 1.0, 1);
-    let mut s = settings(
-        Split::Halves,
-        Stability::Statistical { confidence: 0.99 },
-        true,
-    );
+    let mut s = statistical();
     s.budget_seconds = 3.0; // 10 of the 32 runs of 0.3 s
     let r = reduce(&mut o, &FenceId::all(10), s, &mut |_| {}).unwrap();
     assert_eq!(r.fences, FenceId::all(10), "{r:?}");
@@ -206,11 +188,7 @@ fn a_budget_spent_while_running_without_fences_keeps_every_fence() {
     for checks in [Checks::Fixed, Checks::Adaptive { confidence: 0.99 }] {
         // Rare errors: the few unfenced runs the budget allows show none.
         let mut o = sim(&[2], 0.001, 1);
-        let mut s = settings(
-            Split::Halves,
-            Stability::Statistical { confidence: 0.99 },
-            true,
-        );
+        let mut s = statistical();
         s.checks = checks;
         s.budget_seconds = 12.0; // the 32 runs with every fence, then 8 without
         let r = reduce(&mut o, &FenceId::all(10), s, &mut |_| {}).unwrap();
@@ -235,17 +213,7 @@ fn adaptive_checks_follow_the_measured_rate() {
     // Frequent errors: a few runs per check do; fewer runs than the paper's I = 32.
     let all = FenceId::all(33);
     let mut fixed_o = sim(&[17], 1.0, 4);
-    let fixed = reduce(
-        &mut fixed_o,
-        &all,
-        settings(
-            Split::Halves,
-            Stability::Statistical { confidence: 0.99 },
-            true,
-        ),
-        &mut |_| {},
-    )
-    .unwrap();
+    let fixed = reduce(&mut fixed_o, &all, statistical(), &mut |_| {}).unwrap();
     let mut o = sim(&[17], 1.0, 4);
     let r = reduce(&mut o, &all, adaptive(Split::Halves), &mut |_| {}).unwrap();
     assert_eq!(r.fences, set(&[17]));
@@ -259,17 +227,7 @@ fn adaptive_checks_follow_the_measured_rate() {
     assert!(r.check_miss_probability.unwrap() <= 0.01, "{r:?}");
     // Rare errors (2%): I = 32 misses a needed fence in half its checks; adaptive ones do not.
     let mut o = sim(&[3], 0.02, 4);
-    let fixed = reduce(
-        &mut o,
-        &FenceId::all(10),
-        settings(
-            Split::Halves,
-            Stability::Statistical { confidence: 0.99 },
-            true,
-        ),
-        &mut |_| {},
-    )
-    .unwrap();
+    let fixed = reduce(&mut o, &FenceId::all(10), statistical(), &mut |_| {}).unwrap();
     assert!(fixed.check_miss_probability.unwrap() > 0.3, "{fixed:?}");
     let mut o = sim(&[3], 0.02, 4);
     let r = reduce(
