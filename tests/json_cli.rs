@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use std::path::Path;
 use wmfix::cmd::insert::InsertJson;
-use wmfix::cmd::test::{Summary, TestJson};
+use wmfix::cmd::test::{ReplayJson, Summary, TestJson};
 use wmfix::fences::id::FenceId;
 
 fn kernel(dir: &Path, n: usize) {
@@ -114,4 +114,28 @@ fn insert_json_counts_what_it_wrote() {
     assert!(doc.fences > 0 && doc.instrumented > 0 && doc.files >= doc.instrumented);
     assert!(doc.tree.join("main.cu").is_file());
     assert!(stderr(&o).contains("wmfix: "), "{}", stderr(&o));
+}
+
+#[test]
+fn replay_json_is_the_run_recorded_and_run_again() {
+    let (tmp, dir) = fixture("standin");
+    let test = |extra: &[&str]| {
+        wmfix()
+            .current_dir(tmp.path())
+            .args(["test", dir.to_str().unwrap(), "--out", "out", "--runs", "4"])
+            .args(extra)
+            .envs([("STANDIN_MODE", "rate"), ("STANDIN_PERCENT", "100")])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(test(&[]).status.code(), Some(2));
+    let o = test(&["--replay", "1", "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let doc: ReplayJson = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert_eq!(doc.recorded.id, 1);
+    assert_eq!(doc.outcome, doc.recorded.outcome);
+    assert!(doc.outcome.is_error(), "{doc:?}");
+    assert!(!doc.exit.contains("Code("), "{doc:?}");
+    // The human line is still shown, on stderr.
+    assert!(stderr(&o).contains("replayed:"), "{}", stderr(&o));
 }

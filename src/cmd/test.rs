@@ -460,6 +460,17 @@ pub fn table(s: &Summary) -> String {
     out
 }
 
+/// What `wmfix test --replay ID --json` prints: the run as recorded and as run again.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ReplayJson {
+    pub recorded: RunRecord,
+    pub outcome: Outcome,
+    /// How the replayed run ended, in words ("exit code 1", "timed out").
+    pub exit: String,
+    /// What it printed.
+    pub output: String,
+}
+
 /// A recorded run, run again.
 pub struct Replayed {
     pub record: RunRecord,
@@ -556,7 +567,7 @@ pub struct Args {
     resume: bool,
     /// Print one JSON document on stdout (the table's rows, where the records are); the
     /// table and messages go to stderr.
-    #[arg(long, conflicts_with = "replay")]
+    #[arg(long)]
     json: bool,
 }
 
@@ -565,15 +576,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(id) = args.replay {
         let r = replay(&args.app.dir, &args.app.out, id, args.app.fence)?;
         let rec = &r.record;
-        print!("{}", r.output);
-        println!(
-            "wmfix: run {id} ({}, seed {}, fences {}): recorded: {}; replayed: {}",
+        let human = format!(
+            "{}wmfix: run {id} ({}, seed {}, fences {}): recorded: {}; replayed: {}\n",
+            r.output,
             rec.spec.env,
             rec.spec.seed,
             rec.spec.fences,
             trial::describe(rec.outcome, rec.exit()),
             trial::describe(r.outcome, r.exit)
         );
+        let doc = ReplayJson {
+            recorded: rec.clone(),
+            outcome: r.outcome,
+            exit: r.exit.to_string(),
+            output: r.output.clone(),
+        };
+        super::report(args.json, &doc, &human);
         return Ok(if r.outcome.is_error() {
             exit_code::ERRORS_SEEN
         } else {
