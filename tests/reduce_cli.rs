@@ -21,6 +21,21 @@ fn standin(n: usize) -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
+/// `patch -p1 -i PATCH` in `dir`, which must succeed.
+fn patch_p1(dir: &Path, patch: &Path) {
+    let o = Command::new("patch")
+        .args(["-p1", "-i", patch.to_str().unwrap()])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        patch.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// The stand-in app with this kernel.cu.
 fn standin_kernel(kernel: &str) -> (tempfile::TempDir, PathBuf) {
     let (tmp, dir) = standin(0);
@@ -224,16 +239,7 @@ fn the_patch_applies_and_apply_writes_it() {
     insta::assert_snapshot!("reduce_standin_patch", patch);
     // patch -p1 on a clean copy...
     let clean = copy_tree(&dir, &tmp.path().join("clean"));
-    let o = Command::new("patch")
-        .args([
-            "-p1",
-            "-i",
-            tmp.path().join("out/reduce/fences.patch").to_str().unwrap(),
-        ])
-        .current_dir(&clean)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    patch_p1(&clean, &tmp.path().join("out/reduce/fences.patch"));
     // ...gives what `wmfix apply` writes.
     let o = wmfix()
         .current_dir(tmp.path())
@@ -305,16 +311,7 @@ fn sigint_twice_within_100_ms_leaves_reduce_json_and_patch_marked_incomplete() {
     );
     // It still applies.
     let clean = copy_tree(&dir, &tmp.path().join("clean"));
-    let p = Command::new("patch")
-        .args([
-            "-p1",
-            "-i",
-            tmp.path().join("out/reduce/fences.patch").to_str().unwrap(),
-        ])
-        .current_dir(&clean)
-        .output()
-        .unwrap();
-    assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+    patch_p1(&clean, &tmp.path().join("out/reduce/fences.patch"));
     assert!(stdout(&o).contains("note: interrupted"), "{}", stdout(&o));
     // `wmfix apply` refuses an incomplete reduction unless asked, and leaves the sources alone.
     let before = std::fs::read(dir.join("kernel.cu")).unwrap();
@@ -533,20 +530,7 @@ fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
     // patch -p1 of both patches on a clean copy gives what `apply --model` writes.
     let clean = copy_tree(&dir, &tmp.path().join("clean"));
     for p in ["fences.patch", "fences-model.patch"] {
-        let o = Command::new("patch")
-            .args([
-                "-p1",
-                "-i",
-                tmp.path().join("out/reduce").join(p).to_str().unwrap(),
-            ])
-            .current_dir(&clean)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{p}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        patch_p1(&clean, &tmp.path().join("out/reduce").join(p));
     }
     ok(&wmfix()
         .current_dir(tmp.path())
@@ -578,12 +562,7 @@ fn a_latin1_source_is_patched_and_applied_byte_for_byte() {
     assert_eq!(std::fs::read(dir.join("kernel.cu")).unwrap(), original);
     let patch_path = tmp.path().join("out/reduce/fences.patch");
     let clean = copy_tree(&dir, &tmp.path().join("clean"));
-    let o = Command::new("patch")
-        .args(["-p1", "-i", patch_path.to_str().unwrap()])
-        .current_dir(&clean)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    patch_p1(&clean, &patch_path);
     ok(&wmfix()
         .current_dir(tmp.path())
         .args(["apply", dir.to_str().unwrap(), "--out", "out"])
