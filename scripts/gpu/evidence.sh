@@ -103,7 +103,7 @@ test_cell() {
   [ "${1:-}" = -- ] && shift
   local out=$WORK/$STEP
   prebuilt "$study" "$out"
-  local cmd=(env "${vars[@]}" "$W" test "case-studies/$study" --out "$out" --env "$env" --runs "$runs" --jobs "$JOBS" --seed 1 "$@")
+  local cmd=(env "${vars[@]}" "$W" test "${STUDY_DIR:-case-studies/$study}" --out "$out" --env "$env" --runs "$runs" --jobs "$JOBS" --seed 1 "$@")
   [ -f "$out/test/runs.jsonl" ] && cmd+=(--resume)
   bounded "${LIMIT:-60}" "${cmd[@]}"
   local rc=$?
@@ -171,16 +171,10 @@ for s in $FENCELESS; do add "stress-$s-sys-newtune" with_profile "$NEW_TUNE" "$s
 # sum's store racing the ticket's atomic)? The study copied with its run command's grid changed,
 # sys-str+ with the shipped profile, RUNS runs each.
 sdk_red_grid() { # sdk_red_grid BLOCKS THREADS
-  local study=$WORK/sdk-red-nf-$1-$2
-  rm -rf "$study" && cp -r case-studies/sdk-red-nf "$study" || return 1
-  sed -i "s|^run = .*|run = \"./red $1 $2\"|" "$study/wmfix.toml"
-  local out=$WORK/$STEP
-  prebuilt sdk-red-nf "$out"
-  local cmd=("$W" test "$study" --out "$out" --env sys-str+ --runs "$RUNS" --jobs "$JOBS" --seed 1)
-  bounded "${LIMIT:-60}" "${cmd[@]}"
-  local rc=$?
-  cp "$out/test/summary.json" "$STEP_DIR/summary.json" 2>/dev/null && json_result "$STEP_DIR/summary.json" "${cmd[@]}"
-  case $rc in 0|2|3) return 0 ;; *) return $rc ;; esac
+  local copy=$WORK/sdk-red-nf-$1-$2
+  rm -rf "$copy" && cp -r case-studies/sdk-red-nf "$copy" || return 1
+  sed -i "s|^run = .*|run = \"./red $1 $2\"|" "$copy/wmfix.toml"
+  STUDY_DIR=$copy test_cell sdk-red-nf sys-str+ "$RUNS"
 }
 for g in "132 256" "1024 256" "4096 256" "132 1024"; do add "stress-sdk-red-grid-${g/ /x}" sdk_red_grid $g; done
 
@@ -247,8 +241,7 @@ cost_model_study() { # cost_model_study STUDY: the kept fences with the model's 
   local out=$WORK/reduce-$study
   [ -f "$out/reduce/reduce.json" ] || { echo "no reduction of $study on this machine" >> "$STEP_DIR/log.txt"; return 1; }
   local ids
-  ids=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
-print(",".join(str(i) for i in sorted(set(r["result"]["fences"]) | {m["id"] for m in r.get("model", {}).get("fences", [])})))' "$out/reduce/reduce.json")
+  ids=$(reduce_ids "$out/reduce/reduce.json" completed)
   [ -n "$ids" ] || { echo "$study: no kept fences, nothing to complete" >> "$STEP_DIR/log.txt"; return 0; }
   local cmd=("$W" cost "case-studies/$study" --out "$out" --rounds "${ROUNDS:-30}" --fences "$ids")
   bounded "${LIMIT:-150}" "${cmd[@]}"
@@ -256,6 +249,21 @@ print(",".join(str(i) for i in sorted(set(r["result"]["fences"]) | {m["id"] for 
   cp "$out/cost/cost.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/cost.json" "${cmd[@]}"
   return $rc
 }
+# reduce_ids REDUCE_JSON WHAT: from a reduce.json (as wmfix wrote it, or wrapped with its meta),
+# comma-separated ids: `completed` the kept fences and the model's, `in_loop` the kept fences
+# that keep their in-body placement (all but those found needed after the loop only).
+reduce_ids() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["result"] if "meta" in d else d
+kept = set(r["result"]["fences"])
+ids = {"completed": kept | {m["id"] for m in r.get("model", {}).get("fences", [])},
+       "in_loop": kept - set(r["result"].get("after_loop_only", []))}[sys.argv[2]]
+print(",".join(str(i) for i in sorted(ids)))
+PY
+}
+
 # The kept fences with the model's completion must pass: RUNS sys-str+ runs with only those on.
 # The ids come from the reduce step's record in the results folder (so a fresh machine can run
 # it; the ids hold for the same sources).
@@ -264,14 +272,12 @@ completed_study() { # completed_study STUDY: after reduce-STUDY
   local r=$RESULTS/reduce-$study/reduce.json
   [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
   local ids
-  ids=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]
-print(",".join(str(i) for i in sorted(set(r["result"]["fences"]) | {m["id"] for m in r.get("model", {}).get("fences", [])})))' "$r")
+  ids=$(reduce_ids "$r" completed)
   [ -n "$ids" ] || { echo "$study: no kept fences, nothing to check" >> "$STEP_DIR/log.txt"; return 0; }
   # As the patches place them: the model's fences after their loops only, and kept loop fences
   # the reducer found needed after the loop only, without their in-body placement.
   local in_loop
-  in_loop=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]
-print(",".join(str(i) for i in sorted(set(r["result"]["fences"]) - set(r["result"].get("after_loop_only", [])))))' "$r")
+  in_loop=$(reduce_ids "$r" in_loop)
   test_cell "$study" sys-str+ "$RUNS" "WMFIX_FENCES_IN_LOOP=$in_loop" -- --fences "$ids"
 }
 # Issue 14: reductions, then what the reduced fences cost, with the model's completion, and two
