@@ -77,16 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let settings = args.engine.settings(args.stress_blocks);
     litmus::check_settings(&settings)?;
-    // Before the GPU is opened: a range past the stride would fail only after the build.
-    if args.distances == 0 || args.distance.saturating_add(args.distances) > settings.stride {
-        return Err(exit_code::fail(
-            exit_code::USAGE,
-            format!(
-                "--distance {} with --distances {}: the distances must lie in 0..{} (--stride {}) and be at least one",
-                args.distance, args.distances, settings.stride, settings.stride
-            ),
-        ));
-    }
+    litmus::check_distances(&settings, args.distance, args.distances)?;
     let ctx = litmus::open(args.engine.device)?;
     let gpu = litmus::device_info(&ctx)?;
     let _cache = crate::out_dir::OutDir::open(&args.cache, &[])?;

@@ -462,14 +462,7 @@ impl Engine {
         if s.pack > 0 && job.ndist > 1 {
             anyhow::bail!("a dense layout (--pack) has no distances to sweep");
         }
-        if job.ndist == 0 || job.d0 + job.ndist > s.stride {
-            anyhow::bail!(
-                "distances {}..{} do not fit the stride of {} words",
-                job.d0,
-                job.d0 + job.ndist,
-                s.stride
-            );
-        }
+        check_distances(&s, job.d0, job.ndist)?;
         if max_locs(&job.locations) > MAX_SPREAD {
             anyhow::bail!(
                 "{} stressed locations: the runtime's stress takes at most {MAX_SPREAD}",
@@ -603,6 +596,21 @@ fn prev_power_of_two(n: u32) -> u32 {
     } else {
         1 << (31 - n.leading_zeros())
     }
+}
+
+/// Distances `d0 .. d0 + ndist` (at least one) must lie within the stride; `litmus` asks
+/// before the GPU is opened, every job again.
+pub fn check_distances(s: &Settings, d0: u32, ndist: u32) -> Result<()> {
+    if ndist == 0 || d0.saturating_add(ndist) > s.stride {
+        return Err(fail(
+            exit_code::USAGE,
+            format!(
+                "--distance {d0} with --distances {ndist}: the distances must lie in 0..{} (--stride {}) and be at least one",
+                s.stride, s.stride
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Settings the engine cannot run, refused before the GPU is opened.
