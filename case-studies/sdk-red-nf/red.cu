@@ -75,10 +75,15 @@ int main(int argc, char **argv) {
   int blocks = argc > 1 ? atoi(argv[1]) : 256;
   int threads = argc > 2 ? atoi(argv[2]) : 256;
   int n = argc > 3 ? atoi(argv[3]) : 1 << 20;
+  // Reductions in one run, each from partial sums reset to 0 (so a stale one shows), each
+  // result checked: the SDK sample runs its reduction 100 times in a loop too.
+  int launches = argc > 4 ? atoi(argv[4]) : 1;
   // The grid-stride loop's index must not overflow an int: n + blocks * threads <= INT_MAX.
-  if (argc > 4 || blocks < 1 || threads < 1 || threads > kMaxThreads || (threads & (threads - 1)) ||
-      n < 1 || (long long)blocks * threads > INT_MAX - n) {
-    fprintf(stderr, "usage: red [blocks] [threads: power of two <= %d] [elements]\n", kMaxThreads);
+  if (argc > 5 || blocks < 1 || threads < 1 || threads > kMaxThreads || (threads & (threads - 1)) ||
+      n < 1 || (long long)blocks * threads > INT_MAX - n || launches < 1 || launches > 1000000) {
+    fprintf(stderr,
+            "usage: red [blocks] [threads: power of two <= %d] [elements] [launches <= 10^6]\n",
+            kMaxThreads);
     return 64;
   }
   // Unsigned values: the sum wraps modulo 2^32 on the GPU and on the CPU alike, so it is exact
@@ -93,11 +98,10 @@ int main(int argc, char **argv) {
   CHECK(cudaMalloc(&din, n * sizeof(unsigned)));
   CHECK(cudaMalloc(&dpartial, blocks * sizeof(unsigned)));
   CHECK(cudaMalloc(&dcount, sizeof(unsigned)));
-  CHECK(cudaMalloc(&dtotal, sizeof(unsigned)));
+  CHECK(cudaMalloc(&dtotal, launches * sizeof(unsigned)));
   CHECK(cudaMemcpy(din, in.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
-  CHECK(cudaMemset(dpartial, 0, blocks * sizeof(unsigned)));
   CHECK(cudaMemset(dcount, 0, sizeof(unsigned)));
-  CHECK(cudaMemset(dtotal, 0, sizeof(unsigned)));
+  CHECK(cudaMemset(dtotal, 0, launches * sizeof(unsigned)));
 
   // The program's own timing of its GPU work, read by `wmfix cost`: CUDA events on the default
   // stream, like the launches, from the first launch to the last.
@@ -105,8 +109,11 @@ int main(int argc, char **argv) {
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
   CHECK(cudaEventRecord(start));
-  reduce<<<blocks, threads>>>(din, n, dpartial, dcount, dtotal);
-  CHECK(cudaGetLastError());
+  for (int k = 0; k < launches; k++) {
+    CHECK(cudaMemsetAsync(dpartial, 0, blocks * sizeof(unsigned)));
+    reduce<<<blocks, threads>>>(din, n, dpartial, dcount, dtotal + k);
+    CHECK(cudaGetLastError());
+  }
   CHECK(cudaEventRecord(stop));
   CHECK(cudaEventSynchronize(stop));
   float gpu_ms = 0;
@@ -115,12 +122,18 @@ int main(int argc, char **argv) {
   CHECK(cudaEventDestroy(start));
   CHECK(cudaEventDestroy(stop));
   CHECK(cudaDeviceSynchronize());
-  unsigned got = 0;
-  CHECK(cudaMemcpy(&got, dtotal, sizeof(unsigned), cudaMemcpyDeviceToHost));
+  std::vector<unsigned> got(launches);
+  CHECK(cudaMemcpy(got.data(), dtotal, launches * sizeof(unsigned), cudaMemcpyDeviceToHost));
 
-  bool ok = got == expect;
-  printf("sdk-red-nf blocks=%d threads=%d n=%d gpu=%u cpu=%u %s\n", blocks, threads, n, got,
-         expect, ok ? "PASS" : "FAIL");
+  int wrong = 0, first = -1;
+  for (int k = 0; k < launches; k++) {
+    if (got[k] != expect && wrong++ == 0) first = k;
+  }
+  bool ok = wrong == 0;
+  printf("sdk-red-nf blocks=%d threads=%d n=%d launches=%d wrong=%d cpu=%u", blocks, threads, n,
+         launches, wrong, expect);
+  if (!ok) printf(" first wrong: launch %d gpu=%u", first, got[first]);
+  printf(" %s\n", ok ? "PASS" : "FAIL");
   CHECK(cudaFree(din));
   CHECK(cudaFree(dpartial));
   CHECK(cudaFree(dcount));

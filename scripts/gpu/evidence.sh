@@ -7,7 +7,7 @@
 # Variables: W (wmfix), OUT, BUDGET_S, JOBS (runs at a time, default 8), RUNS (per app cell,
 # default 100), LIMIT (seconds per step, its own default per kind), FENCED_LIMIT, TUNE_LIMIT,
 # NATIVE (native runs per grid size), PEER (the peer's checkout), RESULTS (the results folder;
-# default the newest results/*-<gpu>).
+# default results/<TAG>-<gpu> when TAG is set, else the newest results/*-<gpu>).
 #
 # Run from the repo root on the GPU machine with a release build of wmfix at carry/wmfix (and
 # carry/VERSION, the commit it was built from). Steps run in priority order until BUDGET_S
@@ -40,6 +40,8 @@ DRIVER=$(gpu_field driver_version)
 SLUG=$(printf '%s' "${GPU:-unknown gpu}" | tr 'A-Z' 'a-z' | sed -E 's/[^a-z0-9]+/-/g; s/^-//; s/-$//')
 COMMIT=$(cat "$ROOT/carry/VERSION" 2>/dev/null || echo unknown)
 NVCC=$(nvcc --version 2>/dev/null | tail -n 1)
+# TAG (a date, say) names a new folder results/<TAG>-<gpu> for whatever GPU the call gets.
+[ -n "${TAG:-}" ] && RESULTS=${RESULTS:-$ROOT/results/$TAG-$SLUG}
 RESULTS=${RESULTS:-$(ls -d "$ROOT"/results/*-"$SLUG" 2>/dev/null | tail -n 1)}
 [ -n "$RESULTS" ] || RESULTS=$ROOT/results/$(date -u +%F)-$SLUG
 PROFILES=$ROOT/runtime-cu/profiles
@@ -168,15 +170,18 @@ done
 for s in $FENCELESS; do add "stress-$s-sys-newtune" with_profile "$NEW_TUNE" "$s" sys-str+ "$RUNS"; done
 
 # sdk-red-nf erred in no cell above: does a larger or smaller grid open its window (one partial
-# sum's store racing the ticket's atomic)? The study copied with its run command's grid changed,
-# sys-str+ with the shipped profile, RUNS runs each.
-sdk_red_grid() { # sdk_red_grid BLOCKS THREADS
-  local copy=$WORK/sdk-red-nf-$1-$2
+# sum's store racing the ticket's atomic), or more reductions per run (its fourth argument:
+# launches, each from partial sums reset to 0 and each checked)? The study copied with its run
+# command's arguments changed, sys-str+ with the shipped profile, RUNS runs each.
+sdk_red_grid() { # sdk_red_grid BLOCKS THREADS [ELEMENTS LAUNCHES]
+  local copy=$WORK/sdk-red-nf-${*// /-}
   rm -rf "$copy" && cp -r case-studies/sdk-red-nf "$copy" || return 1
-  sed -i "s|^run = .*|run = \"./red $1 $2\"|" "$copy/wmfix.toml"
+  sed -i "s|^run = .*|run = \"./red $*\"|" "$copy/wmfix.toml"
   STUDY_DIR=$copy test_cell sdk-red-nf sys-str+ "$RUNS"
 }
-for g in "132 256" "1024 256" "4096 256" "132 1024"; do add "stress-sdk-red-grid-${g/ /x}" sdk_red_grid $g; done
+for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 1000" "4096 256 1048576 1000" "1024 128 131072 1000" "132 1024 1048576 1000"; do
+  add "stress-sdk-red-grid-${g// /x}" sdk_red_grid $g
+done
 
 # cbe-ht (case-studies/cbe-ht/README.md, "The tested size"): where the scheduler puts its
 # blocks; how often the original fails natively at several grid sizes (64 is the tested one);
