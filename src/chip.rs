@@ -69,6 +69,11 @@ mod tests {
         let names: Vec<&str> = PROFILE_FILES.iter().map(|p| p.0).collect();
         assert!(names.contains(&"hopper-default"), "{names:?}");
         assert_eq!(shipped_for("NVIDIA H200").map(|p| p.0), Some("nvidia-h200"));
+        // The name nvidia-smi gives the H100 SXM card the H100 cells were measured on.
+        assert_eq!(
+            shipped_for("NVIDIA H100 80GB HBM3").map(|p| p.0),
+            Some("nvidia-h100")
+        );
         // The built-in default is named for no GPU.
         for gpu in ["NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA GH200 480GB"] {
             assert_ne!(

@@ -174,12 +174,13 @@ for s in $FENCELESS; do add "stress-$s-sys-newtune" with_profile "$NEW_TUNE" "$s
 # launches, each from partial sums reset to 0 and each checked)? The study copied with its run
 # command's arguments changed, sys-str+ with the shipped profile, RUNS runs each.
 sdk_red_grid() { # sdk_red_grid BLOCKS THREADS [ELEMENTS LAUNCHES]
-  local copy=$WORK/sdk-red-nf-${*// /-}
+  local name="$*"
+  local copy=$WORK/sdk-red-nf-${name// /-}
   rm -rf "$copy" && cp -r case-studies/sdk-red-nf "$copy" || return 1
   sed -i "s|^run = .*|run = \"./red $*\"|" "$copy/wmfix.toml"
   STUDY_DIR=$copy test_cell sdk-red-nf sys-str+ "$RUNS"
 }
-for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 1000" "4096 256 1048576 1000" "1024 128 131072 1000" "132 1024 1048576 1000"; do
+for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 10" "4096 256 1048576 100"; do
   add "stress-sdk-red-grid-${g// /x}" sdk_red_grid $g
 done
 
