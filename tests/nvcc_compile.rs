@@ -142,13 +142,14 @@ fn patch_applies_and_builds(src: &Path, kept: &[usize], build: &str) {
         .copied()
         .map(wmfix::fences::id::FenceId)
         .collect();
-    let (files, _) = wmfix::reduce::patch::harden(
+    let files = wmfix::reduce::patch::harden(
         &app,
         &tmp.path().join("out"),
         &kept,
         wmfix::fences::scope::FenceScope::Device,
     )
-    .unwrap();
+    .unwrap()
+    .files;
     let diff = wmfix::reduce::patch::unified_diff(&files);
     let patch = tmp.path().join("fences.patch");
     std::fs::write(&patch, &diff).unwrap();

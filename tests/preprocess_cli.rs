@@ -1,7 +1,8 @@
 //! `insert --preprocess`: each `.cu` file instrumented as its compiler front end sees it, so
 //! device functions declared through a macro of another header get fences; fences map back
 //! to file:line through the line markers; library headers' fences are listed as findings; the
-//! instrumented translation unit builds with nvcc.
+//! instrumented translation unit builds with nvcc; `reduce` and `apply` patch the user's files
+//! only, a library header's kept fences being findings for that library.
 
 mod common;
 use common::*;
@@ -207,10 +208,37 @@ fn cub_scan_lib_builds_instrumented_with_cub_fences() {
     assert!(text.contains("WMFIX_FENCE"), "{copy} has no fence");
 }
 
-/// wmfix.toml's `preprocess` key: `wmfix build` instruments the preprocessed TU; `reduce`
-/// refuses at once (its patch would be against text the user never wrote).
+/// The CUB study hardened with every fence kept (what `reduce` and `apply` write): `scan.cu`
+/// has no device code of its own, so the patch changes no file and every fence is a finding
+/// for its library, CUB's tile state among them.
 #[test]
-fn the_config_key_builds_preprocessed_and_reduce_refuses() {
+fn cub_scan_lib_hardened_changes_no_file_and_lists_library_findings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let study = copy_tree(&repo().join("case-studies/cub-scan-lib"), tmp.path());
+    let app = wmfix::app::config::App::load(&study).unwrap();
+    let every = wmfix::fences::id::FenceId::all(100_000);
+    let done = wmfix::reduce::patch::harden(
+        &app,
+        &tmp.path().join("out"),
+        &every,
+        wmfix::fences::scope::FenceScope::Device,
+    )
+    .unwrap();
+    assert!(done.files.is_empty(), "{:?}", done.files[0].rel);
+    assert!(done.unplaced.is_empty(), "{:?}", done.unplaced);
+    assert!(done.library.len() > 1000, "{}", done.library.len());
+    assert!(
+        done.library
+            .iter()
+            .any(|f| f.starts_with("cub/agent/single_pass_scan_operators.cuh:")),
+        "{:?}",
+        &done.library[..5]
+    );
+}
+
+/// wmfix.toml's `preprocess` key: `wmfix build` instruments the preprocessed TU.
+#[test]
+fn the_config_key_builds_preprocessed() {
     let tmp = tempfile::tempdir().unwrap();
     let app = tmp.path().join("app");
     std::fs::create_dir_all(&app).unwrap();
@@ -245,10 +273,202 @@ fn the_config_key_builds_preprocessed_and_reduce_refuses() {
         list.contains("\"file\": \"k.cu\"") && list.contains("\"line\": 2"),
         "{list}"
     );
-    let o = run(
-        tmp.path(),
-        &["reduce", "app", "--out", "out2", "--hours", "1"],
+}
+
+/// The reduction stand-in (tests/fixtures/reduce-standin/app.sh) as an application in
+/// preprocessed mode: `k.cu` includes the user's `qual.h` (a device function declared through
+/// its macro, and a macro `TWO` of two stores) and a library header from an `-I` folder
+/// outside the application's folder.
+fn preprocessed_standin() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    let lib = tmp.path().join("lib/include/mylib");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::copy(
+        repo().join("tests/fixtures/reduce-standin/app.sh"),
+        app.join("app.sh"),
+    )
+    .unwrap();
+    std::fs::write(
+        lib.join("put.cuh"),
+        "#pragma once\nnamespace mylib {\n__device__ inline void put(int *c, int v) {\n  c[0] = v;\n}\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("qual.h"),
+        "#pragma once\n#define DEVFN __device__ __forceinline__\n#define TWO(p) p[0] = 1; p[1] = 2\nDEVFN void publish(int *d, int *f) {\n  d[0] = 42;\n  f[0] = 1;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("k.cu"),
+        "#include \"qual.h\"\n#include <mylib/put.cuh>\n__global__ void k(int *a, int *d, int *f) {\n  publish(d, f);\n  mylib::put(a, 7);\n  TWO(a);\n  a[2] = 3;\n}\nint main() { return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("wmfix.toml"),
+        format!(
+            "sources = [\"k.cu\"]\nbuild = \"cp app.sh app && chmod +x app\"\nrun = \"./app\"\ntimeout_s = 10\ngpu = false\npreprocess = \"{} -E -x cu -arch=sm_90 -I ../lib/include\"\n",
+            nvcc().display()
+        ),
+    )
+    .unwrap();
+    (tmp, app)
+}
+
+/// The id of the fence whose record names `file` and whose access is `access`.
+fn fence_id(list: &serde_json::Value, file: &str, access: &str) -> u64 {
+    let f = list["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == file && f["access"].as_str().unwrap().starts_with(access));
+    f.unwrap_or_else(|| panic!("no fence at {file} `{access}`: {list}"))["id"]
+        .as_u64()
+        .unwrap()
+}
+
+/// `wmfix reduce` in preprocessed mode (refused with exit 64 before): the reduction switches
+/// the TU's fences by id as in normal mode; `fences.patch` adds the kept fences to the user's
+/// files only (k.cu and qual.h), each where the build writes it back; the kept fence of the
+/// library header is a finding in reduce.json and the report, and the one inside a macro's
+/// expansion is listed as not in the patch. `patch -p1` and `wmfix apply` give the same files,
+/// which nvcc compiles.
+#[test]
+fn reduce_in_preprocessed_mode_patches_the_users_files_and_reports_library_fences() {
+    let (tmp, app) = preprocessed_standin();
+    let before = copy_tree(&app, &tmp.path().join("before"));
+    let o = nvcc_command(tmp.path())
+        .args([
+            "-c",
+            &format!("{} build app --out out", env!("CARGO_BIN_EXE_wmfix")),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/fences.json")).unwrap())
+            .unwrap();
+    let header = fence_id(&list, "qual.h", "d[0] = 42;");
+    let library = fence_id(&list, "mylib/put.cuh", "c[0] = v;");
+    let in_macro = fence_id(&list, "k.cu", "a[0] = 1;");
+    let own = fence_id(&list, "k.cu", "a[2] = 3;");
+    let mut required = [header, library, in_macro, own];
+    required.sort();
+    let required: Vec<String> = required.iter().map(u64::to_string).collect();
+    let o = nvcc_command(tmp.path())
+        .args([
+            "-c",
+            &format!(
+                "{} reduce app --out out --hours 1",
+                env!("CARGO_BIN_EXE_wmfix")
+            ),
+        ])
+        .env("STANDIN_REQUIRED", required.join(","))
+        .env("STANDIN_PERCENT", "100")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/reduce/reduce.json")).unwrap(),
+    )
+    .unwrap();
+    let kept: Vec<String> = r["result"]["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    assert_eq!(kept, required, "{r}");
+    assert_eq!(
+        r["library_fences"],
+        serde_json::json!([format!("mylib/put.cuh:4 (fence {library})")]),
+        "{r}"
     );
-    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
-    assert!(stderr(&o).contains("preprocessed mode"), "{}", stderr(&o));
+    assert_eq!(
+        r["unplaced_fences"],
+        serde_json::json!([format!("fence {in_macro} (k.cu:6)")]),
+        "{r}"
+    );
+    // Kept fences name the file:line their code came from, placements included.
+    let k = r["kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == own);
+    let k = k.unwrap();
+    assert_eq!(k["location"].as_str().unwrap(), "k.cu:7:3", "{k}");
+    assert_eq!(k["placements"][0]["line"], 7, "{k}");
+    let s = stdout(&o);
+    assert!(
+        s.contains(&format!("library: mylib/put.cuh:4 (fence {library})")),
+        "{s}"
+    );
+    // The patch: the user's two files, each fence after its statement; nothing of the library.
+    let patch_path = tmp.path().join("out/reduce/fences.patch");
+    let patch = std::fs::read_to_string(&patch_path).unwrap();
+    assert!(
+        patch.contains("+++ b/k.cu") && patch.contains("+++ b/qual.h"),
+        "{patch}"
+    );
+    assert!(!patch.contains("put.cuh"), "{patch}");
+    assert!(
+        patch.contains(&format!(
+            "+  d[0] = 42; __threadfence(); /* wmfix fence {header}: after store `d[0] = 42;` */"
+        )),
+        "{patch}"
+    );
+    assert!(
+        patch.contains(&format!(
+            "+  a[2] = 3; __threadfence(); /* wmfix fence {own}: after store `a[2] = 3;` */"
+        )),
+        "{patch}"
+    );
+    assert_eq!(patch.matches("__threadfence();").count(), 2, "{patch}");
+    // patch -p1 on a clean copy gives what `wmfix apply` writes; the library is untouched.
+    let clean = copy_tree(&before, &tmp.path().join("clean"));
+    let p = std::process::Command::new("patch")
+        .args(["-p1", "-i", patch_path.to_str().unwrap()])
+        .current_dir(&clean)
+        .output()
+        .unwrap();
+    assert!(p.status.success(), "{}", stderr(&p));
+    let a = nvcc_command(tmp.path())
+        .args([
+            "-c",
+            &format!("{} apply app --out out", env!("CARGO_BIN_EXE_wmfix")),
+        ])
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert!(
+        stdout(&a).contains(&format!("mylib/put.cuh:4 (fence {library})")),
+        "{}",
+        stdout(&a)
+    );
+    for f in ["k.cu", "qual.h"] {
+        let applied = std::fs::read_to_string(app.join(f)).unwrap();
+        assert_eq!(
+            applied,
+            std::fs::read_to_string(clean.join(f)).unwrap(),
+            "{f}"
+        );
+        assert_ne!(
+            applied,
+            std::fs::read_to_string(before.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let lib = std::fs::read_to_string(tmp.path().join("lib/include/mylib/put.cuh")).unwrap();
+    assert!(!lib.contains("threadfence"), "{lib}");
+    // The hardened program compiles.
+    let c = nvcc_command(&app)
+        .args(["-c", "nvcc -arch=sm_90 -I ../lib/include -c k.cu -o k.o"])
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", stderr(&c));
+    // `wmfix cost` still refuses preprocessed mode: its variants would lack the library's fence.
+    let c = run(tmp.path(), &["cost", "app", "--out", "out"]);
+    assert_eq!(c.status.code(), Some(64), "{}", stderr(&c));
+    assert!(stderr(&c).contains("preprocessed mode"), "{}", stderr(&c));
 }

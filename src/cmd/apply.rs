@@ -53,13 +53,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .union(&saved.result.after_loop_only)
         .copied()
         .collect();
-    let (files, now) =
+    let done =
         crate::reduce::patch::harden_placed(&app, out.root(), kept, &after_loop, saved.scope)?;
-    let n = crate::reduce::patch::apply(&app, &files, &now, &saved.sources)?;
+    let n = crate::reduce::patch::apply(&app, &done.files, &done.sources, &saved.sources)?;
     println!(
         "wmfix: added {} fences to {n} files in {}",
-        kept.len(),
+        kept.len() - done.library.len() - done.unplaced.len(),
         app.root.display()
     );
+    for f in &done.library {
+        println!("wmfix: not added, in a library header (a finding for that library): {f}");
+    }
+    for f in &done.unplaced {
+        println!("wmfix: not added, as the instrumented build did not add it either: {f}");
+    }
     Ok(exit_code::OK)
 }

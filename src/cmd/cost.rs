@@ -46,6 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         scope: args.app.fence,
     };
     let app = crate::app::config::App::load(&opts.dir)?;
+    crate::reduce::patch::refuse_preprocessed(&app)?;
     super::needs_gpu(&app, "cost")?;
     let inputs = [app.root.clone()];
     // The reduced variant needs an earlier reduction: known before anything is written.

@@ -37,7 +37,6 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     crate::interrupt::install();
     let started = Instant::now();
     let app = App::load(&opts.dir)?;
-    patch::refuse_preprocessed(&app)?;
     super::needs_gpu(&app, "reduce")?;
     let inputs = [app.root.clone()];
     let out = if opts.resume {
@@ -125,7 +124,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             None => e,
         })?,
     };
-    let (hardened, sources) = patch::harden_placed(
+    let hardening = patch::harden_placed(
         &app,
         out.root(),
         &result.fences,
@@ -143,14 +142,14 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             .bytes(),
         );
     }
-    patch_text.extend(patch::unified_diff(&hardened));
+    patch_text.extend(patch::unified_diff(&hardening.files));
     std::fs::write(&patch_path, patch_text)?;
     let model = model_completion(&app, &records, &result.fences);
     write_model_patch(
         &app,
         out.root(),
         &files.model_patch(),
-        &hardened,
+        &hardening.files,
         &result,
         &model,
         opts.scope,
@@ -171,7 +170,9 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         replayed_checks: replayed,
         wall_seconds: started.elapsed().as_secs_f64(),
         patch: patch_path,
-        sources,
+        sources: hardening.sources,
+        library_fences: hardening.library,
+        unplaced_fences: hardening.unplaced,
         interrupted,
         profile: Some(profile),
         sanity,
@@ -221,8 +222,9 @@ fn write_model_patch(
             .union(&result.after_loop_only)
             .copied()
             .collect();
-        let (completed, _) = patch::harden_placed(app, out, &both, &after_loop, scope)?;
+        let completed = patch::harden_placed(app, out, &both, &after_loop, scope)?;
         let from_kept: Vec<patch::Hardened> = completed
+            .files
             .into_iter()
             .map(|c| {
                 let original = hardened
@@ -345,6 +347,16 @@ pub fn summary(r: &Report) -> String {
     }
     if let Some(why) = r.sanity.describe() {
         s += &format!("sanity: {why}\n");
+    }
+    for f in &r.library_fences {
+        s += &format!(
+            "library: {f}: needed inside a library header, a finding for that library (not in the patch)\n"
+        );
+    }
+    for f in &r.unplaced_fences {
+        s += &format!(
+            "not in the patch: {f}: inside a macro's expansion or a header's later inclusion (the instrumented build lacked it too)\n"
+        );
     }
     for c in &r.model.fences {
         s += &format!(

@@ -154,8 +154,8 @@ fn variants(
     let (middle, middle_scope, after_loop) = match &opts.middle {
         Middle::Reduced => {
             let saved = crate::reduce::record::Report::load(out)?;
-            let (_, now) = crate::reduce::patch::harden(app, out.root(), &Ids::new(), saved.scope)?;
-            if now != saved.sources {
+            let now = crate::reduce::patch::harden(app, out.root(), &Ids::new(), saved.scope)?;
+            if now.sources != saved.sources {
                 return Err(fail(
                     exit_code::BAD_INPUT,
                     "the sources changed since the reduction: its fence ids no longer apply; run `wmfix reduce` again or give --fences",
@@ -210,8 +210,8 @@ fn harden_and_build(
     after_loop: &Ids,
     scope: FenceScope,
 ) -> Result<PathBuf> {
-    let (files, _) =
-        crate::reduce::patch::harden_placed(app, out.root(), fences, after_loop, scope)?;
+    let files =
+        crate::reduce::patch::harden_placed(app, out.root(), fences, after_loop, scope)?.files;
     let tree = out.cost().variant(name);
     let mut digest = crate::digest::Fnv::default();
     digest.add(std::fs::read_to_string(out.build_stamp())?.as_bytes());

@@ -44,6 +44,8 @@ pub enum How {
     Wrap,
 }
 
+/// Where a fence's text goes. In preprocessed mode `line` is, like the record's, the line of
+/// the file the code came from; `column` and `byte` are of the preprocessed translation unit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Placement {
     pub line: usize,

@@ -10,6 +10,7 @@ use crate::fences::scope::FenceScope;
 use crate::rewrite::insert;
 use crate::rewrite::render;
 use crate::rewrite::source::Encoding;
+use crate::rewrite::write_back;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,35 +33,65 @@ impl Hardened {
 /// Digests of the instrumented sources, by path: fence ids mean something only for these texts.
 pub type SourceDigests = BTreeMap<PathBuf, String>;
 
-/// The application's files that change when only `kept` fences are added, and the digests of
-/// all the sources that fence ids refer to.
-pub fn harden(
-    app: &App,
-    out: &Path,
-    kept: &Ids,
-    scope: FenceScope,
-) -> Result<(Vec<Hardened>, SourceDigests)> {
+/// What adding only some fences to the application's sources gives.
+pub struct Hardening {
+    /// The files that change.
+    pub files: Vec<Hardened>,
+    /// The digests of all the sources that fence ids refer to.
+    pub sources: SourceDigests,
+    /// Preprocessed mode: fences in library headers, not added; findings for that library
+    /// (`cub/agent/x.cuh:NNN (fence N)`).
+    pub library: Vec<String>,
+    /// Preprocessed mode: fences of the user's files that are not added, as the build did not
+    /// add them (inside a macro's expansion, or a header's later inclusion).
+    pub unplaced: Vec<String>,
+}
+
+/// The application's files that change when only `kept` fences are added.
+pub fn harden(app: &App, out: &Path, kept: &Ids, scope: FenceScope) -> Result<Hardening> {
     harden_placed(app, out, kept, &Ids::new(), scope)
 }
 
 /// As `harden`; fences of `after_loop` at a loop condition get only their after-the-loop
-/// placement.
+/// placement. In preprocessed mode fence ids number the sites of the preprocessed translation
+/// units: each kept fence is written back into the user's file its line came from, as the
+/// build writes it back (`write_back::harden`), and those of library headers are findings.
 pub fn harden_placed(
     app: &App,
     out: &Path,
     kept: &Ids,
     after_loop: &Ids,
     scope: FenceScope,
-) -> Result<(Vec<Hardened>, SourceDigests)> {
-    refuse_preprocessed(app)?;
+) -> Result<Hardening> {
     let mut tree = insert::plan_tree(&builder::insert_options(app, out, scope))?;
-    let texts = render::render_hardened_placed(&mut tree.planned, kept, after_loop, scope)
-        .map_err(|e| fail(exit_code::INTERNAL, e.to_string()))?;
-    let digests = tree
+    let sources = tree
         .planned
         .iter()
         .map(|p| (p.file.rel.clone(), Fnv::of(p.file.text.as_bytes())))
         .collect();
+    let internal = |e: crate::rewrite::edits::Overlap| fail(exit_code::INTERNAL, e.to_string());
+    if app.config.preprocess.is_some() {
+        let done = write_back::harden(&tree.input.root, &mut tree.planned, kept, after_loop, scope)
+            .map_err(internal)?;
+        let files = done
+            .files
+            .into_iter()
+            .map(|(rel, origin, hardened)| Hardened {
+                rel,
+                original: origin.text,
+                hardened,
+                encoding: origin.encoding,
+            })
+            .collect();
+        return Ok(Hardening {
+            files,
+            sources,
+            library: done.library,
+            unplaced: done.unplaced,
+        });
+    }
+    let texts = render::render_hardened_placed(&mut tree.planned, kept, after_loop, scope)
+        .map_err(internal)?;
     let files = tree
         .planned
         .into_iter()
@@ -74,17 +105,21 @@ pub fn harden_placed(
             })
         })
         .collect();
-    Ok((files, digests))
+    Ok(Hardening {
+        files,
+        sources,
+        library: Vec::new(),
+        unplaced: Vec::new(),
+    })
 }
 
-/// Fence ids in preprocessed mode number sites of the preprocessed translation units, not of
-/// the files the user owns: a patch would be against text the user never wrote. Refused before
-/// any work (`reduce` asks first), until edits map back into the user's files.
+/// `wmfix cost` in preprocessed mode would build its variants without the library headers'
+/// fences (they are findings, not edits of the user's files): refused before any work.
 pub fn refuse_preprocessed(app: &App) -> Result<()> {
     if app.config.preprocess.is_some() {
         return Err(fail(
             exit_code::USAGE,
-            "wmfix.toml sets preprocess: fences.patch and apply are not made in preprocessed mode yet (use wmfix test, or reduce without it)".to_string(),
+            "wmfix.toml sets preprocess: `wmfix cost` does not measure preprocessed mode yet (its variants would lack the library headers' fences)".to_string(),
         ));
     }
     Ok(())

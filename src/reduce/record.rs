@@ -67,6 +67,14 @@ pub struct Report {
     pub patch: PathBuf,
     /// The sources the fence ids refer to; `wmfix apply` refuses if they changed.
     pub sources: SourceDigests,
+    /// Preprocessed mode: kept fences in library headers, not in `fences.patch`: findings for
+    /// that library, `cub/agent/x.cuh:NNN (fence N)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub library_fences: Vec<String>,
+    /// Preprocessed mode: kept fences of the user's files that `fences.patch` lacks, as the
+    /// instrumented build did (inside a macro's expansion, or a header's later inclusion).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unplaced_fences: Vec<String>,
     /// Stopped by ctrl-c (or SIGTERM): `result` is the best set so far, not complete.
     #[serde(default)]
     pub interrupted: bool,

@@ -93,8 +93,7 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
     let mut warnings = warnings;
     let (texts, mut fences, overlays) = if opts.preprocess.is_some() {
         let (groups, fences) = render::edit_groups(&mut planned);
-        let tus = planned.iter().zip(groups);
-        let tus = tus.filter_map(|(p, g)| g.map(|g| (&p.file, g))).collect();
+        let tus = write_back::with_files(&planned, groups);
         let written = write_back::write_back(&input.root, tus);
         warnings.extend(unplaced_warning(&written, fences.len()));
         let total = fences.len();
@@ -124,7 +123,9 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         (texts.collect(), done.fences, Vec::new())
     };
     let library_fences = if opts.preprocess.is_some() {
-        map_back(&input.root, &planned, &mut fences)
+        let library = write_back::map_back(&input.root, &planned, &mut fences);
+        let library = fences.iter().filter(|f| library.contains(&f.id));
+        library.map(write_back::finding).collect()
     } else {
         Vec::new()
     };
@@ -268,28 +269,6 @@ fn names_cuda_qualifier(bytes: &[u8]) -> bool {
         .any(|w| w == b"__device__" || w == b"__global__")
 }
 
-/// Preprocessed mode: each fence record's file and line are where its code came from (through
-/// the line markers); those outside the tree are returned as `path:line` findings.
-fn map_back(root: &Path, planned: &[Planned], fences: &mut [FenceRecord]) -> Vec<String> {
-    let maps: std::collections::HashMap<&Path, preprocess::LineMap> = planned
-        .iter()
-        .map(|p| (p.file.rel.as_path(), preprocess::LineMap::new(&p.file.text)))
-        .collect();
-    let mut library = Vec::new();
-    for f in fences {
-        let Some((file, line)) = maps.get(f.file.as_path()).and_then(|m| m.origin(f.line)) else {
-            continue;
-        };
-        let (shown, own) = preprocess::shown(root, root, file);
-        f.file = shown;
-        f.line = line;
-        if !own {
-            library.push(format!("{}:{line} (fence {})", f.file.display(), f.id));
-        }
-    }
-    library
-}
-
 fn display_path(paths: &[PathBuf], root: &Path, rel: &Path) -> PathBuf {
     // Show paths as the user would type them: relative to the current directory if possible.
     let abs = root.join(rel);
@@ -338,7 +317,12 @@ fn unplaced_warning(w: &write_back::WrittenBack, total: usize) -> Option<String>
     if w.unplaced.is_empty() && w.unplaced_fixed == 0 {
         return None;
     }
-    let shown: Vec<&str> = w.unplaced.iter().take(5).map(String::as_str).collect();
+    let shown: Vec<String> = w
+        .unplaced
+        .iter()
+        .take(5)
+        .map(|(id, at)| format!("fence {id} ({at})"))
+        .collect();
     Some(format!(
         "warning: {} of {total} fences (and {} other edits) are inside macro expansions or headers included more than once and are not in the build, only in fences.json: {}{}",
         w.unplaced.len(),

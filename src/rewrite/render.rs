@@ -201,10 +201,34 @@ pub fn render_hardened_placed(
     after_loop: &Ids,
     scope: FenceScope,
 ) -> Result<Vec<Option<String>>, edits::Overlap> {
+    let groups = hardened_groups(files, kept, after_loop, scope);
+    files
+        .iter()
+        .zip(groups)
+        .map(|(p, groups)| {
+            let edits: Vec<Edit> = groups.into_iter().flat_map(|g| g.edits).collect();
+            if edits.is_empty() {
+                Ok(None)
+            } else {
+                edits::apply(&p.file.text, edits).map(Some)
+            }
+        })
+        .collect()
+}
+
+/// Each file's `kept` fences as plain CUDA fences, one group per fence with its braces (sorting
+/// `files` by path): the edits of `render_hardened_placed`, which preprocessed mode writes back
+/// into the files the translation unit came from instead.
+pub fn hardened_groups(
+    files: &mut [Planned],
+    kept: &Ids,
+    after_loop: &Ids,
+    scope: FenceScope,
+) -> Vec<Vec<Group>> {
     let numbered = numbered(files);
-    let mut texts = Vec::with_capacity(numbered.len());
+    let mut out = Vec::with_capacity(numbered.len());
     for (Planned { file, plan, .. }, sites) in numbered {
-        let mut edits = Vec::new();
+        let mut groups = Vec::new();
         for (site, id) in sites.into_iter().filter(|(_, id)| kept.contains(id)) {
             let note = format!(
                 "wmfix fence {id}: after {} `{}`",
@@ -219,19 +243,19 @@ pub fn render_hardened_placed(
                     .find(|s| s.piece == Piece::LoopFence)
                     .map(|s| s.at)
             });
-            edits.extend(
+            let mut edits: Vec<Edit> =
                 hardened_edits(site, scope.call(), &note.replace("*/", "* /"), host)
-                    .filter(|e| body.flatten() != Some(e.start)),
-            );
+                    .filter(|e| body.flatten() != Some(e.start))
+                    .collect();
             edits.extend(site.braces.iter().cloned());
+            groups.push(Group {
+                fence: Some(id),
+                edits,
+            });
         }
-        texts.push(if edits.is_empty() {
-            None
-        } else {
-            Some(edits::apply(&file.text, edits)?)
-        });
+        out.push(groups);
     }
-    Ok(texts)
+    out
 }
 
 /// Plain CUDA fences. In `__host__ __device__` functions the fence exists only in the device

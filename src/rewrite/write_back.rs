@@ -6,9 +6,12 @@
 //! a macro's expansion are not placed. A fence's edits are placed together or not at all, and a
 //! line written from one inclusion of a header is not written again from another.
 
+use crate::fences::id::{FenceId, Ids};
+use crate::fences::record::FenceRecord;
+use crate::fences::scope::FenceScope;
 use crate::rewrite::edits::Edit;
-use crate::rewrite::preprocess::LineMap;
-use crate::rewrite::render::Group;
+use crate::rewrite::preprocess::{self, LineMap};
+use crate::rewrite::render::{self, Group, Planned};
 use crate::rewrite::source::{Encoding, SourceFile};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -47,8 +50,9 @@ pub struct WrittenBack {
     /// Absolute path of each original file that gets edits, its text and the edits.
     pub files: BTreeMap<PathBuf, (Origin, Vec<Edit>)>,
     /// Fences whose edits could not be placed (inside a macro's expansion, or a line already
-    /// written from another inclusion): listed in fences.json, absent from the build.
-    pub unplaced: Vec<String>,
+    /// written from another inclusion), with the file:line they came from: listed in
+    /// fences.json, absent from the build.
+    pub unplaced: Vec<(FenceId, String)>,
     /// Other edits (thread ids, launches) not placed.
     pub unplaced_fixed: usize,
 }
@@ -84,7 +88,7 @@ pub fn write_back(dir: &Path, tus: Vec<(&SourceFile, Vec<Group>)>) -> WrittenBac
                             || format!("{}:{line}", file.shown.display()),
                             |(f, l)| format!("{}:{l}", f.display()),
                         );
-                        out.unplaced.push(format!("fence {id} ({at})"));
+                        out.unplaced.push((id, at));
                     }
                     None => out.unplaced_fixed += 1,
                 },
@@ -120,7 +124,7 @@ pub fn outputs(
     let mut placed = Vec::new();
     let mut roots: Vec<PathBuf> = Vec::new();
     for (abs, (origin, edits)) in written.files {
-        let (shown, own) = crate::rewrite::preprocess::shown(root, root, &abs);
+        let (shown, own) = preprocess::shown(root, root, &abs);
         if !own {
             let base: PathBuf = abs
                 .components()
@@ -154,6 +158,113 @@ pub fn outputs(
     }
     let roots = roots.into_iter().enumerate().map(|(n, r)| (r, n)).collect();
     Ok(Outputs { files, roots })
+}
+
+/// Each fence record's file and line as where its code came from (through the line markers of
+/// its translation unit); the fences in files outside `root` (library headers) are returned.
+pub fn map_back(root: &Path, planned: &[Planned], fences: &mut [FenceRecord]) -> Ids {
+    let maps: HashMap<&Path, LineMap> = planned
+        .iter()
+        .map(|p| (p.file.rel.as_path(), LineMap::new(&p.file.text)))
+        .collect();
+    let mut library = Ids::new();
+    for f in fences {
+        let Some(map) = maps.get(f.file.as_path()) else {
+            continue;
+        };
+        let Some((file, line)) = map.origin(f.line) else {
+            continue;
+        };
+        let (shown, own) = preprocess::shown(root, root, file);
+        for p in &mut f.placements {
+            p.line = map.origin(p.line).map_or(p.line, |(_, l)| l);
+        }
+        f.file = shown;
+        f.line = line;
+        if !own {
+            library.insert(f.id);
+        }
+    }
+    library
+}
+
+/// A library fence as a finding for that library: `path:line (fence N)`.
+pub fn finding(f: &FenceRecord) -> String {
+    format!("{}:{} (fence {})", f.file.display(), f.line, f.id)
+}
+
+/// Preprocessed mode's hardened sources: the `kept` fences as plain CUDA fences, written back
+/// into the files under `root` exactly where the build writes their `WMFIX_FENCE`s back.
+pub struct Hardened {
+    /// Each file under `root` that gets fences: its path there, the original and the new text.
+    pub files: Vec<(PathBuf, Origin, String)>,
+    /// Kept fences in library headers (outside `root`), as findings for that library.
+    pub library: Vec<String>,
+    /// Kept fences of files under `root` that the build did not write back either (inside a
+    /// macro's expansion, or a header's later inclusion): `fence N (file:line)`.
+    pub unplaced: Vec<String>,
+}
+
+/// The kept fences of the preprocessed translation units `planned` written back into the
+/// user's files under `root`; those of library headers are findings, not edits.
+pub fn harden(
+    root: &Path,
+    planned: &mut [Planned],
+    kept: &Ids,
+    after_loop: &Ids,
+    scope: FenceScope,
+) -> Result<Hardened, crate::rewrite::edits::Overlap> {
+    // The build's own write-back: a fence it did not place was never switched on in a run, so
+    // it is not placed here either, and no other inclusion's fence takes its line.
+    let (groups, mut records) = render::edit_groups(planned);
+    let built = write_back(root, with_files(planned, groups));
+    let in_library = map_back(root, planned, &mut records);
+    let absent: Ids = built.unplaced.iter().map(|(id, _)| *id).collect();
+    let patched = |g: &Group| {
+        g.fence
+            .is_some_and(|id| !absent.contains(&id) && !in_library.contains(&id))
+    };
+    let groups = render::hardened_groups(planned, kept, after_loop, scope)
+        .into_iter()
+        .map(|g| Some(g.into_iter().filter(patched).collect()))
+        .collect();
+    let written = write_back(root, with_files(planned, groups));
+    let mut files = Vec::new();
+    for (abs, (origin, edits)) in written.files {
+        let (rel, own) = preprocess::shown(root, root, &abs);
+        if own {
+            let text = crate::rewrite::edits::apply(&origin.text, edits)?;
+            files.push((rel, origin, text));
+        }
+    }
+    let library = records
+        .iter()
+        .filter(|r| kept.contains(&r.id) && in_library.contains(&r.id))
+        .map(finding)
+        .collect();
+    let unplaced = built
+        .unplaced
+        .iter()
+        .filter(|(id, _)| kept.contains(id) && !in_library.contains(id))
+        .map(|(id, at)| format!("fence {id} ({at})"))
+        .collect();
+    Ok(Hardened {
+        files,
+        library,
+        unplaced,
+    })
+}
+
+/// Each translation unit with its groups, where it has any.
+pub fn with_files(
+    planned: &[Planned],
+    groups: Vec<Option<Vec<Group>>>,
+) -> Vec<(&crate::rewrite::source::SourceFile, Vec<Group>)> {
+    planned
+        .iter()
+        .zip(groups)
+        .filter_map(|(p, g)| g.map(|g| (&p.file, g)))
+        .collect()
 }
 
 /// Makes `dest` a copy of include folder `src` in which only the files on the way to the
@@ -391,5 +502,65 @@ mod tests {
         assert_eq!(map_column(p, o, 10, false), Some(o.find('y').unwrap()));
         // A line the macro call continues on the next line: its end does not match.
         assert_eq!(map_column("f(a, b);", "f(a,", 8, false), None);
+    }
+
+    /// A user's `.cu` including the user's `q.h` twice (no guard) and a library header from an
+    /// `include/` folder outside the application's, as `nvcc -E` writes the TU.
+    fn harden_fixture(kept: &[usize]) -> Hardened {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("app");
+        let lib = tmp.path().join("lib/include");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&lib).unwrap();
+        let q = "__device__ void p(int *d) {\n  d[0] = 1;\n}\n";
+        std::fs::write(root.join("q.h"), q).unwrap();
+        let l = "__device__ void put(int *c) {\n  c[0] = 2;\n}\n";
+        std::fs::write(lib.join("l.cuh"), l).unwrap();
+        let k = "#include \"q.h\"\n#include \"q.h\"\n#include <l.cuh>\n__global__ void k(int *a) {\n  a[0] = 3;\n}\n";
+        std::fs::write(root.join("k.cu"), k).unwrap();
+        let lib = lib.join("l.cuh");
+        let tu = format!(
+            "# 1 \"k.cu\"\n# 1 \"q.h\" 1\n{q}# 2 \"k.cu\" 2\n# 1 \"q.h\" 1\n{q}# 3 \"k.cu\" 2\n# 1 \"{}\" 1\n{l}# 4 \"k.cu\" 2\n__global__ void k(int *a) {{\n  a[0] = 3;\n}}\n",
+            lib.display()
+        );
+        let file = SourceFile::new("k.cu".into(), "k.cu".into(), tu);
+        let mut planned = render::plan_files(vec![file]);
+        let kept = kept.iter().copied().map(FenceId).collect();
+        harden(&root, &mut planned, &kept, &Ids::new(), FenceScope::Device).unwrap()
+    }
+
+    #[test]
+    fn kept_fences_go_back_into_the_users_files_and_library_ones_are_findings() {
+        // Fences in TU order: q.h's store twice (one per inclusion), the library's, k.cu's.
+        let all = harden_fixture(&[0, 1, 2, 3]);
+        let files: Vec<(String, &str)> = all
+            .files
+            .iter()
+            .map(|(rel, _, text)| (rel.display().to_string(), text.as_str()))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                (
+                    "k.cu".to_string(),
+                    "#include \"q.h\"\n#include \"q.h\"\n#include <l.cuh>\n__global__ void k(int *a) {\n  a[0] = 3; __threadfence(); /* wmfix fence 3: after store `a[0] = 3;` */\n}\n"
+                ),
+                (
+                    "q.h".to_string(),
+                    "__device__ void p(int *d) {\n  d[0] = 1; __threadfence(); /* wmfix fence 0: after store `d[0] = 1;` */\n}\n"
+                ),
+            ]
+        );
+        assert_eq!(all.library, ["l.cuh:2 (fence 2)"]);
+        // The second inclusion's fence was not in the build either: listed, not placed.
+        assert_eq!(all.unplaced, ["fence 1 (q.h:2)"]);
+        // Kept alone, it still takes no line: the build never switched it on there.
+        let second = harden_fixture(&[1]);
+        assert!(second.files.is_empty());
+        assert_eq!(second.unplaced, ["fence 1 (q.h:2)"]);
+        // Only the library's: no file changes.
+        let library = harden_fixture(&[2]);
+        assert!(library.files.is_empty() && library.unplaced.is_empty());
+        assert_eq!(library.library, ["l.cuh:2 (fence 2)"]);
     }
 }
