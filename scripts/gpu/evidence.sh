@@ -217,6 +217,8 @@ reduce_study() { # reduce_study STUDY [wmfix reduce options]
   bounded "${LIMIT:-300}" "${cmd[@]}"
   local rc=$?
   cp "$out/reduce/reduce.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/reduce.json" "${cmd[@]}"
+  # Every check's fence set, runs and errors: why a reduction was slow can be read afterwards.
+  cp "$out/reduce/journal.jsonl" "$STEP_DIR/" 2>/dev/null
   [ -f "$out/reduce/fences.patch" ] && { header "${cmd[@]}"; cat "$out/reduce/fences.patch"; } > "$STEP_DIR/fences.patch"
   case $rc in 0|3|5) return 0 ;; *) return $rc ;; esac
 }
