@@ -351,6 +351,11 @@ def stress(folder):
     print("|---|---|")
     for d in sorted(n for n in names if n.startswith("stress-fenced-")):
         print(f"| {d[len('stress-fenced-'):]} | {cell(folder, d, metas)} |")
+    for d in sorted(n for n in names if n.startswith("stress-allfences-")):
+        print(f"| {d[len('stress-allfences-'):]} with every inserted fence | {cell(folder, d, metas)} |")
+    seen = [d for d in sorted(names) if os.path.exists(os.path.join(folder, d, "failures.txt"))]
+    if seen:
+        print("\nWhat the erring runs printed last (`failures.txt`, counted): see the step folders: " + ", ".join(seen) + ".")
     cub = [(f, t) for f, t in [("none", "CUB as written (--fences none)"), ("all", "--fences all")]
            if f"cub-scan-lib-sys-{f}" in names]
     if cub:
