@@ -443,3 +443,22 @@ fn rewriter_bugs_found_by_the_random_test_stay_fixed() {
         ]
     );
 }
+
+#[test]
+fn fences_no_launched_kernel_reaches_are_marked_unreachable() {
+    let (tmp, root) = fixture("reach");
+    let o = run(tmp.path(), &["insert", "reach", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = fences_json(&tmp.path().join("out"), &root);
+    insta::assert_json_snapshot!("reach_fences", json);
+    let unreachable: Vec<&str> = json["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["unreachable"] == true)
+        .map(|f| f["function"].as_str().unwrap())
+        .collect();
+    // `unused_store` is called by no one and `old_kernel` launched nowhere; `through_pointer`
+    // is reached through a pointer and `elsewhere` is launched from the copied host.cpp.
+    assert_eq!(unreachable, ["unused_store", "old_kernel"]);
+}

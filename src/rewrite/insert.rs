@@ -202,6 +202,7 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
         warnings.extend(p.plan.warnings.iter().cloned());
         planned.push(p);
     }
+    crate::rewrite::reach::mark(&mut planned, &input.root, &copies);
     Ok(PlannedTree {
         input,
         planned,
