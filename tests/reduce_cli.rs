@@ -630,3 +630,49 @@ fn loop_fences_keep_only_the_placements_their_checks_need() {
     let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
     assert_eq!(applied.matches("__threadfence();").count(), 4, "{applied}");
 }
+
+#[test]
+fn fences_no_launched_kernel_reaches_are_dropped_without_runs() {
+    let (_tmp, dir) = standin_kernel(
+        "__device__ void dead(int *a) { a[2] = 2; }\n\
+         __global__ void k(int *a) { a[0] = 0; a[1] = 1; }\n\
+         void launch(int *a) { k<<<1, 1>>>(a); }\n",
+    );
+    let o = reduce_cmd(&dir, "out", "2", 100, &[]).output().unwrap();
+    ok(&o);
+    let r = report(&dir, "out");
+    // Fence 0 (in `dead`) is never executed: neither kept nor ever asked about.
+    assert_eq!(r["initial_fences"], 3, "{r}");
+    assert_eq!(kept(&r), [2], "{r}");
+    assert_eq!(r["unreachable"][0]["id"], 0, "{r}");
+    assert_eq!(r["unreachable"][0]["function"], "dead", "{r}");
+    let journal = std::fs::read_to_string(dir.parent().unwrap().join("out/reduce/journal.jsonl"));
+    for line in journal.unwrap().lines().skip(1) {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let fences = entry["fences"].as_str().unwrap();
+        assert!(fences != "all" && !fences.starts_with('0'), "{line}");
+    }
+    assert!(
+        stdout(&o).contains(
+            "unreachable: 1 fences dropped without runs, in functions no launched kernel reaches: dead (0)"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    // A reduce.json written before wmfix looked (no `unreachable`) is read back all the same.
+    let path = dir.parent().unwrap().join("out/reduce/reduce.json");
+    let mut older = r.clone();
+    older.as_object_mut().unwrap().remove("unreachable");
+    std::fs::write(&path, older.to_string()).unwrap();
+    let o = wmfix()
+        .current_dir(dir.parent().unwrap())
+        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(
+        std::fs::read_to_string(dir.join("kernel.cu"))
+            .unwrap()
+            .contains("wmfix fence 2")
+    );
+}

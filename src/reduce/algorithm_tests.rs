@@ -254,10 +254,14 @@ fn structure_split_drops_whole_functions_first() {
     let required = [16, 20, 61, 70];
     let checks = |split| {
         let mut o = sim(&required, 1.0, 7);
-        let r = reduce_grouped(
+        let structure = Structure {
+            groups: groups.clone(),
+            ..Structure::default()
+        };
+        let r = reduce_structured(
             &mut o,
             &FenceId::all(90),
-            &groups,
+            &structure,
             adaptive(split),
             &mut |_| {},
         )
@@ -313,6 +317,14 @@ fn looping(required: &[usize], body_needed: &[usize]) -> Looping {
     }
 }
 
+/// A structure with only the loop fences `ids`.
+fn loops(ids: &[usize]) -> Structure {
+    Structure {
+        loop_fences: set(ids),
+        ..Structure::default()
+    }
+}
+
 fn statistical() -> Settings {
     settings(
         Split::Halves,
@@ -325,15 +337,8 @@ fn statistical() -> Settings {
 fn a_loop_fence_needed_after_the_loop_only_keeps_that_placement() {
     let mut o = looping(&[3, 7], &[]);
     let all = FenceId::all(10);
-    let r = reduce_placed(
-        &mut o,
-        &all,
-        &[],
-        &set(&[3, 7, 9]),
-        statistical(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r =
+        reduce_structured(&mut o, &all, &loops(&[3, 7, 9]), statistical(), &mut |_| {}).unwrap();
     assert_eq!(r.fences, set(&[3, 7]));
     assert_eq!(r.after_loop_only, set(&[3, 7]), "{r:?}");
     assert!(r.complete && r.note.is_empty(), "{r:?}");
@@ -343,7 +348,7 @@ fn a_loop_fence_needed_after_the_loop_only_keeps_that_placement() {
 fn a_loop_fence_whose_body_placement_is_needed_keeps_both() {
     let mut o = looping(&[3, 7], &[7]);
     let all = FenceId::all(10);
-    let r = reduce_placed(&mut o, &all, &[], &set(&[3, 7]), statistical(), &mut |_| {}).unwrap();
+    let r = reduce_structured(&mut o, &all, &loops(&[3, 7]), statistical(), &mut |_| {}).unwrap();
     assert_eq!(r.fences, set(&[3, 7]));
     assert_eq!(r.after_loop_only, set(&[3]), "{r:?}");
     assert!(r.complete, "{r:?}");
@@ -354,9 +359,9 @@ fn without_loop_fences_nothing_is_asked_about_placements() {
     let mut a = looping(&[3], &[]);
     let mut b = looping(&[3], &[]);
     let all = FenceId::all(10);
-    let plain = reduce_grouped(&mut a, &all, &[], statistical(), &mut |_| {}).unwrap();
+    let plain = reduce(&mut a, &all, statistical(), &mut |_| {}).unwrap();
     // Fence 5 is a loop fence, but not kept: no placement is tried.
-    let placed = reduce_placed(&mut b, &all, &[], &set(&[5]), statistical(), &mut |_| {}).unwrap();
+    let placed = reduce_structured(&mut b, &all, &loops(&[5]), statistical(), &mut |_| {}).unwrap();
     assert_eq!((plain.checks, plain.runs), (placed.checks, placed.runs));
     assert!(placed.after_loop_only.is_empty());
 }
@@ -365,12 +370,12 @@ fn without_loop_fences_nothing_is_asked_about_placements() {
 fn a_budget_spent_while_placing_keeps_both_placements() {
     let all = FenceId::all(10);
     let mut a = looping(&[3], &[]);
-    let plain = reduce_grouped(&mut a, &all, &[], statistical(), &mut |_| {}).unwrap();
+    let plain = reduce(&mut a, &all, statistical(), &mut |_| {}).unwrap();
     // Enough for the reduction and a part of one run more.
     let mut s = statistical();
     s.budget_seconds = plain.seconds + 0.1;
     let mut b = looping(&[3], &[]);
-    let r = reduce_placed(&mut b, &all, &[], &set(&[3]), s, &mut |_| {}).unwrap();
+    let r = reduce_structured(&mut b, &all, &loops(&[3]), s, &mut |_| {}).unwrap();
     assert_eq!(r.fences, set(&[3]));
     assert!(r.complete, "{r:?}");
     assert!(r.after_loop_only.is_empty(), "{r:?}");
@@ -430,4 +435,64 @@ fn the_stability_check_catches_a_rarely_erring_missing_fence() {
     assert_eq!(r.fences, set(&[2, 5]), "{r:?}");
     assert!(r.complete && r.stability_runs >= 459, "{r:?}");
     assert!(r.miss_probability.unwrap() <= 0.0101, "{r:?}");
+}
+
+#[test]
+fn unreachable_fences_are_dropped_without_runs() {
+    // 40 fences in 5 functions of 8; the last two functions no launched kernel reaches.
+    let groups: Vec<Ids> = (0..5)
+        .map(|k| (8 * k..8 * (k + 1)).map(FenceId).collect())
+        .collect();
+    let required = [3, 12, 20];
+    let reduce_with = |unreachable: Ids| {
+        let structure = Structure {
+            groups: groups.clone(),
+            unreachable,
+            ..Structure::default()
+        };
+        let mut o = sim(&required, 0.3, 11);
+        let r = reduce_structured(
+            &mut o,
+            &FenceId::all(40),
+            &structure,
+            adaptive(Split::Structure),
+            &mut |_| {},
+        )
+        .unwrap();
+        (r, o.runs)
+    };
+    let (known, known_runs) = reduce_with((24..40).map(FenceId).collect());
+    let (blind, blind_runs) = reduce_with(Ids::new());
+    assert_eq!(known.fences, set(&required), "{known:?}");
+    assert_eq!(blind.fences, known.fences, "{blind:?}");
+    assert!(known.complete && blind.complete);
+    assert!(
+        known.checks < blind.checks && known_runs < blind_runs,
+        "knowing: {} checks, {known_runs} runs; blind: {} checks, {blind_runs} runs",
+        known.checks,
+        blind.checks
+    );
+}
+
+#[test]
+fn a_failing_check_with_every_reachable_fence_says_what_was_left_out() {
+    // Fence 6 was taken for unreachable, but the program needs it.
+    let structure = Structure {
+        unreachable: set(&[6, 7]),
+        ..Structure::default()
+    };
+    let mut o = sim(&[6], 1.0, 1);
+    let e = reduce_structured(
+        &mut o,
+        &FenceId::all(8),
+        &structure,
+        statistical(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("32 of 32 runs, the 2 fences no launched kernel reaches left out"),
+        "{e}"
+    );
 }
