@@ -289,10 +289,6 @@ struct Looping {
 }
 
 impl Oracle for Looping {
-    fn run(&mut self, enabled: &Ids, req: Request, nonce: u64, left: f64) -> Result<Tally> {
-        self.sim.run(enabled, req, nonce, left)
-    }
-
     fn run_placed(
         &mut self,
         enabled: &Ids,
@@ -306,7 +302,8 @@ impl Oracle for Looping {
             .copied()
             .filter(|id| !(body_off.contains(id) && self.body_needed.contains(id)))
             .collect();
-        self.sim.run(&effective, req, nonce, left)
+        self.sim
+            .run_placed(&effective, &Ids::new(), req, nonce, left)
     }
 }
 
@@ -388,7 +385,14 @@ struct Rare {
 }
 
 impl Oracle for Rare {
-    fn run(&mut self, enabled: &Ids, request: Request, nonce: u64, _: f64) -> Result<Tally> {
+    fn run_placed(
+        &mut self,
+        enabled: &Ids,
+        _: &Ids,
+        request: Request,
+        nonce: u64,
+        _: f64,
+    ) -> Result<Tally> {
         let p = if !enabled.contains(&FenceId(2)) {
             1.0
         } else if !enabled.contains(&FenceId(5)) {
