@@ -198,6 +198,18 @@ fn output_inside_the_input_is_skipped_and_around_it_refused() {
     assert!(stderr(&o).contains("contains the input"), "{}", stderr(&o));
 }
 
+/// `insert INPUT --on-parse-error fail` in `cwd` exits 65, naming the syntax error at `at`
+/// (`file:line:column`).
+fn refused_at(cwd: &Path, input: &str, at: &str) {
+    let o = run(
+        cwd,
+        &["insert", input, "--out", "out", "--on-parse-error", "fail"],
+    );
+    assert_eq!(o.status.code(), Some(65));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("{at}: syntax error")), "{err}");
+}
+
 /// Files are planned on several threads; what is reported must not depend on which finished
 /// first.
 #[test]
@@ -215,16 +227,7 @@ fn many_files_report_in_tree_order_and_number_fences_across_files() {
         };
         std::fs::write(src.join(format!("f{i:02}.cu")), text).unwrap();
     }
-    let o = run(
-        tmp.path(),
-        &["insert", "src", "--out", "out", "--on-parse-error", "fail"],
-    );
-    assert_eq!(o.status.code(), Some(65));
-    assert!(
-        stderr(&o).contains("f03.cu:401:23: syntax error"),
-        "{}",
-        stderr(&o)
-    );
+    refused_at(tmp.path(), "src", "f03.cu:401:23");
 
     let o = run(tmp.path(), &["insert", "src", "--out", "out"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -247,23 +250,7 @@ fn many_files_report_in_tree_order_and_number_fences_across_files() {
 #[test]
 fn parse_errors_name_file_line_and_column() {
     let (tmp, root) = fixture("bad");
-    let o = run(
-        tmp.path(),
-        &[
-            "insert",
-            "bad/broken.cu",
-            "--out",
-            "out",
-            "--on-parse-error",
-            "fail",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(65));
-    assert!(
-        stderr(&o).contains("bad/broken.cu:4:8: syntax error"),
-        "{}",
-        stderr(&o)
-    );
+    refused_at(tmp.path(), "bad/broken.cu", "bad/broken.cu:4:8");
 
     let o = run(tmp.path(), &["insert", "bad/broken.cu", "--out", "out"]);
     assert!(o.status.success());

@@ -40,16 +40,14 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     patch::refuse_preprocessed(&app)?;
     super::needs_gpu(&app, "reduce")?;
     let inputs = [app.root.clone()];
-    let out = if opts.resume {
-        super::open_earlier(
-            &opts.out,
-            &inputs,
-            |o| o.reduce().journal(),
-            "nothing to resume",
-        )?
-    } else {
-        OutDir::open(&opts.out, &inputs)?
-    };
+    let journal = |o: &OutDir| o.reduce().journal();
+    let out = super::open_out(
+        &opts.out,
+        &inputs,
+        opts.resume,
+        journal,
+        "nothing to resume",
+    )?;
     let built = builder::build(&app, &out, opts.scope)?;
     let files = out.reduce();
     std::fs::create_dir_all(files.logs())?;

@@ -109,16 +109,14 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     let app = App::load(&opts.dir)?;
     super::needs_gpu(&app, "test")?;
     let inputs = [app.root.clone()];
-    let out = if opts.resume {
-        super::open_earlier(
-            &opts.out,
-            &inputs,
-            |o| o.test().summary(),
-            "nothing to resume",
-        )?
-    } else {
-        OutDir::open(&opts.out, &inputs)?
-    };
+    let summary = |o: &OutDir| o.test().summary();
+    let out = super::open_out(
+        &opts.out,
+        &inputs,
+        opts.resume,
+        summary,
+        "nothing to resume",
+    )?;
     let built = builder::build(&app, &out, opts.scope)?;
     opts.fences.check_ids("--fences", built.fences)?;
     eprintln!(

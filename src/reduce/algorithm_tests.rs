@@ -245,27 +245,33 @@ fn adaptive_checks_follow_the_measured_rate() {
     assert!(r.miss_probability.unwrap() <= 0.01, "{r:?}");
 }
 
+/// Reduces a program of `functions` functions of `size` fences each, in order, with the fences
+/// of `unreachable` in functions no launched kernel reaches.
+fn in_functions(
+    o: &mut dyn Oracle,
+    functions: usize,
+    size: usize,
+    unreachable: Ids,
+    settings: Settings,
+) -> Reduced {
+    let structure = Structure {
+        groups: (0..functions)
+            .map(|k| (size * k..size * (k + 1)).map(FenceId).collect())
+            .collect(),
+        unreachable,
+        ..Structure::default()
+    };
+    let all = FenceId::all(functions * size);
+    reduce_structured(o, &all, &structure, settings, &mut |_| {}).unwrap()
+}
+
 #[test]
 fn structure_split_drops_whole_functions_first() {
     // ls-bh-like: 90 fences in 6 kernels of 15, needed ones in two of them.
-    let groups: Vec<Ids> = (0..6)
-        .map(|k| (15 * k..15 * (k + 1)).map(FenceId).collect())
-        .collect();
     let required = [16, 20, 61, 70];
     let checks = |split| {
         let mut o = sim(&required, 1.0, 7);
-        let structure = Structure {
-            groups: groups.clone(),
-            ..Structure::default()
-        };
-        let r = reduce_structured(
-            &mut o,
-            &FenceId::all(90),
-            &structure,
-            adaptive(split),
-            &mut |_| {},
-        )
-        .unwrap();
+        let r = in_functions(&mut o, 6, 15, Ids::new(), adaptive(split));
         assert_eq!(r.fences, set(&required), "{split:?}: {r:?}");
         r.checks
     };
@@ -444,25 +450,10 @@ fn the_stability_check_catches_a_rarely_erring_missing_fence() {
 #[test]
 fn unreachable_fences_are_dropped_without_runs() {
     // 40 fences in 5 functions of 8; the last two functions no launched kernel reaches.
-    let groups: Vec<Ids> = (0..5)
-        .map(|k| (8 * k..8 * (k + 1)).map(FenceId).collect())
-        .collect();
     let required = [3, 12, 20];
     let reduce_with = |unreachable: Ids| {
-        let structure = Structure {
-            groups: groups.clone(),
-            unreachable,
-            ..Structure::default()
-        };
         let mut o = sim(&required, 0.3, 11);
-        let r = reduce_structured(
-            &mut o,
-            &FenceId::all(40),
-            &structure,
-            adaptive(Split::Structure),
-            &mut |_| {},
-        )
-        .unwrap();
+        let r = in_functions(&mut o, 5, 8, unreachable, adaptive(Split::Structure));
         (r, o.runs)
     };
     let (known, known_runs) = reduce_with((24..40).map(FenceId).collect());
