@@ -20,6 +20,8 @@ pub struct FilePlan {
     /// The device functions that `Site::function` indexes.
     pub functions: Vec<Function>,
     pub has_device_code: bool,
+    /// The file launches a kernel (`<<<...>>>`).
+    pub launches: bool,
     pub warnings: Vec<String>,
     pub precision: Precision,
 }
@@ -92,6 +94,7 @@ pub fn plan(file: &SourceFile, tree: &Tree, program: &Program) -> FilePlan {
         fixed,
         sites: placed.sites,
         has_device_code: !functions.is_empty(),
+        launches: !caps.get(Capture::LaunchConfig).is_empty(),
         functions: plain_functions(&functions, &caps),
         warnings,
         precision,

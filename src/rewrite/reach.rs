@@ -11,8 +11,8 @@
 //!   or specialised name: called in ways its name does not show);
 //! - every function whose name is mentioned outside the bodies of device functions (a launch,
 //!   host code, a prototype, a global's initialiser, a copied file);
-//! - every function, when no kernel is mentioned so: the launches, and perhaps the calls, are
-//!   then somewhere wmfix does not see.
+//! - every function, when no file launches a kernel (`<<<...>>>`): the launches, and perhaps
+//!   the calls, are then somewhere wmfix does not see.
 //!
 //! Names are not resolved: when a name is reached, every function of that name is (overloads,
 //! same-named functions of several files).
@@ -44,7 +44,8 @@ pub fn mark(files: &mut [Planned], root: &Path, copies: &[PathBuf]) {
     let mut outside: HashSet<&str> = copied.into_iter().flatten().collect();
     outside.extend(seen.iter().flat_map(|m| m.outside.iter().copied()));
     let functions: Vec<&[Function]> = files.iter().map(|p| &p.plan.functions[..]).collect();
-    let reached = reachable(&functions, &seen, &outside);
+    let launched = files.iter().any(|p| p.plan.launches);
+    let reached = reachable(&functions, &seen, &outside, launched);
     for (p, reached) in files.iter_mut().zip(reached) {
         for (f, r) in p.plan.functions.iter_mut().zip(reached) {
             f.reachable = r;
@@ -72,7 +73,7 @@ fn mentions<'n>(text: &str, functions: &[Function], names: &'n HashSet<String>) 
         if defined.contains(&at) {
             continue;
         }
-        for name in looked_for(word, names) {
+        each_name(word, names, &mut |name| {
             let mut body = bodies.innermost(at..at);
             if body.is_none() {
                 m.outside.insert(name);
@@ -82,7 +83,7 @@ fn mentions<'n>(text: &str, functions: &[Function], names: &'n HashSet<String>) 
                 m.inside[i].insert(name);
                 body = bodies.parent(i);
             }
-        }
+        });
     }
     m
 }
@@ -90,7 +91,11 @@ fn mentions<'n>(text: &str, functions: &[Function], names: &'n HashSet<String>) 
 /// The names of `names` a copied file mentions; one that cannot be read mentions them all.
 fn mentions_in_file<'n>(path: &Path, names: &'n HashSet<String>) -> Vec<&'n str> {
     let mut found = HashSet::new();
-    let read = scan_file(path, &mut |word| found.extend(looked_for(word, names)));
+    let read = scan_file(path, &mut |word| {
+        each_name(word, names, &mut |name| {
+            found.insert(name);
+        })
+    });
     match read {
         Ok(()) => found.into_iter().collect(),
         Err(_) => names.iter().map(String::as_str).collect(),
@@ -129,17 +134,18 @@ fn scan_file(path: &Path, each: &mut dyn FnMut(&[u8])) -> std::io::Result<()> {
     }
 }
 
-/// The words of `names` that `word` is or, as a mangled name, holds.
-fn looked_for<'n>(word: &[u8], names: &'n HashSet<String>) -> Vec<&'n str> {
-    let mut parts = vec![word];
+/// Each of `names` that `word` is or, as a mangled name, holds.
+fn each_name<'n>(word: &[u8], names: &'n HashSet<String>, found: &mut dyn FnMut(&'n str)) {
+    let mut look = |w: &[u8]| {
+        let name = std::str::from_utf8(w).ok().and_then(|w| names.get(w));
+        if let Some(name) = name {
+            found(name);
+        }
+    };
+    look(word);
     if word.starts_with(b"_Z") {
-        parts.extend(mangled_parts(word));
+        mangled_parts(word).into_iter().for_each(look);
     }
-    parts
-        .into_iter()
-        .filter_map(|w| std::str::from_utf8(w).ok())
-        .filter_map(|w| names.get(w).map(String::as_str))
-        .collect()
 }
 
 /// The `<length><name>` parts of a mangled name: `k` of `_Z1kPi`, `ns` and `f` of
@@ -196,8 +202,14 @@ fn words(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     })
 }
 
-/// Per file, per function: whether a root reaches it through mentions in reached bodies.
-fn reachable(files: &[&[Function]], seen: &[Mentions], outside: &HashSet<&str>) -> Vec<Vec<bool>> {
+/// Per file, per function: whether a root reaches it through mentions in reached bodies;
+/// everything, unless a kernel is `launched` somewhere.
+fn reachable(
+    files: &[&[Function]],
+    seen: &[Mentions],
+    outside: &HashSet<&str>,
+    launched: bool,
+) -> Vec<Vec<bool>> {
     let all = || {
         files
             .iter()
@@ -205,7 +217,6 @@ fn reachable(files: &[&[Function]], seen: &[Mentions], outside: &HashSet<&str>) 
             .flat_map(|(i, fs)| fs.iter().enumerate().map(move |(j, f)| (i, j, f)))
     };
     let mentioned = |f: &Function| f.plain_name_at.is_none() || outside.contains(f.name.as_str());
-    let launched = all().any(|(_, _, f)| f.kernel && mentioned(f));
     let mut reached: Vec<Vec<bool>> = files.iter().map(|fs| vec![!launched; fs.len()]).collect();
     if !launched {
         return reached;

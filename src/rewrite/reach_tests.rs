@@ -98,6 +98,16 @@ fn without_any_launch_seen_everything_is_reachable() {
 }
 
 #[test]
+fn a_kernel_mentioned_but_never_launched_is_no_sign_that_the_launches_are_seen() {
+    // `k<int>` names `k` outside any body, but nothing launches anything here.
+    let text = "template <typename T> __global__ void k(T *p) { p[0] = 1; }\n\
+                template <> __global__ void k<int>(int *p) { p[1] = 1; }\n\
+                __global__ void other(int *p) { p[0] = 1; }\n";
+    let all = reach(&[("a.cu", text)], &[]);
+    assert!(all.iter().all(|f| f.ends_with("true")), "{all:?}");
+}
+
+#[test]
 fn copied_files_and_mangled_names_launch_too() {
     let kernels = format!(
         "__global__ void k(int *p) {{ p[0] = 1; }}\n\
