@@ -32,7 +32,8 @@ pub fn mark(files: &mut [Planned], root: &Path, copies: &[PathBuf]) {
         .flat_map(|p| &p.plan.functions)
         .filter_map(|f| f.plain_name_at.map(|_| f.name.clone()))
         .collect();
-    if names.is_empty() {
+    // Without a launch seen, everything stays reachable, as planned: nothing to read.
+    if names.is_empty() || !files.iter().any(|p| p.plan.launches) {
         return;
     }
     let planned: Vec<&Planned> = files.iter().collect();
@@ -44,8 +45,7 @@ pub fn mark(files: &mut [Planned], root: &Path, copies: &[PathBuf]) {
     let mut outside: HashSet<&str> = copied.into_iter().flatten().collect();
     outside.extend(seen.iter().flat_map(|m| m.outside.iter().copied()));
     let functions: Vec<&[Function]> = files.iter().map(|p| &p.plan.functions[..]).collect();
-    let launched = files.iter().any(|p| p.plan.launches);
-    let reached = reachable(&functions, &seen, &outside, launched);
+    let reached = reachable(&functions, &seen, &outside);
     for (p, reached) in files.iter_mut().zip(reached) {
         for (f, r) in p.plan.functions.iter_mut().zip(reached) {
             f.reachable = r;
@@ -202,14 +202,8 @@ fn words(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     })
 }
 
-/// Per file, per function: whether a root reaches it through mentions in reached bodies;
-/// everything, unless a kernel is `launched` somewhere.
-fn reachable(
-    files: &[&[Function]],
-    seen: &[Mentions],
-    outside: &HashSet<&str>,
-    launched: bool,
-) -> Vec<Vec<bool>> {
+/// Per file, per function: whether a root reaches it through mentions in reached bodies.
+fn reachable(files: &[&[Function]], seen: &[Mentions], outside: &HashSet<&str>) -> Vec<Vec<bool>> {
     let all = || {
         files
             .iter()
@@ -217,10 +211,7 @@ fn reachable(
             .flat_map(|(i, fs)| fs.iter().enumerate().map(move |(j, f)| (i, j, f)))
     };
     let mentioned = |f: &Function| f.plain_name_at.is_none() || outside.contains(f.name.as_str());
-    let mut reached: Vec<Vec<bool>> = files.iter().map(|fs| vec![!launched; fs.len()]).collect();
-    if !launched {
-        return reached;
-    }
+    let mut reached: Vec<Vec<bool>> = files.iter().map(|fs| vec![false; fs.len()]).collect();
     let mut by_name: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
     let mut work = Vec::new();
     for (i, j, f) in all() {
