@@ -15,7 +15,9 @@
 //!   the calls, are then somewhere wmfix does not see.
 //!
 //! Names are not resolved: when a name is reached, every function of that name is (overloads,
-//! same-named functions of several files).
+//! same-named functions of several files). A function template is reached like any function:
+//! every use of it names it (`f<T>(..)`, `f(..)`, `&f<T>`, an explicit instantiation), and an
+//! explicit specialisation's name (`f<int>`) is not plain, so it is a root.
 
 use crate::rewrite::plan::Function;
 use crate::rewrite::ranges::Nested;

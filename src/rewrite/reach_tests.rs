@@ -169,3 +169,25 @@ fn a_word_across_chunks_is_read_whole() {
     .unwrap();
     assert_eq!(seen, ["kernel_name", "rest"]);
 }
+
+#[test]
+fn templates_are_reached_by_their_name() {
+    let text = "template <typename T> __device__ void used(T *p) { p[0] = 1; }\n\
+                template <typename T> __device__ void unused(T *p) { p[0] = 1; }\n\
+                template <> __device__ void unused<int>(int *p) { p[1] = 1; }\n\
+                template <typename T> __global__ void k(T *p) { used<T>(p); }\n\
+                int main() { k<float><<<1, 1>>>(0); return 0; }\n";
+    // The explicit specialisation names its primary outside any body: both count.
+    assert_eq!(
+        reach(&[("a.cu", text)], &[]),
+        ["used: true", "unused: true", "unused<int>: true", "k: true"]
+    );
+    let text = text.replace(
+        "template <> __device__ void unused<int>(int *p) { p[1] = 1; }\n",
+        "",
+    );
+    assert_eq!(
+        reach(&[("a.cu", &text)], &[]),
+        ["used: true", "unused: false", "k: true"]
+    );
+}
