@@ -448,4 +448,9 @@ fn fences_no_launched_kernel_reaches_are_marked_unreachable() {
     // `unused_store` is called by no one and `old_kernel` launched nowhere; `through_pointer`
     // is reached through a pointer and `elsewhere` is launched from the copied host.cpp.
     assert_eq!(unreachable, ["unused_store", "old_kernel"]);
+    assert!(
+        stdout(&o).contains("wmfix: 2 of them in functions no launched kernel reaches"),
+        "{}",
+        stdout(&o)
+    );
 }
