@@ -69,7 +69,9 @@ pub fn complete(p: &Program, kept: &Ids) -> Completed {
         match found {
             Ok(list) => {
                 for c in list {
-                    if !kept.contains(&c.id) && !out.fences.iter().any(|x| x.id == c.id) {
+                    // A fence in a function no launched kernel reaches would never run.
+                    let runs = p.records.get(c.id.0).is_some_and(|r| !r.unreachable);
+                    if runs && !kept.contains(&c.id) && !out.fences.iter().any(|x| x.id == c.id) {
                         out.fences.push(c);
                     }
                 }
@@ -449,5 +451,57 @@ mod tests {
             call_args("atomicCAS(mutex, f(0, 1), 1)"),
             ["mutex", "f(0, 1)", "1"]
         );
+    }
+
+    fn record(id: usize, function: &str, line: usize, access: &str, spin: bool) -> FenceRecord {
+        use crate::fences::record::{How, Placement};
+        let (kind, text) = access.split_once(": ").unwrap();
+        let kind = if kind == "load" {
+            AccessKind::Load
+        } else {
+            AccessKind::Store
+        };
+        let at = |loop_body| Placement {
+            line,
+            column: 1,
+            byte: 0,
+            how: How::Statement,
+            loop_body,
+        };
+        FenceRecord {
+            id: FenceId(id),
+            file: "k.cu".into(),
+            line,
+            column: 3,
+            function: function.into(),
+            access: text.into(),
+            kind,
+            accesses: vec![access.into()],
+            placements: if spin {
+                vec![at(true), at(false)]
+            } else {
+                vec![at(false)]
+            },
+            unreachable: false,
+        }
+    }
+
+    #[test]
+    fn no_partner_is_proposed_where_no_launched_kernel_reaches() {
+        let mut dead = record(3, "old_reader", 30, "load: *flag", true);
+        dead.unreachable = true;
+        let records = vec![
+            record(0, "writer", 2, "store: data[0]", false),
+            record(1, "writer", 3, "store: *flag", false),
+            record(2, "reader", 20, "load: *flag", true),
+            dead,
+        ];
+        let sources = BTreeMap::new();
+        let p = Program {
+            records: &records,
+            sources: &sources,
+        };
+        let done = complete(&p, &[FenceId(0)].into_iter().collect());
+        assert_eq!(done.ids(), [FenceId(2)].into_iter().collect(), "{done:?}");
     }
 }
