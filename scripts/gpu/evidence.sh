@@ -19,7 +19,9 @@
 # results/<date>-<gpu>/<step>/; a step is done once its folder holds DONE, so a later call (with
 # the results committed back into the repo) runs only what is left: the script is resumable.
 # Every file a step writes names the GPU, driver, date, wmfix commit and command: text files in
-# a header, JSON files as {"meta": {...}, "result": <what wmfix wrote>}.
+# a header, JSON files as {"meta": {...}, "result": <what wmfix wrote>}. Test cells and
+# reductions also keep failures.txt (the last line of each erring run's output, counted) and
+# reductions their journal.jsonl.
 # $OUT gets evidence.log and evidence.tar.gz (this GPU's results folder, to unpack at the repo root).
 # scripts/results.py turns the results folder into the READMEs' tables.
 set -uo pipefail
