@@ -196,7 +196,7 @@ sdk_red_grid() { # sdk_red_grid BLOCKS THREADS [ELEMENTS LAUNCHES]
   sed -i "s|^run = .*|run = \"./red $*\"|" "$copy/wmfix.toml"
   STUDY_DIR=$copy test_cell sdk-red-nf sys-str+ "$RUNS"
 }
-for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 10" "4096 256 1048576 100"; do
+for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 10" "4096 256 1048576 100" "256 256 1048576 300" "256 256 1048576 1000"; do
   add "stress-sdk-red-grid-${g// /x}" sdk_red_grid $g
 done
 
