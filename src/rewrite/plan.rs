@@ -20,7 +20,7 @@ pub struct FilePlan {
     /// The device functions that `Site::function` indexes.
     pub functions: Vec<Function>,
     pub has_device_code: bool,
-    /// The file launches a kernel (`<<<...>>>`).
+    /// The file launches a kernel (`<<<...>>>`, `cudaLaunchKernelEx`).
     pub launches: bool,
     pub warnings: Vec<String>,
     pub precision: Precision,
@@ -94,7 +94,8 @@ pub fn plan(file: &SourceFile, tree: &Tree, program: &Program) -> FilePlan {
         fixed,
         sites: placed.sites,
         has_device_code: !functions.is_empty(),
-        launches: !caps.get(Capture::LaunchConfig).is_empty(),
+        launches: !caps.get(Capture::LaunchConfig).is_empty()
+            || !caps.get(Capture::LaunchExConfig).is_empty(),
         functions: plain_functions(&functions, &caps),
         warnings,
         precision,
@@ -199,10 +200,7 @@ fn launches(
     let mut out = Vec::new();
     for config in caps.get(Capture::LaunchConfig) {
         if bodies.holds(config.start_byte()..config.start_byte()) {
-            warnings.push(format!(
-                "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
-                file.location(config.start_byte())
-            ));
+            warnings.push(device_launch(file, config));
             continue;
         }
         let mut c = config.walk();
@@ -221,7 +219,41 @@ fn launches(
             format!(", {stream})"),
         ));
     }
+    out.extend(launches_ex(bodies, caps, file, warnings));
     out
+}
+
+/// `cudaLaunchKernelEx(cfg, k, args...)` (and `cudaLaunchKernelExC`) becomes
+/// `cudaLaunchKernelEx(wmfix_launch_ex(cfg), k, args...)`: the runtime decides from the config's
+/// attributes whether stressing blocks may join (not for cooperative or clustered launches).
+fn launches_ex(
+    bodies: &Nested,
+    caps: &Captures,
+    file: &SourceFile,
+    warnings: &mut Vec<String>,
+) -> Vec<Edit> {
+    let mut out = Vec::new();
+    for config in caps.get(Capture::LaunchExConfig) {
+        if bodies.holds(config.start_byte()..config.start_byte()) {
+            warnings.push(device_launch(file, config));
+            continue;
+        }
+        let d = sites::depth(caps.root(), *config);
+        out.push(Edit::insert(
+            config.start_byte(),
+            Slot::open(d, false),
+            "wmfix_launch_ex(",
+        ));
+        out.push(Edit::insert(config.end_byte(), Slot::close(d, false), ")"));
+    }
+    out
+}
+
+fn device_launch(file: &SourceFile, at: &Node) -> String {
+    format!(
+        "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
+        file.location(at.start_byte())
+    )
 }
 
 /// Launches and code that need every block of the grid resident at once.

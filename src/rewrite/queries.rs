@@ -83,6 +83,7 @@ pub enum Capture {
     KernelBody,
     Labeled,
     LaunchConfig,
+    LaunchExConfig,
     LocalDecl,
     MacroName,
     MacroValue,
@@ -110,7 +111,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 50] = [
+    pub const ALL: [Capture; 51] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -137,6 +138,7 @@ impl Capture {
         Capture::KernelBody,
         Capture::Labeled,
         Capture::LaunchConfig,
+        Capture::LaunchExConfig,
         Capture::LocalDecl,
         Capture::MacroName,
         Capture::MacroValue,
@@ -191,6 +193,7 @@ impl Capture {
             Capture::KernelBody => "kernel.body",
             Capture::Labeled => "labeled",
             Capture::LaunchConfig => "launch.config",
+            Capture::LaunchExConfig => "launch_ex.config",
             Capture::LocalDecl => "local.decl",
             Capture::MacroName => "macro.name",
             Capture::MacroValue => "macro.value",
