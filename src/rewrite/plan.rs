@@ -200,7 +200,10 @@ fn launches(
     let mut out = Vec::new();
     for config in caps.get(Capture::LaunchConfig) {
         if bodies.holds(config.start_byte()..config.start_byte()) {
-            warnings.push(device_launch(file, config));
+            warnings.push(format!(
+                "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
+                file.location(config.start_byte())
+            ));
             continue;
         }
         let mut c = config.walk();
@@ -235,7 +238,11 @@ fn launches_ex(
     let mut out = Vec::new();
     for config in caps.get(Capture::LaunchExConfig) {
         if bodies.holds(config.start_byte()..config.start_byte()) {
-            warnings.push(device_launch(file, config));
+            // As for `<<<...>>>` in device code.
+            warnings.push(format!(
+                "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
+                file.location(config.start_byte())
+            ));
             continue;
         }
         let d = sites::depth(caps.root(), *config);
@@ -247,13 +254,6 @@ fn launches_ex(
         out.push(Edit::insert(config.end_byte(), Slot::close(d, false), ")"));
     }
     out
-}
-
-fn device_launch(file: &SourceFile, at: &Node) -> String {
-    format!(
-        "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
-        file.location(at.start_byte())
-    )
 }
 
 /// Launches and code that need every block of the grid resident at once.
