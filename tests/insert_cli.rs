@@ -381,13 +381,15 @@ fn launches_through_cuda_launch_kernel_ex_are_rewritten() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = instrumented(&tmp.path().join("out"), "launch_ex.cu");
     insta::assert_snapshot!("launch_ex_launch_ex.cu", text);
+    // Five launches; the call inside the copy of cuda_runtime.h's template is none.
     assert_eq!(text.matches("wmfix_launch_ex(").count(), 5, "{text}");
+    assert!(text.contains("return ::cudaLaunchKernelExC(config, (const void *)kernel, pArgs);"));
     // Whether a cudaLaunchKernelEx launch is cooperative is up to its config, at run time: no
     // warning names it; the grid-wide barrier is still reported.
     let err = stderr(&o);
     assert!(!err.contains("cudaLaunchKernelEx"), "{err}");
     assert!(
-        err.contains("launch_ex.cu:22:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
+        err.contains("launch_ex.cu:23:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
         "{err}"
     );
 }

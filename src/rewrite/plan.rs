@@ -236,7 +236,15 @@ fn launches_ex(
     warnings: &mut Vec<String>,
 ) -> Vec<Edit> {
     let mut out = Vec::new();
+    let wrappers = Nested::new(
+        caps.get(Capture::LaunchExWrapper)
+            .iter()
+            .map(Node::byte_range),
+    );
     for config in caps.get(Capture::LaunchExConfig) {
+        if wrappers.holds(config.start_byte()..config.start_byte()) {
+            continue;
+        }
         if bodies.holds(config.start_byte()..config.start_byte()) {
             // As for `<<<...>>>` in device code.
             warnings.push(format!(

@@ -84,6 +84,7 @@ pub enum Capture {
     Labeled,
     LaunchConfig,
     LaunchExConfig,
+    LaunchExWrapper,
     LocalDecl,
     MacroName,
     MacroValue,
@@ -111,7 +112,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 51] = [
+    pub const ALL: [Capture; 52] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -139,6 +140,7 @@ impl Capture {
         Capture::Labeled,
         Capture::LaunchConfig,
         Capture::LaunchExConfig,
+        Capture::LaunchExWrapper,
         Capture::LocalDecl,
         Capture::MacroName,
         Capture::MacroValue,
@@ -194,6 +196,7 @@ impl Capture {
             Capture::Labeled => "labeled",
             Capture::LaunchConfig => "launch.config",
             Capture::LaunchExConfig => "launch_ex.config",
+            Capture::LaunchExWrapper => "launch_ex.wrapper",
             Capture::LocalDecl => "local.decl",
             Capture::MacroName => "macro.name",
             Capture::MacroValue => "macro.value",
