@@ -572,7 +572,10 @@ class LaunchGrid {
   int dev_;  // >= 0: record the event on stream_ for this device
 };
 
-inline LaunchGrid launch(dim3 grid, cudaStream_t stream) {
+// `remappable` false: the grid must stay as given (a cooperative or clustered launch through
+// cudaLaunchKernelEx). The launch still uploads a table, one that matches no grid, so the kernel
+// runs with builtin ids rather than the previous launch's mapping, and still records its event.
+inline LaunchGrid launch(dim3 grid, cudaStream_t stream, bool remappable = true) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mu);
   if (!rt.parsed) {
@@ -591,9 +594,10 @@ inline LaunchGrid launch(dim3 grid, cudaStream_t stream) {
   const Settings& s = rt.settings;
   if (!s.active) return LaunchGrid(grid);  // no-str-: nothing per launch
 
-  LaunchTable t;
+  LaunchTable t{};
   const unsigned long long index = rt.launches++;
-  const bool remap = plan_launch(s, grid, index, d.scratch, &t);
+  t.launch_index = index;
+  const bool remap = remappable && plan_launch(s, grid, index, d.scratch, &t);
   const bool capturing = is_capturing(stream);
   if (d.have_last && !capturing && !cuda_ok(cudaStreamWaitEvent(stream, d.last_kernel, 0), "cudaStreamWaitEvent"))
     return LaunchGrid(grid);
@@ -610,6 +614,45 @@ inline LaunchGrid launch(dim3 grid, cudaStream_t stream) {
                  index, grid.x, grid.y, grid.z, launched.x, launched.y, launched.z, t.app_blocks, t.stress_blocks);
   return LaunchGrid(launched, stream, capturing ? -1 : dev);
 }
+
+// Whether stressing blocks may join a launch of `c`: not when it is cooperative (its grid must be
+// resident at once) or clustered (extra and reordered blocks break the cluster shape).
+inline bool remappable(const cudaLaunchConfig_t& c) {
+  for (unsigned i = 0; c.attrs != nullptr && i < c.numAttrs; ++i) {
+    const cudaLaunchAttribute& a = c.attrs[i];
+    if (a.id == cudaLaunchAttributeCooperative && a.val.cooperative != 0) return false;
+    if (a.id == cudaLaunchAttributeClusterDimension &&
+        (a.val.clusterDim.x != 1 || a.val.clusterDim.y != 1 || a.val.clusterDim.z != 1))
+      return false;
+  }
+  return true;
+}
+
+// What cudaLaunchKernelEx and cudaLaunchKernelExC get instead of the caller's config: a copy
+// whose grid is the one wmfix::launch returns, or, for a launch that is not remappable, the
+// caller's config itself. It holds the LaunchGrid, so the event is recorded at the end of the
+// launch statement, as for `<<<...>>>`.
+class LaunchConfig {
+ public:
+  explicit LaunchConfig(const cudaLaunchConfig_t* c)
+      : given_(c), keep_(c == nullptr || !remappable(*c)), copy_(c ? *c : cudaLaunchConfig_t{}), grid_(grid_of(c, keep_)) {
+    copy_.gridDim = grid_;
+  }
+  LaunchConfig(const LaunchConfig&) = delete;
+  LaunchConfig& operator=(const LaunchConfig&) = delete;
+  operator const cudaLaunchConfig_t*() const { return keep_ ? given_ : &copy_; }
+
+ private:
+  static LaunchGrid grid_of(const cudaLaunchConfig_t* c, bool keep) {
+    if (c == nullptr) return LaunchGrid(dim3());  // cudaLaunchKernelEx reports the error
+    return launch(c->gridDim, c->stream, !keep);
+  }
+
+  const cudaLaunchConfig_t* given_;
+  bool keep_;
+  cudaLaunchConfig_t copy_;
+  LaunchGrid grid_;
+};
 
 // For tests: waits for the device, then makes the next launch re-read the environment, restart
 // the launch counter and re-upload every TU's constants, as in a fresh process.
@@ -644,5 +687,8 @@ inline Settings current_settings() {
 
 // k<<<g, b, smem, st>>>(...) becomes k<<<wmfix_launch(g, st), b, smem, st>>>(...).
 inline wmfix::LaunchGrid wmfix_launch(dim3 grid, cudaStream_t stream) { return wmfix::launch(grid, stream); }
+// cudaLaunchKernelEx(cfg, k, args...) becomes cudaLaunchKernelEx(wmfix_launch_ex(cfg), k, args...),
+// and the same for cudaLaunchKernelExC.
+inline wmfix::LaunchConfig wmfix_launch_ex(const cudaLaunchConfig_t* config) { return wmfix::LaunchConfig(config); }
 
 #endif  // WMFIX_HOST_CUH_INCLUDED

@@ -375,6 +375,42 @@ fn grid_wide_synchronisation_is_reported() {
 }
 
 #[test]
+fn launches_through_cuda_launch_kernel_ex_are_rewritten() {
+    let (tmp, _root) = fixture("launch_ex");
+    let o = run(tmp.path(), &["insert", "launch_ex", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = instrumented(&tmp.path().join("out"), "launch_ex.cu");
+    insta::assert_snapshot!("launch_ex_launch_ex.cu", text);
+    // Five launches; the call inside the copy of cuda_runtime.h's template is none.
+    assert_eq!(text.matches("wmfix_launch_ex(").count(), 5, "{text}");
+    assert!(text.contains("return ::cudaLaunchKernelExC(config, (const void *)kernel, pArgs);"));
+    // Whether a cudaLaunchKernelEx launch is cooperative is up to its config, at run time: no
+    // warning names it; the grid-wide barrier is still reported.
+    let err = stderr(&o);
+    assert!(!err.contains("cudaLaunchKernelEx"), "{err}");
+    assert!(
+        err.contains("launch_ex.cu:23:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn launches_from_device_code_are_reported_and_left_alone() {
+    let (tmp, err) = warnings_of("device_launch.cu");
+    for at in ["5:8", "6:22"] {
+        let warning = format!(
+            "bad/device_launch.cu:{at}: warning: kernel launch from device code (dynamic parallelism) is not instrumented"
+        );
+        assert!(err.contains(&warning), "{err}");
+    }
+    let text = instrumented(&tmp.path().join("out"), "device_launch.cu");
+    assert!(
+        text.contains("  child<<<1, 32>>>(a);\n  cudaLaunchKernelEx(config, child, a);\n"),
+        "{text}"
+    );
+}
+
+#[test]
 fn rewriter_bugs_found_by_the_random_test_stay_fixed() {
     // tests/fixtures/regressions/random.cu: one function per bug that tests/rewriter_random.rs
     // found; the text must also build (nvcc_compile.rs).

@@ -106,6 +106,20 @@ fn regressions_fixture_compiles() {
     }
 }
 
+#[test]
+fn cuda_launch_kernel_ex_launches_build_and_link() {
+    // Programmatic dependent launch, a clustered and a cooperative config, through
+    // cudaLaunchKernelEx (also `::`-qualified) and cudaLaunchKernelExC.
+    let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/launch_ex"));
+    for dir in [&orig, &tree] {
+        let build = "nvcc -arch=sm_90 -std=c++17 -Werror all-warnings -o launch_ex launch_ex.cu";
+        sh(dir, build);
+        assert!(dir.join("launch_ex").is_file());
+    }
+    let text = std::fs::read_to_string(tree.join("launch_ex.cu")).unwrap();
+    assert!(text.contains("cudaLaunchKernelEx(wmfix_launch_ex(&config), consume<int>, a, n)"));
+}
+
 /// The build command of a case study's wmfix.toml.
 fn build_command(dir: &Path) -> String {
     let cfg: toml::Table = std::fs::read_to_string(dir.join("wmfix.toml"))

@@ -301,6 +301,37 @@ static void test_env_errors() {
         "defaults");
 }
 
+// cudaLaunchKernelEx's configs: stressing blocks join unless the launch is cooperative or clustered.
+static void test_launch_configs() {
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t c{};
+  c.gridDim = dim3(8);
+  c.blockDim = dim3(64);
+  c.attrs = attrs;
+  c.numAttrs = 1;
+  CHECK(wmfix::remappable(c), "programmatic dependent launch kept");
+  attrs[1].id = cudaLaunchAttributeCooperative;
+  attrs[1].val.cooperative = 0;
+  c.numAttrs = 2;
+  CHECK(wmfix::remappable(c), "cooperative = 0 kept");
+  attrs[1].val.cooperative = 1;
+  CHECK(!wmfix::remappable(c), "cooperative launch remapped");
+  c.numAttrs = 1;
+  CHECK(wmfix::remappable(c), "an attribute past numAttrs read");
+  attrs[1].id = cudaLaunchAttributeClusterDimension;
+  attrs[1].val.clusterDim.x = 1, attrs[1].val.clusterDim.y = 1, attrs[1].val.clusterDim.z = 1;
+  c.numAttrs = 2;
+  CHECK(wmfix::remappable(c), "cluster 1x1x1 kept");
+  attrs[1].val.clusterDim.y = 2;
+  CHECK(!wmfix::remappable(c), "cluster 1x2x1 remapped");
+  c.attrs = nullptr;
+  CHECK(wmfix::remappable(c), "no attributes kept");
+  const cudaLaunchConfig_t* none = wmfix_launch_ex(nullptr);
+  CHECK(none == nullptr, "a null config changed");
+}
+
 int main(int argc, char** argv) {
   test_permute();
   test_map_warp();
@@ -308,6 +339,7 @@ int main(int argc, char** argv) {
   test_plans();
   test_parsers(argc > 1 ? argv[1] : nullptr);
   test_env_errors();
+  test_launch_configs();
   std::printf("host_test: %d checks, %d failures: %s\n", g_checks, g_failures, g_failures ? "FAIL" : "PASS");
   return g_failures ? 1 : 0;
 }

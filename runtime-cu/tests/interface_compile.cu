@@ -132,6 +132,24 @@ void launch_from_template(T* p, cudaStream_t st) {
   templated_kernel<T, 3><<<wmfix_launch(dim3(4), st), 256, 0, st>>>(p);
 }
 
+// cudaLaunchKernelEx (the C++ template, also as ::cudaLaunchKernelEx) and cudaLaunchKernelExC.
+void launch_ex(int* p, int n, cudaStream_t st) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(4);
+  config.blockDim = dim3(256);
+  config.stream = st;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(wmfix_launch_ex(&config), plain_kernel, p, n);
+  (void)::cudaLaunchKernelEx(wmfix_launch_ex(&config), templated_kernel<float, 3>, (float*)nullptr);
+  cudaLaunchConfig_t* mutable_config = &config;
+  void* args[] = {&p, &n};
+  cudaLaunchKernelExC(wmfix_launch_ex(mutable_config), (const void*)plain_kernel, args);
+}
+
 int main() {
   int* p = nullptr;
   cudaStream_t st = nullptr;
@@ -146,5 +164,6 @@ int main() {
   app::ns_kernel<<<wmfix_launch(dim3(2, 3, 4), 0), dim3(4, 4, 4)>>>(p);
   int host_arr[2] = {1, 2};
   hd_function(host_arr);
+  launch_ex(p, n, st);
   return (int)host_ids;
 }

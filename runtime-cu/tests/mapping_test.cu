@@ -1,7 +1,9 @@
 // GPU test of the wmfix id mapping and stressing blocks, written as instrumented code looks.
 //
 // For each of the 8 environments and several 1-, 2- and 3-D shapes it launches a recording
-// kernel many times through wmfix_launch; every application thread records its physical and
+// kernel many times through wmfix_launch (and, for the first shape, through cudaLaunchKernelEx
+// with wmfix_launch_ex: with PDL the same checks, a cooperative config launched as given with
+// builtin ids); every application thread records its physical and
 // virtual ids, and the host proves, per launch:
 //   - the virtual (block, thread) ids are a bijection onto the original grid x block;
 //   - threads of one physical block share a virtual block, threads of one physical warp share a
@@ -185,7 +187,30 @@ struct LaunchResult {
   float ms = 0;
 };
 
-static LaunchResult launch_record(const Shape& sh, Buffers& b, cudaStream_t stream) {
+// How the kernel is launched: as the rewriter emits `<<<...>>>`, or cudaLaunchKernelEx through
+// wmfix_launch_ex with programmatic dependent launch (remapped) or cooperative (kept as given).
+enum Via { kChevron, kLaunchEx, kLaunchExCooperative };
+
+static void launch_ex(const Shape& sh, Buffers& b, unsigned long long n_slots, cudaStream_t stream, Via via) {
+  cudaLaunchAttribute attr[1];
+  if (via == kLaunchEx) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+  } else {
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = sh.grid;
+  config.blockDim = sh.block;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(wmfix_launch_ex(&config), record_kernel, b.recs.data(), b.hits.data(), n_slots,
+                                b.app_flag.data(), b.errors.data()));
+}
+
+static LaunchResult launch_record(const Shape& sh, Buffers& b, cudaStream_t stream, Via via = kChevron) {
   const unsigned long long G = (unsigned long long)sh.grid.x * sh.grid.y * sh.grid.z;
   const unsigned long long nthreads = (unsigned long long)sh.block.x * sh.block.y * sh.block.z;
   const unsigned long long n_slots = G * nthreads;
@@ -200,8 +225,11 @@ static LaunchResult launch_record(const Shape& sh, Buffers& b, cudaStream_t stre
   {
     // As the rewriter emits it: k<<<g, b, smem, st>>> -> k<<<wmfix_launch(g, st), b, smem, st>>>.
     CUDA_CHECK(cudaEventRecord(e0, stream));
-    record_kernel<<<wmfix_launch(sh.grid, stream), sh.block, 0, stream>>>(b.recs.data(), b.hits.data(), n_slots,
-                                                                          b.app_flag.data(), b.errors.data());
+    if (via == kChevron)
+      record_kernel<<<wmfix_launch(sh.grid, stream), sh.block, 0, stream>>>(b.recs.data(), b.hits.data(), n_slots,
+                                                                            b.app_flag.data(), b.errors.data());
+    else
+      launch_ex(sh, b, n_slots, stream, via);
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(e1, stream));
   }
@@ -331,6 +359,22 @@ static void check_launch(const std::string& env, const Shape& sh, Buffers& b, co
   st.threads += n_slots;
 }
 
+// A cooperative launch through wmfix_launch_ex: not remapped, every thread once with builtin ids.
+static void check_kept(const Shape& sh, Buffers& b, const LaunchResult& r, Stats& st) {
+  st.smin = 0;
+  if (r.info.remapped) st.fail(fmt("launch %llu: a cooperative launch was remapped", r.info.launch_index));
+  const unsigned nthreads = sh.block.x * sh.block.y * sh.block.z;
+  unsigned long long bad = 0;
+  for (unsigned long long slot = 0; slot < b.h_recs.size(); ++slot) {
+    const Rec& rec = b.h_recs[slot];
+    bad += b.h_hits[slot] != 1 || rec.pblock != slot / nthreads || rec.plin != slot % nthreads;
+  }
+  if (bad) st.fail(fmt("%llu threads of a cooperative launch not at their builtin ids", bad));
+  if (b.h_err[kErrRange] || b.h_err[kErrBlockBijection] || b.h_err[kErrFunctionView])
+    st.fail("a cooperative launch's threads reported errors");
+  st.threads += b.h_recs.size();
+}
+
 static bool same_records(const Buffers& a_recs_flags, const std::vector<Rec>& recs, const std::vector<unsigned>& flags) {
   return a_recs_flags.h_recs.size() == recs.size() &&
          std::memcmp(a_recs_flags.h_recs.data(), recs.data(), recs.size() * sizeof(Rec)) == 0 &&
@@ -424,6 +468,36 @@ int main(int argc, char** argv) {
       CUDA_CHECK(cudaFree(b.errors.base));
       all_ok = all_ok && row.st.failures.empty();
       rows.push_back(row);
+    }
+    {
+      // The same checks through cudaLaunchKernelEx with PDL; a cooperative config keeps its grid.
+      const Shape& sh = kShapes[0];
+      const unsigned long long G = (unsigned long long)sh.grid.x * sh.grid.y * sh.grid.z;
+      const unsigned long long nthreads = (unsigned long long)sh.block.x * sh.block.y * sh.block.z;
+      Buffers b;
+      b.recs.alloc(G * nthreads);
+      b.hits.alloc(G * nthreads);
+      b.app_flag.alloc(2 * G + 2);
+      b.errors.alloc(kNumErr);
+      Row pdl{env, std::string(sh.name) + " Ex", Stats{}, G};
+      Row coop{env, std::string(sh.name) + " Ex coop", Stats{}, G};
+      for (unsigned i = 0; i < 20; ++i) {
+        const LaunchResult r = launch_record(sh, b, stream, kLaunchEx);
+        pdl.st.launches++;
+        check_launch(env, sh, b, r, pdl.st);
+      }
+      for (unsigned i = 0; i < 5; ++i) {
+        const LaunchResult r = launch_record(sh, b, stream, kLaunchExCooperative);
+        coop.st.launches++;
+        check_kept(sh, b, r, coop.st);
+      }
+      CUDA_CHECK(cudaFree(b.recs.base));
+      CUDA_CHECK(cudaFree(b.hits.base));
+      CUDA_CHECK(cudaFree(b.app_flag.base));
+      CUDA_CHECK(cudaFree(b.errors.base));
+      all_ok = all_ok && pdl.st.failures.empty() && coop.st.failures.empty();
+      rows.push_back(pdl);
+      rows.push_back(coop);
     }
     std::vector<unsigned> h(bystander.words);
     CUDA_CHECK(cudaMemcpy(h.data(), bystander.base, bystander.words * 4, cudaMemcpyDeviceToHost));

@@ -20,7 +20,7 @@ pub struct FilePlan {
     /// The device functions that `Site::function` indexes.
     pub functions: Vec<Function>,
     pub has_device_code: bool,
-    /// The file launches a kernel (`<<<...>>>`).
+    /// The file launches a kernel (`<<<...>>>`, `cudaLaunchKernelEx`).
     pub launches: bool,
     pub warnings: Vec<String>,
     pub precision: Precision,
@@ -94,7 +94,8 @@ pub fn plan(file: &SourceFile, tree: &Tree, program: &Program) -> FilePlan {
         fixed,
         sites: placed.sites,
         has_device_code: !functions.is_empty(),
-        launches: !caps.get(Capture::LaunchConfig).is_empty(),
+        launches: !caps.get(Capture::LaunchConfig).is_empty()
+            || !caps.get(Capture::LaunchExConfig).is_empty(),
         functions: plain_functions(&functions, &caps),
         warnings,
         precision,
@@ -220,6 +221,45 @@ fn launches(
             Slot::close(d, false),
             format!(", {stream})"),
         ));
+    }
+    out.extend(launches_ex(bodies, caps, file, warnings));
+    out
+}
+
+/// `cudaLaunchKernelEx(cfg, k, args...)` (and `cudaLaunchKernelExC`) becomes
+/// `cudaLaunchKernelEx(wmfix_launch_ex(cfg), k, args...)`: the runtime decides from the config's
+/// attributes whether stressing blocks may join (not for cooperative or clustered launches).
+fn launches_ex(
+    bodies: &Nested,
+    caps: &Captures,
+    file: &SourceFile,
+    warnings: &mut Vec<String>,
+) -> Vec<Edit> {
+    let mut out = Vec::new();
+    let wrappers = Nested::new(
+        caps.get(Capture::LaunchExWrapper)
+            .iter()
+            .map(Node::byte_range),
+    );
+    for config in caps.get(Capture::LaunchExConfig) {
+        if wrappers.holds(config.start_byte()..config.start_byte()) {
+            continue;
+        }
+        if bodies.holds(config.start_byte()..config.start_byte()) {
+            // As for `<<<...>>>` in device code.
+            warnings.push(format!(
+                "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
+                file.location(config.start_byte())
+            ));
+            continue;
+        }
+        let d = sites::depth(caps.root(), *config);
+        out.push(Edit::insert(
+            config.start_byte(),
+            Slot::open(d, false),
+            "wmfix_launch_ex(",
+        ));
+        out.push(Edit::insert(config.end_byte(), Slot::close(d, false), ")"));
     }
     out
 }

@@ -83,6 +83,8 @@ pub enum Capture {
     KernelBody,
     Labeled,
     LaunchConfig,
+    LaunchExConfig,
+    LaunchExWrapper,
     LocalDecl,
     MacroName,
     MacroValue,
@@ -110,7 +112,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 50] = [
+    pub const ALL: [Capture; 52] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -137,6 +139,8 @@ impl Capture {
         Capture::KernelBody,
         Capture::Labeled,
         Capture::LaunchConfig,
+        Capture::LaunchExConfig,
+        Capture::LaunchExWrapper,
         Capture::LocalDecl,
         Capture::MacroName,
         Capture::MacroValue,
@@ -191,6 +195,8 @@ impl Capture {
             Capture::KernelBody => "kernel.body",
             Capture::Labeled => "labeled",
             Capture::LaunchConfig => "launch.config",
+            Capture::LaunchExConfig => "launch_ex.config",
+            Capture::LaunchExWrapper => "launch_ex.wrapper",
             Capture::LocalDecl => "local.decl",
             Capture::MacroName => "macro.name",
             Capture::MacroValue => "macro.value",

@@ -191,3 +191,11 @@ fn templates_are_reached_by_their_name() {
         ["used: true", "unused: false", "k: true"]
     );
 }
+
+#[test]
+fn a_launch_through_cuda_launch_kernel_ex_is_a_launch_seen() {
+    let text = "__device__ void dead(int *p) { p[1] = 1; }\n\
+                __global__ void k(int *p) { p[0] = 1; }\n\
+                void go(cudaLaunchConfig_t *c, int *p) { cudaLaunchKernelEx(c, k, p); }\n";
+    assert_eq!(reach(&[("a.cu", text)], &[]), ["dead: false", "k: true"]);
+}
