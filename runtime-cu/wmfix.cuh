@@ -176,6 +176,15 @@ template <class T>
 struct after_type<volatile T, false> : after_type<T, false> {};
 template <class T>
 struct after_type<const volatile T, false> : after_type<T, false> {};
+// An array decays to a pointer to its (cv-qualified) elements, as a prvalue of it would.
+template <class T, decltype(sizeof(0)) N>
+struct after_type<T[N], false> { typedef T* type; };
+template <class T, decltype(sizeof(0)) N>
+struct after_type<const T[N], false> { typedef const T* type; };
+template <class T, decltype(sizeof(0)) N>
+struct after_type<volatile T[N], false> { typedef volatile T* type; };
+template <class T, decltype(sizeof(0)) N>
+struct after_type<const volatile T[N], false> { typedef const volatile T* type; };
 template <class T>
 struct after_result : after_type<T, is_object<typename unref<T>::type>::value> {};
 

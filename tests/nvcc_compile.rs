@@ -107,6 +107,23 @@ fn regressions_fixture_compiles() {
 }
 
 #[test]
+fn the_runtimes_interface_test_compiles() {
+    // runtime-cu/tests/interface_compile.cu: every macro the rewriter emits, with static
+    // checks of WMFIX_AFTER's result types (an array decays, as a prvalue of it would).
+    let dir = repo().join("runtime-cu/tests");
+    let out = tempfile::tempdir().unwrap();
+    for rdc in ["false", "true"] {
+        sh(
+            &dir,
+            &format!(
+                "nvcc -arch=sm_90 -std=c++17 -Werror all-warnings -rdc={rdc} -c interface_compile.cu -o {}/i.o",
+                out.path().display()
+            ),
+        );
+    }
+}
+
+#[test]
 fn cuda_launch_kernel_ex_launches_build_and_link() {
     // Programmatic dependent launch, a clustered and a cooperative config, through
     // cudaLaunchKernelEx (also `::`-qualified) and cudaLaunchKernelExC.

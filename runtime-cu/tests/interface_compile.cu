@@ -46,6 +46,8 @@ __device__ int device_function(const int* p, int i, volatile int* v, const Bits&
   int arr[4] = {1, 2, 3, 4};
   static_assert(std::is_same<decltype(WMFIX_AFTER(3, arr)), int*>::value, "array decays");
   const int* q = WMFIX_AFTER(3, arr);
+  const int carr[2] = {5, 6};
+  static_assert(std::is_same<decltype(WMFIX_AFTER(3, carr)), const int*>::value, "const array decays");
   const unsigned b = WMFIX_AFTER(4, bits.a) + WMFIX_AFTER(5, bits.b);
   const int t = WMFIX_AFTER(6, first<int, long>(p[0], 2L));  // a comma inside template arguments
   const Pair pr = WMFIX_AFTER(7, Pair{p[0], p[1]});
