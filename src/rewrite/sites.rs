@@ -5,7 +5,9 @@
 use crate::rewrite::aim::{self, Aim};
 use crate::rewrite::device_code::{Access, AccessKind, first_named};
 use crate::rewrite::edits::{Edit, Slot};
+use crate::rewrite::parallel;
 use crate::rewrite::queries::{Capture, Captures, IdMap, IdSet};
+use crate::rewrite::top_level;
 use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -236,48 +238,87 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
 
 /// For each access, the innermost node with a role that holds it (None: it has no place):
 /// one walk down the tree that enters only nodes holding an access, keeping the way from the
-/// root and the depths on it that have a role, so each access costs the same at any depth.
+/// root and the depths on it that have a role, so each access costs the same at any depth. A
+/// big file's top-level groups are walked on all cores (each way still starts at the root).
 fn find_sites<'t>(accesses: &[Access<'t>], roles: &Roles<'t>) -> IdMap<Option<Found<'t>>> {
     let mut starts: Vec<usize> = accesses.iter().map(|a| a.node.start_byte()).collect();
     starts.sort_unstable();
     let wanted: IdSet = accesses.iter().map(|a| a.node.id()).collect();
-    let holds_access = |n: Node| {
-        let i = starts.partition_point(|&s| s < n.start_byte());
-        i < starts.len() && starts[i] < n.end_byte()
+    let walk = Walk {
+        starts,
+        wanted,
+        roles,
     };
-    let mut out = IdMap::default();
-    let mut way: Vec<Node<'t>> = Vec::new();
-    let mut with_role: Vec<usize> = Vec::new();
-    let mut cursor = roles.root.walk();
-    let enter = |n: Node<'t>, way: &mut Vec<Node<'t>>, with_role: &mut Vec<usize>| {
-        if roles.role.contains_key(&n.id()) {
-            with_role.push(way.len());
+    let groups = top_level::groups(roles.root);
+    if groups.len() < 2 {
+        let mut out = IdMap::default();
+        walk.under(&[], roles.root, &mut out);
+        return out;
+    }
+    let parts = parallel::map(groups, |group| {
+        let mut out = IdMap::default();
+        for top in group {
+            walk.under(&[roles.root], top, &mut out);
         }
-        way.push(n);
-    };
-    enter(roles.root, &mut way, &mut with_role);
-    loop {
-        let node = *way.last().expect("inside the tree");
-        if wanted.contains(&node.id()) {
-            out.insert(node.id(), found(&way, &with_role, roles));
+        out
+    });
+    parts.into_iter().flatten().collect()
+}
+
+/// What the walk down to the accesses looks for.
+struct Walk<'a, 't> {
+    /// The accesses' start bytes, sorted.
+    starts: Vec<usize>,
+    wanted: IdSet,
+    roles: &'a Roles<'t>,
+}
+
+impl<'t> Walk<'_, 't> {
+    fn holds_access(&self, n: Node) -> bool {
+        let i = self.starts.partition_point(|&s| s < n.start_byte());
+        i < self.starts.len() && self.starts[i] < n.end_byte()
+    }
+
+    /// Walks the tree under `top`, whose ancestors from the root down are `above`, adding the
+    /// site of each wanted access to `out`.
+    fn under(&self, above: &[Node<'t>], top: Node<'t>, out: &mut IdMap<Option<Found<'t>>>) {
+        let roles = self.roles;
+        let mut way: Vec<Node<'t>> = Vec::new();
+        let mut with_role: Vec<usize> = Vec::new();
+        let enter = |n: Node<'t>, way: &mut Vec<Node<'t>>, with_role: &mut Vec<usize>| {
+            if roles.role.contains_key(&n.id()) {
+                with_role.push(way.len());
+            }
+            way.push(n);
+        };
+        for n in above {
+            enter(*n, &mut way, &mut with_role);
         }
-        if holds_access(node) && cursor.goto_first_child() {
-            enter(cursor.node(), &mut way, &mut with_role);
-            continue;
-        }
+        enter(top, &mut way, &mut with_role);
+        let mut cursor = top.walk();
         loop {
-            if with_role.last() == Some(&(way.len() - 1)) {
-                with_role.pop();
+            let node = *way.last().expect("inside the tree");
+            if self.wanted.contains(&node.id()) {
+                out.insert(node.id(), found(&way, &with_role, roles));
             }
-            way.pop();
-            if way.is_empty() {
-                return out;
-            }
-            if cursor.goto_next_sibling() {
+            if self.holds_access(node) && cursor.goto_first_child() {
                 enter(cursor.node(), &mut way, &mut with_role);
-                break;
+                continue;
             }
-            cursor.goto_parent();
+            loop {
+                if with_role.last() == Some(&(way.len() - 1)) {
+                    with_role.pop();
+                }
+                way.pop();
+                if way.len() == above.len() {
+                    return;
+                }
+                if cursor.goto_next_sibling() {
+                    enter(cursor.node(), &mut way, &mut with_role);
+                    break;
+                }
+                cursor.goto_parent();
+            }
         }
     }
 }
