@@ -396,7 +396,9 @@ fn split<'t>(
             f
         })
     });
-    let mut out = Found::new(query);
+    // Appended to the first part, each part freed once it is moved.
+    let mut parts = parts.into_iter();
+    let mut out = parts.next()?;
     for part in parts {
         out.append(part);
     }

@@ -262,7 +262,12 @@ fn find_sites<'t>(accesses: &[Access<'t>], roles: &Roles<'t>) -> IdMap<Option<Fo
         }
         out
     });
-    parts.into_iter().flatten().collect()
+    let mut parts = parts.into_iter();
+    let mut out = parts.next().unwrap_or_default();
+    for part in parts {
+        out.extend(part);
+    }
+    out
 }
 
 /// What the walk down to the accesses looks for.
@@ -274,9 +279,14 @@ struct Walk<'a, 't> {
 }
 
 impl<'t> Walk<'_, 't> {
-    fn holds_access(&self, n: Node) -> bool {
-        let i = self.starts.partition_point(|&s| s < n.start_byte());
-        i < self.starts.len() && self.starts[i] < n.end_byte()
+    /// The first access starting at or after `n`, given the one for a node before it (a walk
+    /// enters nodes in order of their starts): no search per node.
+    fn first_from(&self, n: Node, mut next: usize) -> usize {
+        let start = n.start_byte();
+        while self.starts.get(next).is_some_and(|&s| s < start) {
+            next += 1;
+        }
+        next
     }
 
     /// Walks the tree under `top`, whose ancestors from the root down are `above`, adding the
@@ -296,12 +306,17 @@ impl<'t> Walk<'_, 't> {
         }
         enter(top, &mut way, &mut with_role);
         let mut cursor = top.walk();
+        let mut next = self.starts.partition_point(|&s| s < top.start_byte());
         loop {
             let node = *way.last().expect("inside the tree");
-            if self.wanted.contains(&node.id()) {
+            next = self.first_from(node, next);
+            let first = self.starts.get(next).copied();
+            // An access starts where it is: only then is the node worth a look-up.
+            if first == Some(node.start_byte()) && self.wanted.contains(&node.id()) {
                 out.insert(node.id(), found(&way, &with_role, roles));
             }
-            if self.holds_access(node) && cursor.goto_first_child() {
+            let holds_access = first.is_some_and(|s| s < node.end_byte());
+            if holds_access && cursor.goto_first_child() {
                 enter(cursor.node(), &mut way, &mut with_role);
                 continue;
             }
