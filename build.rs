@@ -3,55 +3,51 @@
 use std::{env, fs, path::Path};
 
 fn main() {
-    let dir = Path::new("runtime-cu");
-    println!("cargo:rerun-if-changed=runtime-cu");
+    embed(
+        "runtime-cu",
+        &["cuh", "h"],
+        |p| p.file_name(),
+        "RUNTIME_FILES",
+        "runtime_files.rs",
+    );
+    // The chip profiles, which wmfix picks by the GPU's name (the file's stem).
+    embed(
+        "runtime-cu/profiles",
+        &["toml"],
+        |p| p.file_stem(),
+        "PROFILE_FILES",
+        "profile_files.rs",
+    );
+}
+
+// Writes `OUT_DIR/<file>`: `pub const <constant>: &[(&str, &str)]`, the `key` and the text of
+// each file of `dir` (top level only) whose extension is one of `extensions`, by path.
+fn embed(
+    dir: &str,
+    extensions: &[&str],
+    key: fn(&Path) -> Option<&std::ffi::OsStr>,
+    constant: &str,
+    file: &str,
+) {
+    println!("cargo:rerun-if-changed={dir}");
     let mut entries: Vec<_> = fs::read_dir(dir)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();
-    entries.retain(|p| p.extension().is_some_and(|e| e == "cuh" || e == "h"));
+    entries.retain(|p| {
+        p.extension()
+            .is_some_and(|e| extensions.iter().any(|x| e == *x))
+    });
     entries.sort();
-    let mut code = String::from("pub const RUNTIME_FILES: &[(&str, &str)] = &[\n");
+    let mut code = format!("pub const {constant}: &[(&str, &str)] = &[\n");
     for p in entries {
         println!("cargo:rerun-if-changed={}", p.display());
         let abs = fs::canonicalize(&p).unwrap();
-        let name = p.file_name().unwrap().to_str().unwrap();
+        let name = key(&p).unwrap().to_str().unwrap();
         code.push_str(&format!(
             "    ({name:?}, include_str!({:?})),\n",
             abs.display().to_string()
         ));
     }
     code.push_str("];\n");
-    fs::write(
-        Path::new(&env::var("OUT_DIR").unwrap()).join("runtime_files.rs"),
-        code,
-    )
-    .unwrap();
-    embed_profiles();
-}
-
-// Embeds the chip profiles of runtime-cu/profiles/, which wmfix picks by the GPU's name.
-fn embed_profiles() {
-    let dir = Path::new("runtime-cu/profiles");
-    println!("cargo:rerun-if-changed=runtime-cu/profiles");
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    entries.retain(|p| p.extension().is_some_and(|e| e == "toml"));
-    entries.sort();
-    let mut code = String::from("pub const PROFILE_FILES: &[(&str, &str)] = &[\n");
-    for p in entries {
-        println!("cargo:rerun-if-changed={}", p.display());
-        let abs = fs::canonicalize(&p).unwrap();
-        let stem = p.file_stem().unwrap().to_str().unwrap();
-        code.push_str(&format!(
-            "    ({stem:?}, include_str!({:?})),\n",
-            abs.display().to_string()
-        ));
-    }
-    code.push_str("];\n");
-    fs::write(
-        Path::new(&env::var("OUT_DIR").unwrap()).join("profile_files.rs"),
-        code,
-    )
-    .unwrap();
+    fs::write(Path::new(&env::var("OUT_DIR").unwrap()).join(file), code).unwrap();
 }

@@ -116,10 +116,14 @@ fn main() {
                         budget_seconds: 48.0 * 3600.0,
                     };
                     let all: Ids = FenceId::all(n);
-                    let r = algorithm::reduce_grouped(
+                    let structure = algorithm::Structure {
+                        groups: groups.clone(),
+                        ..Default::default()
+                    };
+                    let r = algorithm::reduce_structured(
                         &mut oracle,
                         &all,
-                        &groups,
+                        &structure,
                         settings,
                         &mut |_| {},
                     )

@@ -130,7 +130,11 @@ def model(r):
     """The fences the PTX memory model adds (id: side on variable), and the unrecognised."""
     m = r.get("model", {})
     found = [f"{c['id']}: {c['side']} on `{c['variable']}`" for c in m.get("fences", [])]
-    found += [f"{i}: not recognised" for i, _ in m.get("unrecognised", [])]
+    unrecognised = [str(i) for i, _ in m.get("unrecognised", [])]
+    if len(unrecognised) > 3:  # many: the ids in one item
+        found.append(f"{len(unrecognised)} not recognised")
+    else:
+        found += [f"{i}: not recognised" for i in unrecognised]
     return "; ".join(found) or "-"
 
 
@@ -347,6 +351,11 @@ def stress(folder):
     print("|---|---|")
     for d in sorted(n for n in names if n.startswith("stress-fenced-")):
         print(f"| {d[len('stress-fenced-'):]} | {cell(folder, d, metas)} |")
+    for d in sorted(n for n in names if n.startswith("stress-allfences-")):
+        print(f"| {d[len('stress-allfences-'):]} with every inserted fence | {cell(folder, d, metas)} |")
+    seen = [d for d in sorted(names) if os.path.exists(os.path.join(folder, d, "failures.txt"))]
+    if seen:
+        print("\nWhat the erring runs printed last (`failures.txt`, counted): see the step folders: " + ", ".join(seen) + ".")
     cub = [(f, t) for f, t in [("none", "CUB as written (--fences none)"), ("all", "--fences all")]
            if f"cub-scan-lib-sys-{f}" in names]
     if cub:
@@ -355,6 +364,17 @@ def stress(folder):
         print("|---|---|")
         for f, t in cub:
             print(f"| {t} | {cell(folder, f'cub-scan-lib-sys-{f}', metas)} |")
+    grids = steps(folder, "stress-sdk-red-grid-")
+    if grids:
+        print("\nsdk-red-nf with other arguments (blocks, threads, elements, reductions per run), sys-str+, "
+              "the shipped default of the cell's wmfix (its summary names the profile):\n")
+        print("| ./red ... | profile | errors/runs |")
+        print("|---|---|---|")
+        for d in grids:
+            args = d[len("stress-sdk-red-grid-"):].replace("-cut", "").replace("x", " ")
+            doc = load(folder, d, "summary.json") or {}
+            prof = doc.get("result", {}).get("profile", {}).get("name", "-")
+            print(f"| {args} | {prof} | {cell(folder, d, metas)} |")
     profile = os.path.join(folder, "stress-tune", "profile.toml")
     if os.path.exists(profile):
         keys = [l.strip() for l in open(profile) if l.split("=")[0].strip() in ("patch_size", "sequence", "spread")]

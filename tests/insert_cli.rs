@@ -198,6 +198,18 @@ fn output_inside_the_input_is_skipped_and_around_it_refused() {
     assert!(stderr(&o).contains("contains the input"), "{}", stderr(&o));
 }
 
+/// `insert INPUT --on-parse-error fail` in `cwd` exits 65, naming the syntax error at `at`
+/// (`file:line:column`).
+fn refused_at(cwd: &Path, input: &str, at: &str) {
+    let o = run(
+        cwd,
+        &["insert", input, "--out", "out", "--on-parse-error", "fail"],
+    );
+    assert_eq!(o.status.code(), Some(65));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("{at}: syntax error")), "{err}");
+}
+
 /// Files are planned on several threads; what is reported must not depend on which finished
 /// first.
 #[test]
@@ -215,16 +227,7 @@ fn many_files_report_in_tree_order_and_number_fences_across_files() {
         };
         std::fs::write(src.join(format!("f{i:02}.cu")), text).unwrap();
     }
-    let o = run(
-        tmp.path(),
-        &["insert", "src", "--out", "out", "--on-parse-error", "fail"],
-    );
-    assert_eq!(o.status.code(), Some(65));
-    assert!(
-        stderr(&o).contains("f03.cu:401:23: syntax error"),
-        "{}",
-        stderr(&o)
-    );
+    refused_at(tmp.path(), "src", "f03.cu:401:23");
 
     let o = run(tmp.path(), &["insert", "src", "--out", "out"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -247,23 +250,7 @@ fn many_files_report_in_tree_order_and_number_fences_across_files() {
 #[test]
 fn parse_errors_name_file_line_and_column() {
     let (tmp, root) = fixture("bad");
-    let o = run(
-        tmp.path(),
-        &[
-            "insert",
-            "bad/broken.cu",
-            "--out",
-            "out",
-            "--on-parse-error",
-            "fail",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(65));
-    assert!(
-        stderr(&o).contains("bad/broken.cu:4:8: syntax error"),
-        "{}",
-        stderr(&o)
-    );
+    refused_at(tmp.path(), "bad/broken.cu", "bad/broken.cu:4:8");
 
     let o = run(tmp.path(), &["insert", "bad/broken.cu", "--out", "out"]);
     assert!(o.status.success());
@@ -441,5 +428,29 @@ fn rewriter_bugs_found_by_the_random_test_stay_fixed() {
             "ranges: load: table",
             "ranges: load: table",
         ]
+    );
+}
+
+#[test]
+fn fences_no_launched_kernel_reaches_are_marked_unreachable() {
+    let (tmp, root) = fixture("reach");
+    let o = run(tmp.path(), &["insert", "reach", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = fences_json(&tmp.path().join("out"), &root);
+    insta::assert_json_snapshot!("reach_fences", json);
+    let unreachable: Vec<&str> = json["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["unreachable"] == true)
+        .map(|f| f["function"].as_str().unwrap())
+        .collect();
+    // `unused_store` is called by no one and `old_kernel` launched nowhere; `through_pointer`
+    // is reached through a pointer and `elsewhere` is launched from the copied host.cpp.
+    assert_eq!(unreachable, ["unused_store", "old_kernel"]);
+    assert!(
+        stdout(&o).contains("wmfix: 2 of them in functions no launched kernel reaches"),
+        "{}",
+        stdout(&o)
     );
 }

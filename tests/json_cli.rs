@@ -36,8 +36,8 @@ fn test_json_is_the_table() {
     assert_eq!(doc.rows, wmfix::cmd::test::table_rows(&summary));
     assert_eq!(doc.rows.len(), 2);
     for r in &doc.rows {
-        assert_eq!(r.runs, 40);
-        assert_eq!(r.errors, r.fail);
+        assert_eq!(r.counts.runs, 40);
+        assert_eq!(r.errors, r.counts.fail);
         assert!(r.errors > 0 && r.effective, "{r:?}");
         assert_eq!(r.error_rate, r.errors as f64 / 40.0);
         assert!(r.ci95.0 < r.error_rate && r.error_rate < r.ci95.1, "{r:?}");

@@ -128,3 +128,38 @@ fn a_flag_read_in_an_if_with_an_else_is_no_spin() {
 fn ids_unrecognised(c: &Completed) -> Vec<usize> {
     c.unrecognised.iter().map(|(id, _)| id.0).collect()
 }
+
+#[test]
+fn sdk_red_nf_the_writers_release_before_the_ticket_gets_the_last_blocks_acquire() {
+    // Kept on an H100 (results/2026-11-25-nvidia-h100-80gb-hbm3/reduce-sdk-red-nf): 1, after
+    // `partial[blockIdx.x] = sum;`, before `unsigned ticket = atomicInc(count, ...)`.
+    let (c, list) = completed("sdk-red-nf", &[1]);
+    assert_eq!(ids(&c), [2], "{c:?}");
+    assert_eq!(
+        list.fences[2].accesses,
+        ["atomic: atomicInc(count, blocks - 1)"]
+    );
+    assert_eq!(c.fences[0].side, "acquire");
+    assert_eq!(c.fences[0].variable, "count");
+    assert!(c.unrecognised.is_empty(), "{c:?}");
+}
+
+#[test]
+fn sdk_red_nf_the_acquire_after_the_ticket_gets_the_release_before_it() {
+    let (c, _) = completed("sdk-red-nf", &[2]);
+    assert_eq!(ids(&c), [1], "{c:?}");
+    assert_eq!(c.fences[0].side, "release");
+}
+
+#[test]
+fn an_atomic_whose_result_is_only_an_index_is_no_ticket() {
+    // ct-octree's `const int idx = atomicAdd(o.leaf_count, 1);` takes a slot, compared with nothing.
+    let (c, list) = completed("ct-octree", &[27]);
+    assert!(
+        list.fences[27].access.contains("atomicAdd(o.leaf_count"),
+        "{:?}",
+        list.fences[27]
+    );
+    assert!(c.fences.is_empty(), "{c:?}");
+    assert_eq!(ids_unrecognised(&c), [27]);
+}

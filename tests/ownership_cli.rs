@@ -23,17 +23,6 @@ fn users_folder(at: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     snapshot_bytes(at)
 }
 
-/// A copy of the stand-in app of `wmfix test`, with a kernel so that fences can be counted.
-fn app_with_kernel(tmp: &Path) -> PathBuf {
-    let app = copy_tree(&repo().join("tests/fixtures/standin"), tmp);
-    std::fs::write(
-        app.join("kernel.cu"),
-        "__global__ void k(int *a) {\n  a[0] = 1;\n  a[1] = 2;\n}\n",
-    )
-    .unwrap();
-    app
-}
-
 fn fences_total(out: &Path) -> u64 {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("fences.json")).unwrap()).unwrap();
@@ -43,7 +32,7 @@ fn fences_total(out: &Path) -> u64 {
 #[test]
 fn a_users_folder_given_as_out_is_refused_and_left_as_it_was() {
     let tmp = tempfile::tempdir().unwrap();
-    let app = app_with_kernel(tmp.path());
+    let app = standin_with_kernel(tmp.path());
     let other = tmp.path().join("other");
     let before = users_folder(&other);
     for args in [
@@ -72,7 +61,7 @@ fn a_users_folder_given_as_out_is_refused_and_left_as_it_was() {
 #[test]
 fn out_around_the_input_is_refused_before_anything_is_written() {
     let tmp = tempfile::tempdir().unwrap();
-    let app = app_with_kernel(tmp.path());
+    let app = standin_with_kernel(tmp.path());
     // In the app's parent, beside a folder of the user's named `original/`.
     std::fs::create_dir(tmp.path().join("original")).unwrap();
     std::fs::write(tmp.path().join("original/mine.txt"), "mine").unwrap();
@@ -115,7 +104,7 @@ fn out_around_the_input_is_refused_before_anything_is_written() {
 #[test]
 fn output_folders_old_and_new_are_never_sources() {
     let tmp = tempfile::tempdir().unwrap();
-    let app = app_with_kernel(tmp.path());
+    let app = standin_with_kernel(tmp.path());
     // The default output folder, inside the app.
     let o = run(&app, &["build", "."]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -152,7 +141,7 @@ fn output_folders_old_and_new_are_never_sources() {
 #[test]
 fn an_output_folder_of_an_older_wmfix_is_reused_and_marked() {
     let tmp = tempfile::tempdir().unwrap();
-    let app = app_with_kernel(tmp.path());
+    let app = standin_with_kernel(tmp.path());
     let o = run(&app, &["build", "."]);
     assert!(o.status.success(), "{}", stderr(&o));
     // As an earlier wmfix left it: no marker.

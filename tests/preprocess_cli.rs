@@ -7,18 +7,40 @@
 mod common;
 use common::*;
 
-#[test]
-fn macro_declared_device_functions_and_library_headers_are_instrumented() {
-    let tmp = tempfile::tempdir().unwrap();
-    let app = tmp.path().join("app");
-    let lib = tmp.path().join("lib/include/mylib");
+/// `tmp/app/`, with `qual.h`: a macro that declares device functions.
+fn app_with_macro_header(tmp: &std::path::Path) -> std::path::PathBuf {
+    let app = tmp.join("app");
     std::fs::create_dir_all(&app).unwrap();
-    std::fs::create_dir_all(&lib).unwrap();
     std::fs::write(
         app.join("qual.h"),
         "#define DEVFN __device__ __forceinline__\n",
     )
     .unwrap();
+    app
+}
+
+/// `insert INPUT --out out --preprocess COMMAND --json` in `cwd`, which must succeed: its summary.
+fn insert_preprocessed(cwd: &std::path::Path, input: &str, command: &str) -> serde_json::Value {
+    let args = [
+        "insert",
+        input,
+        "--out",
+        "out",
+        "--preprocess",
+        command,
+        "--json",
+    ];
+    let o = run(cwd, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn macro_declared_device_functions_and_library_headers_are_instrumented() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app_with_macro_header(tmp.path());
+    let lib = tmp.path().join("lib/include/mylib");
+    std::fs::create_dir_all(&lib).unwrap();
     std::fs::write(
         lib.join("count.cuh"),
         "#pragma once\nnamespace mylib {\n__device__ inline int bump(int *c) {\n  return atomicAdd(c, 1);\n}\n}\n",
@@ -34,20 +56,7 @@ fn macro_declared_device_functions_and_library_headers_are_instrumented() {
         "{} -E -x cu -arch=sm_90 -isystem ../lib/include",
         nvcc.display()
     );
-    let o = run(
-        tmp.path(),
-        &[
-            "insert",
-            "app",
-            "--out",
-            "out",
-            "--preprocess",
-            &command,
-            "--json",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let summary = insert_preprocessed(tmp.path(), "app", &command);
     let list: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/fences.json")).unwrap())
             .unwrap();
@@ -118,20 +127,7 @@ fn cub_scan_lib_fences_are_listed_with_cub_paths() {
     let tmp = tempfile::tempdir().unwrap();
     let study = copy_tree(&repo().join("case-studies/cub-scan-lib"), tmp.path());
     let command = format!("{} -E -x cu -O3 -arch=sm_90", nvcc().display());
-    let o = run(
-        tmp.path(),
-        &[
-            "insert",
-            study.to_str().unwrap(),
-            "--out",
-            "out",
-            "--preprocess",
-            &command,
-            "--json",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let summary = insert_preprocessed(tmp.path(), study.to_str().unwrap(), &command);
     let library: Vec<&str> = summary["library_fences"]
         .as_array()
         .unwrap()
@@ -240,13 +236,7 @@ fn cub_scan_lib_hardened_changes_no_file_and_lists_library_findings() {
 #[test]
 fn the_config_key_builds_preprocessed() {
     let tmp = tempfile::tempdir().unwrap();
-    let app = tmp.path().join("app");
-    std::fs::create_dir_all(&app).unwrap();
-    std::fs::write(
-        app.join("qual.h"),
-        "#define DEVFN __device__ __forceinline__\n",
-    )
-    .unwrap();
+    let app = app_with_macro_header(tmp.path());
     std::fs::write(
         app.join("k.cu"),
         "#include \"qual.h\"\nDEVFN void f(int *a) { a[threadIdx.x] = 1; }\n__global__ void k(int *a) { f(a); }\nint main() { k<<<1, 1>>>(nullptr); return 0; }\n",

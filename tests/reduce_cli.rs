@@ -65,6 +65,16 @@ fn report(dir: &Path, out: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// `wmfix apply` of the reduction in `out` beside `dir`, with `args`.
+fn apply(dir: &Path, args: &[&str]) -> Output {
+    wmfix()
+        .current_dir(dir.parent().unwrap())
+        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn kept(r: &Value) -> Vec<u64> {
     r["result"]["fences"]
         .as_array()
@@ -241,11 +251,7 @@ fn the_patch_applies_and_apply_writes_it() {
     let clean = copy_tree(&dir, &tmp.path().join("clean"));
     patch_p1(&clean, &tmp.path().join("out/reduce/fences.patch"));
     // ...gives what `wmfix apply` writes.
-    let o = wmfix()
-        .current_dir(tmp.path())
-        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
-        .output()
-        .unwrap();
+    let o = apply(&dir, &[]);
     ok(&o);
     let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
     assert_eq!(
@@ -254,11 +260,7 @@ fn the_patch_applies_and_apply_writes_it() {
     );
     assert_eq!(applied.matches("__threadfence();").count(), 2);
     // A second apply refuses: the sources changed since the reduction.
-    let o = wmfix()
-        .current_dir(tmp.path())
-        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
-        .output()
-        .unwrap();
+    let o = apply(&dir, &[]);
     assert_eq!(o.status.code(), Some(65));
     // Naming the changed file once.
     assert_eq!(stderr(&o).matches("kernel.cu").count(), 1, "{}", stderr(&o));
@@ -315,11 +317,7 @@ fn sigint_twice_within_100_ms_leaves_reduce_json_and_patch_marked_incomplete() {
     assert!(stdout(&o).contains("note: interrupted"), "{}", stdout(&o));
     // `wmfix apply` refuses an incomplete reduction unless asked, and leaves the sources alone.
     let before = std::fs::read(dir.join("kernel.cu")).unwrap();
-    let a = wmfix()
-        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
+    let a = apply(&dir, &[]);
     assert_eq!(
         a.status.code(),
         Some(65),
@@ -332,17 +330,7 @@ fn sigint_twice_within_100_ms_leaves_reduce_json_and_patch_marked_incomplete() {
         String::from_utf8_lossy(&a.stderr)
     );
     assert_eq!(std::fs::read(dir.join("kernel.cu")).unwrap(), before);
-    let a = wmfix()
-        .args([
-            "apply",
-            dir.to_str().unwrap(),
-            "--out",
-            "out",
-            "--incomplete",
-        ])
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
+    let a = apply(&dir, &["--incomplete"]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_ne!(std::fs::read(dir.join("kernel.cu")).unwrap(), before);
 }
@@ -532,11 +520,7 @@ fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
     for p in ["fences.patch", "fences-model.patch"] {
         patch_p1(&clean, &tmp.path().join("out/reduce").join(p));
     }
-    ok(&wmfix()
-        .current_dir(tmp.path())
-        .args(["apply", dir.to_str().unwrap(), "--out", "out", "--model"])
-        .output()
-        .unwrap());
+    ok(&apply(&dir, &["--model"]));
     let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
     assert_eq!(
         applied,
@@ -563,11 +547,7 @@ fn a_latin1_source_is_patched_and_applied_byte_for_byte() {
     let patch_path = tmp.path().join("out/reduce/fences.patch");
     let clean = copy_tree(&dir, &tmp.path().join("clean"));
     patch_p1(&clean, &patch_path);
-    ok(&wmfix()
-        .current_dir(tmp.path())
-        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
-        .output()
-        .unwrap());
+    ok(&apply(&dir, &[]));
     let applied = std::fs::read(dir.join("kernel.cu")).unwrap();
     assert_eq!(applied, std::fs::read(clean.join("kernel.cu")).unwrap());
     // The original's bytes, with one fence added after `a[1] = '\xb0';`; its comment quotes
@@ -621,12 +601,50 @@ fn loop_fences_keep_only_the_placements_their_checks_need() {
         patch.contains("+  } __threadfence(); /* wmfix fence 1:"),
         "{patch}"
     );
-    let o = wmfix()
-        .current_dir(tmp.path())
-        .args(["apply", dir.to_str().unwrap(), "--out", "out"])
-        .output()
-        .unwrap();
+    let o = apply(&dir, &[]);
     ok(&o);
     let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
     assert_eq!(applied.matches("__threadfence();").count(), 4, "{applied}");
+}
+
+#[test]
+fn fences_no_launched_kernel_reaches_are_dropped_without_runs() {
+    let (_tmp, dir) = standin_kernel(
+        "__device__ void dead(int *a) { a[2] = 2; }\n\
+         __global__ void k(int *a) { a[0] = 0; a[1] = 1; }\n\
+         void launch(int *a) { k<<<1, 1>>>(a); }\n",
+    );
+    let o = reduce_cmd(&dir, "out", "2", 100, &[]).output().unwrap();
+    ok(&o);
+    let r = report(&dir, "out");
+    // Fence 0 (in `dead`) is never executed: neither kept nor ever asked about.
+    assert_eq!(r["initial_fences"], 3, "{r}");
+    assert_eq!(kept(&r), [2], "{r}");
+    assert_eq!(r["unreachable"][0]["id"], 0, "{r}");
+    assert_eq!(r["unreachable"][0]["function"], "dead", "{r}");
+    let journal = std::fs::read_to_string(dir.parent().unwrap().join("out/reduce/journal.jsonl"));
+    for line in journal.unwrap().lines().skip(1) {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let fences = entry["fences"].as_str().unwrap();
+        assert!(fences != "all" && !fences.starts_with('0'), "{line}");
+    }
+    assert!(
+        stdout(&o).contains(
+            "unreachable: 1 fences dropped without runs, in functions no launched kernel reaches: dead (0)"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    // A reduce.json written before wmfix looked (no `unreachable`) is read back all the same.
+    let path = dir.parent().unwrap().join("out/reduce/reduce.json");
+    let mut older = r.clone();
+    older.as_object_mut().unwrap().remove("unreachable");
+    std::fs::write(&path, older.to_string()).unwrap();
+    let o = apply(&dir, &[]);
+    ok(&o);
+    assert!(
+        std::fs::read_to_string(dir.join("kernel.cu"))
+            .unwrap()
+            .contains("wmfix fence 2")
+    );
 }

@@ -34,31 +34,6 @@ const SEEDS: &[u64] = &[0x5eed_0001, 0x5eed_0002, 0x5eed_0003, 0x5eed_0004];
 const FUNCTIONS: usize = 56;
 
 // ------------------------------------------------------------------------------------------
-// Random numbers
-
-/// splitmix64 (Steele, Lea, Flood 2014).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn percent(&mut self, p: u64) -> bool {
-        self.next() % 100 < p
-    }
-    fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())].clone()
-    }
-}
-
-// ------------------------------------------------------------------------------------------
 // What the generator knows about the code it writes
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -3,23 +3,11 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
-
-/// The stand-in app of `wmfix test` with a kernel of two fences.
-fn app(tmp: &Path) -> PathBuf {
-    let app = copy_tree(&repo().join("tests/fixtures/standin"), tmp);
-    std::fs::write(
-        app.join("kernel.cu"),
-        "__global__ void k(int *a) {\n  a[0] = 1;\n  a[1] = 2;\n}\n",
-    )
-    .unwrap();
-    app
-}
 
 #[test]
 fn bad_option_values_exit_64_naming_the_option() {
     let tmp = tempfile::tempdir().unwrap();
-    app(tmp.path());
+    standin_with_kernel(tmp.path());
     let cases: &[(&[&str], &str)] = &[
         (&["test", "--minutes", "nan"], "--minutes"),
         (&["test", "--minutes=-1"], "--minutes"),
@@ -54,7 +42,7 @@ fn bad_option_values_exit_64_naming_the_option() {
 #[test]
 fn fence_ids_the_program_does_not_have_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    app(tmp.path());
+    standin_with_kernel(tmp.path());
     for args in [
         vec!["test", "standin", "--out", "out", "--fences", "0,5"],
         vec!["cost", "standin", "--out", "out", "--fences", "5"],
@@ -76,7 +64,7 @@ fn fence_ids_the_program_does_not_have_are_refused() {
 #[test]
 fn empty_commands_and_sources_outside_the_app_exit_78_with_their_line() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
+    let dir = standin_with_kernel(tmp.path());
     std::fs::create_dir(tmp.path().join("outside")).unwrap();
     std::fs::write(tmp.path().join("outside/k.cu"), "__global__ void k() {}\n").unwrap();
     let base = "run = \"./app\"\nbuild = \"cp app.sh app\"\ngpu = false\n";

@@ -19,7 +19,9 @@
 # results/<date>-<gpu>/<step>/; a step is done once its folder holds DONE, so a later call (with
 # the results committed back into the repo) runs only what is left: the script is resumable.
 # Every file a step writes names the GPU, driver, date, wmfix commit and command: text files in
-# a header, JSON files as {"meta": {...}, "result": <what wmfix wrote>}.
+# a header, JSON files as {"meta": {...}, "result": <what wmfix wrote>}. Test cells and
+# reductions also keep failures.txt (the last line of each erring run's output, counted) and
+# reductions their journal.jsonl.
 # $OUT gets evidence.log and evidence.tar.gz (this GPU's results folder, to unpack at the repo root).
 # scripts/results.py turns the results folder into the READMEs' tables.
 set -uo pipefail
@@ -110,9 +112,19 @@ test_cell() {
   bounded "${LIMIT:-60}" "${cmd[@]}"
   local rc=$?
   keep_build "$study" "$out"
+  failures "$out/test"
   cp "$out/test/summary.json" "$STEP_DIR/summary.json" 2>/dev/null && json_result "$STEP_DIR/summary.json" "${cmd[@]}"
   # 0: no error; 2: some run erred; 3: the baseline failed (a result too).
   case $rc in 0|2|3) return 0 ;; *) return $rc ;; esac
+}
+
+# failures DIR: what the erring runs under DIR/logs said last (the program's own verdict line,
+# counted), into the step's failures.txt: whether an error is the bug or, say, a time-out.
+failures() {
+  local logs=$1/logs
+  [ -d "$logs" ] || return 0
+  find "$logs" -type f | head -n 500 | while read -r f; do tail -n 1 "$f"; done |
+    sort | uniq -c | sort -rn | head -n 30 > "$STEP_DIR/failures.txt"
 }
 
 # The fenced studies' 300 runs take about a minute at 8 at a time: a longer bound.
@@ -151,6 +163,10 @@ add stress-tune tune_step
 for s in $FENCELESS; do add "stress-$s-sys-shipped" test_cell "$s" sys-str+ "$RUNS"; done
 for s in $FENCELESS; do add "stress-$s-aim-shipped" test_cell "$s" aim-str+ "$RUNS"; done
 for s in $FENCED; do add "stress-fenced-$s" fenced_cell "$s" sys-str+ 300; done
+# The fence-less studies with every inserted fence on must not err either: a study that still
+# errs there has errors no fence removes (a time-out under stress, say), and its reduction
+# rejects removals at random (ct-octree on an H100, 2026-11-25, did not finish).
+for s in $FENCELESS; do add "stress-allfences-$s" test_cell "$s" sys-str+ "$RUNS" -- --fences all; done
 for s in $FENCELESS; do add "stress-$s-no" test_cell "$s" no-str- "$RUNS"; done
 # cub-scan-lib: CUB's own look-back, instrumented through preprocessed mode (its wmfix.toml), as
 # written (--fences none) and with every fence; its first build takes about a minute.
@@ -180,7 +196,7 @@ sdk_red_grid() { # sdk_red_grid BLOCKS THREADS [ELEMENTS LAUNCHES]
   sed -i "s|^run = .*|run = \"./red $*\"|" "$copy/wmfix.toml"
   STUDY_DIR=$copy test_cell sdk-red-nf sys-str+ "$RUNS"
 }
-for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 10" "4096 256 1048576 100"; do
+for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 10" "4096 256 1048576 100" "256 256 1048576 300" "256 256 1048576 1000"; do
   add "stress-sdk-red-grid-${g// /x}" sdk_red_grid $g
 done
 
@@ -217,6 +233,9 @@ reduce_study() { # reduce_study STUDY [wmfix reduce options]
   bounded "${LIMIT:-300}" "${cmd[@]}"
   local rc=$?
   cp "$out/reduce/reduce.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/reduce.json" "${cmd[@]}"
+  # Every check's fence set, runs and errors: why a reduction was slow can be read afterwards.
+  cp "$out/reduce/journal.jsonl" "$STEP_DIR/" 2>/dev/null
+  failures "$out/reduce"
   [ -f "$out/reduce/fences.patch" ] && { header "${cmd[@]}"; cat "$out/reduce/fences.patch"; } > "$STEP_DIR/fences.patch"
   case $rc in 0|3|5) return 0 ;; *) return $rc ;; esac
 }

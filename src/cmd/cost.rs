@@ -50,15 +50,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     super::needs_gpu(&app, "cost")?;
     let inputs = [app.root.clone()];
     // The reduced variant needs an earlier reduction: known before anything is written.
-    let out = match opts.middle {
-        Middle::Reduced => super::open_earlier(
-            &opts.out,
-            &inputs,
-            |o| o.reduce().report(),
-            "no reduction; run `wmfix reduce` first",
-        )?,
-        Middle::Given(_) => crate::out_dir::OutDir::open(&opts.out, &inputs)?,
-    };
+    let out = super::open_out(
+        &opts.out,
+        &inputs,
+        matches!(opts.middle, Middle::Reduced),
+        |o| o.reduce().report(),
+        "no reduction; run `wmfix reduce` first",
+    )?;
     let (report, runs) = crate::cost::measure::run(&opts, &out)?;
     let human = format!(
         "{}wmfix: {} of {} rounds; runs in {}\n",

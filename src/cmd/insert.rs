@@ -45,6 +45,9 @@ pub struct InsertJson {
     /// Files instrumented (the others are copied as they are).
     pub instrumented: usize,
     pub fences: usize,
+    /// Of those, the fences in functions no launched kernel reaches (never executed).
+    #[serde(default)]
+    pub unreachable: usize,
     /// Parse errors and macros reported, each with its file:line:col.
     pub warnings: Vec<String>,
     pub tree: PathBuf,
@@ -95,6 +98,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         s.tree.display(),
         s.fences_json.display()
     );
+    if s.unreachable > 0 {
+        human += &format!(
+            "wmfix: {} of them in functions no launched kernel reaches: never executed, `unreachable` in the fence list (reduce drops them without a run)\n",
+            s.unreachable
+        );
+    }
     if !s.library_fences.is_empty() {
         human += &format!(
             "wmfix: {} fences inside library headers (findings for the library, not the program's own code):\n",
@@ -122,6 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         files: s.files,
         instrumented: s.instrumented,
         fences: s.fences,
+        unreachable: s.unreachable,
         warnings: s.warnings,
         tree: s.tree,
         fences_json: s.fences_json,

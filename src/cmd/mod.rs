@@ -65,6 +65,22 @@ pub(crate) fn open_earlier(
     Ok(o)
 }
 
+/// The output folder: an earlier command's when `earlier` (`open_earlier`), else one opened
+/// for a fresh start.
+pub(crate) fn open_out(
+    out: &Path,
+    inputs: &[PathBuf],
+    earlier: bool,
+    needs: impl Fn(&OutDir) -> PathBuf,
+    hint: &str,
+) -> anyhow::Result<OutDir> {
+    if earlier {
+        open_earlier(out, inputs, needs, hint)
+    } else {
+        OutDir::open(out, inputs)
+    }
+}
+
 #[derive(clap::Args)]
 pub struct EngineArgs {
     /// CUDA device ordinal.

@@ -12,7 +12,7 @@ use crate::reduce::algorithm::{self, Progress, Reduced, Settings};
 use crate::reduce::journal::Journaled;
 use crate::reduce::oracle::Program;
 use crate::reduce::patch;
-use crate::reduce::record::{KeptFence, Report};
+use crate::reduce::record::{Dropped, KeptFence, Report};
 use crate::run::environment::TestEnv;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -39,16 +39,14 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let app = App::load(&opts.dir)?;
     super::needs_gpu(&app, "reduce")?;
     let inputs = [app.root.clone()];
-    let out = if opts.resume {
-        super::open_earlier(
-            &opts.out,
-            &inputs,
-            |o| o.reduce().journal(),
-            "nothing to resume",
-        )?
-    } else {
-        OutDir::open(&opts.out, &inputs)?
-    };
+    let journal = |o: &OutDir| o.reduce().journal();
+    let out = super::open_out(
+        &opts.out,
+        &inputs,
+        opts.resume,
+        journal,
+        "nothing to resume",
+    )?;
     let built = builder::build(&app, &out, opts.scope)?;
     let files = out.reduce();
     std::fs::create_dir_all(files.logs())?;
@@ -67,12 +65,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     eprintln!("wmfix: {}", profile.describe());
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
-    let groups = functions(&records);
-    let loop_fences: crate::fences::id::Ids = records
-        .iter()
-        .filter(|r| r.placements.iter().any(|p| p.loop_body))
-        .map(|r| r.id)
-        .collect();
+    let structure = structure(&records);
     let stamp = std::fs::read_to_string(out.build_stamp())?;
     let header = serde_json::to_string(&serde_json::json!({
         // The budget may change between sessions: not part of what must match.
@@ -105,11 +98,10 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             hms((budget - p.seconds).max(0.0))
         ));
     };
-    let result = algorithm::reduce_placed(
+    let result = algorithm::reduce_structured(
         &mut journal,
         &all,
-        &groups,
-        &loop_fences,
+        &structure,
         opts.settings.clone(),
         &mut show,
     );
@@ -165,6 +157,11 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             .fences
             .iter()
             .map(|id| KeptFence::placed(&records[id.0], result.after_loop_only.contains(id)))
+            .collect(),
+        unreachable: structure
+            .unreachable
+            .iter()
+            .map(|id| Dropped::unreachable(&records[id.0]))
             .collect(),
         result,
         replayed_checks: replayed,
@@ -241,8 +238,9 @@ fn write_model_patch(
     Ok(())
 }
 
-/// The fences of each kernel and device function (by file and function name).
-fn functions(records: &[crate::fences::record::FenceRecord]) -> Vec<crate::fences::id::Ids> {
+/// What `fences.json` says beyond the ids: the fences of each kernel and device function (by
+/// file and function name), the loop-condition fences and the unreachable ones.
+fn structure(records: &[crate::fences::record::FenceRecord]) -> algorithm::Structure {
     let mut by: std::collections::BTreeMap<(PathBuf, &str), crate::fences::id::Ids> =
         Default::default();
     for r in records {
@@ -250,7 +248,14 @@ fn functions(records: &[crate::fences::record::FenceRecord]) -> Vec<crate::fence
             .or_default()
             .insert(r.id);
     }
-    by.into_values().collect()
+    let ids = |keep: fn(&crate::fences::record::FenceRecord) -> bool| {
+        records.iter().filter(|r| keep(r)).map(|r| r.id).collect()
+    };
+    algorithm::Structure {
+        groups: by.into_values().collect(),
+        loop_fences: ids(|r| r.placements.iter().any(|p| p.loop_body)),
+        unreachable: ids(|r| r.unreachable),
+    }
 }
 
 /// What an interrupted reduction reports: the set it held before the request cut short.
@@ -327,6 +332,9 @@ pub fn summary(r: &Report) -> String {
             k.id, k.location, k.function, k.kind, k.access
         );
     }
+    if let Some(line) = unreachable_line(&r.unreachable) {
+        s += &line;
+    }
     if let (Some((e, n)), Some(p)) = (res.unfenced, res.assumed_rate) {
         s += &format!(
             "without fences: {e} errors in {n} runs; a missing needed fence is assumed to err at >= {:.1}% of runs (95% lower bound)\n",
@@ -376,6 +384,29 @@ pub fn summary(r: &Report) -> String {
         r.app.display()
     );
     s
+}
+
+/// The fences dropped as unreachable, by function: `unreachable: 3 fences ... : f (2, 3), k (7)`.
+fn unreachable_line(dropped: &[Dropped]) -> Option<String> {
+    if dropped.is_empty() {
+        return None;
+    }
+    let mut by: Vec<(&str, Vec<String>)> = Vec::new();
+    for d in dropped {
+        match by.iter_mut().find(|(f, _)| *f == d.function) {
+            Some((_, ids)) => ids.push(d.id.to_string()),
+            None => by.push((&d.function, vec![d.id.to_string()])),
+        }
+    }
+    let each: Vec<String> = by
+        .iter()
+        .map(|(f, ids)| format!("{f} ({})", ids.join(", ")))
+        .collect();
+    Some(format!(
+        "unreachable: {} fences dropped without runs, in functions no launched kernel reaches: {}\n",
+        dropped.len(),
+        each.join(", ")
+    ))
 }
 
 // ---- the command line ----

@@ -37,19 +37,26 @@ pub struct Options {
     pub resume: bool,
 }
 
-/// One row of the result table: one environment.
+/// How the runs of one environment ended.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Row {
+pub struct Counts {
     pub env: String,
     pub runs: usize,
     pub pass: usize,
     pub fail: usize,
     pub timeout: usize,
     pub crash: usize,
+}
+
+/// One environment in `summary.json`: its counts and the time its runs took.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Row {
+    #[serde(flatten)]
+    pub counts: Counts,
     pub seconds: f64,
 }
 
-impl Row {
+impl Counts {
     pub fn errors(&self) -> usize {
         self.fail + self.timeout + self.crash
     }
@@ -102,16 +109,14 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     let app = App::load(&opts.dir)?;
     super::needs_gpu(&app, "test")?;
     let inputs = [app.root.clone()];
-    let out = if opts.resume {
-        super::open_earlier(
-            &opts.out,
-            &inputs,
-            |o| o.test().summary(),
-            "nothing to resume",
-        )?
-    } else {
-        OutDir::open(&opts.out, &inputs)?
-    };
+    let summary = |o: &OutDir| o.test().summary();
+    let out = super::open_out(
+        &opts.out,
+        &inputs,
+        opts.resume,
+        summary,
+        "nothing to resume",
+    )?;
     let built = builder::build(&app, &out, opts.scope)?;
     opts.fences.check_ids("--fences", built.fences)?;
     eprintln!(
@@ -190,14 +195,16 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         };
         let bar = progress(env, summary.plan.runs);
         let mut row = Row {
-            env: env.to_string(),
+            counts: Counts {
+                env: env.to_string(),
+                ..Counts::default()
+            },
             seconds: previous.seconds.get(k).copied().unwrap_or(0.0),
-            ..Row::default()
         };
         for r in &done {
-            row.add(r.outcome);
+            row.counts.add(r.outcome);
         }
-        bar.inc(row.runs as u64);
+        bar.inc(row.counts.runs as u64);
         // Runs taken over from an interrupted test took no time now: not in the ETA.
         bar.reset_eta();
         summary.rows.push(row);
@@ -214,7 +221,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         let mut on_record = |rec: RunRecord| {
             id_end = id_end.max(rec.id + 1);
             let row = summary.rows.last_mut().expect("row pushed");
-            row.add(rec.outcome);
+            row.counts.add(rec.outcome);
             row.seconds = earlier + start.elapsed().as_secs_f64();
             let _ = writeln!(
                 jsonl,
@@ -360,24 +367,22 @@ fn finish(bar: &ProgressBar, msg: String) {
 }
 
 fn status(row: &Row) -> String {
-    let rate = if row.runs > 0 {
-        100.0 * row.errors() as f64 / row.runs as f64
+    let c = &row.counts;
+    let rate = if c.runs > 0 {
+        100.0 * c.errors() as f64 / c.runs as f64
     } else {
         0.0
     };
-    let per_s = row.runs as f64 / row.seconds.max(1e-9);
-    format!("errors {} ({rate:.1}%), {per_s:.1} runs/s", row.errors())
+    let per_s = c.runs as f64 / row.seconds.max(1e-9);
+    format!("errors {} ({rate:.1}%), {per_s:.1} runs/s", c.errors())
 }
 
-/// One line of the result table; `--json` gives these.
+/// One line of the result table, a row and what follows from it; `--json` gives these (the
+/// row's seconds last).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TableRow {
-    pub env: String,
-    pub runs: usize,
-    pub pass: usize,
-    pub fail: usize,
-    pub timeout: usize,
-    pub crash: usize,
+    #[serde(flatten)]
+    pub counts: Counts,
     pub errors: usize,
     /// Errors over runs, 0 to 1.
     pub error_rate: f64,
@@ -403,28 +408,27 @@ pub struct TestJson {
     pub rows: Vec<TableRow>,
 }
 
-pub fn table_rows(s: &Summary) -> Vec<TableRow> {
-    s.rows
-        .iter()
-        .map(|r| TableRow {
-            env: r.env.clone(),
-            runs: r.runs,
-            pass: r.pass,
-            fail: r.fail,
-            timeout: r.timeout,
-            crash: r.crash,
-            errors: r.errors(),
-            error_rate: if r.runs > 0 {
-                r.errors() as f64 / r.runs as f64
+impl From<&Row> for TableRow {
+    fn from(row: &Row) -> TableRow {
+        let c = &row.counts;
+        TableRow {
+            counts: c.clone(),
+            errors: c.errors(),
+            error_rate: if c.runs > 0 {
+                c.errors() as f64 / c.runs as f64
             } else {
                 0.0
             },
-            ci95: stats::wilson95(r.errors(), r.runs),
-            effective: stats::effective(r.errors(), r.runs),
-            runs_per_hour: 3600.0 * r.runs as f64 / r.seconds.max(1e-9),
-            seconds: r.seconds,
-        })
-        .collect()
+            ci95: stats::wilson95(c.errors(), c.runs),
+            effective: stats::effective(c.errors(), c.runs),
+            runs_per_hour: 3600.0 * c.runs as f64 / row.seconds.max(1e-9),
+            seconds: row.seconds,
+        }
+    }
+}
+
+pub fn table_rows(s: &Summary) -> Vec<TableRow> {
+    s.rows.iter().map(TableRow::from).collect()
 }
 
 /// The result table (paper 000, Tab. 5, for one application).
@@ -445,12 +449,12 @@ pub fn table(s: &Summary) -> String {
     for r in table_rows(s) {
         out += &format!(
             "{:<11} {:>6} {:>6} {:>6} {:>7} {:>6} {:>6.1}% {:>17} {:>9} {:>9.0}\n",
-            r.env,
-            r.runs,
-            r.pass,
-            r.fail,
-            r.timeout,
-            r.crash,
+            r.counts.env,
+            r.counts.runs,
+            r.counts.pass,
+            r.counts.fail,
+            r.counts.timeout,
+            r.counts.crash,
             100.0 * r.error_rate,
             format!("[{:.1}%, {:.1}%]", 100.0 * r.ci95.0, 100.0 * r.ci95.1),
             if r.effective { "yes" } else { "no" },
@@ -633,10 +637,55 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if summary.interrupted {
         return Ok(crate::interrupt::code(true));
     }
-    let errors: usize = summary.rows.iter().map(|r| r.errors()).sum();
+    let errors: usize = summary.rows.iter().map(|r| r.counts.errors()).sum();
     Ok(if errors > 0 {
         exit_code::ERRORS_SEEN
     } else {
         exit_code::OK
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_is_written_and_shown_field_by_field_in_order() {
+        let row = Row {
+            counts: Counts {
+                env: "sys-str+".into(),
+                runs: 40,
+                pass: 30,
+                fail: 8,
+                timeout: 1,
+                crash: 1,
+            },
+            seconds: 20.0,
+        };
+        assert_eq!(
+            serde_json::to_string(&row).unwrap(),
+            r#"{"env":"sys-str+","runs":40,"pass":30,"fail":8,"timeout":1,"crash":1,"seconds":20.0}"#
+        );
+        let summary = Summary {
+            app: "/app".into(),
+            fences: FenceSet::All,
+            seed: 1,
+            jobs: 1,
+            plan: Plan::default(),
+            rows: vec![row],
+            interrupted: false,
+            resumed_runs: 0,
+            profile: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&table_rows(&summary)).unwrap(),
+            r#"[{"env":"sys-str+","runs":40,"pass":30,"fail":8,"timeout":1,"crash":1,"errors":10,"error_rate":0.25,"ci95":[0.14187118639096302,0.40193961420768026],"effective":true,"runs_per_hour":7200.0,"seconds":20.0}]"#
+        );
+        assert_eq!(
+            table(&summary),
+            "env           runs   pass   fail timeout  crash  errors            95% CI effective    runs/h\n\
+             sys-str+        40     30      8       1      1   25.0%    [14.2%, 40.2%]       yes      7200\n"
+        );
+        assert_eq!(status(&summary.rows[0]), "errors 10 (25.0%), 2.0 runs/s");
+    }
 }

@@ -76,6 +76,10 @@ pub struct FenceRecord {
     /// Each access it follows: `kind: text`.
     pub accesses: Vec<String>,
     pub placements: Vec<Placement>,
+    /// In a function no launched kernel reaches (`rewrite/reach.rs`): never executed, so
+    /// never needed. Absent (false) in lists written before wmfix looked.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unreachable: bool,
 }
 
 impl FenceRecord {
@@ -146,6 +150,7 @@ mod tests {
                     how: How::Statement,
                     loop_body: true,
                 }],
+                unreachable: true,
             }],
         };
         let dir = tempfile::tempdir().unwrap();

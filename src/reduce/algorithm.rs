@@ -110,9 +110,35 @@ pub struct Reduced {
 #[derive(Debug, thiserror::Error)]
 pub enum ReduceError {
     #[error(
-        "the program still fails with every fence enabled ({errors} of {runs} runs): its errors are not ones fences can fix"
+        "the program still fails with every fence enabled ({errors} of {runs} runs{}): its errors are not ones fences can fix",
+        left_out_note(*.unreachable)
     )]
-    UnstableWithAllFences { errors: usize, runs: usize },
+    UnstableWithAllFences {
+        errors: usize,
+        runs: usize,
+        /// Fences left out as unreachable.
+        unreachable: usize,
+    },
+}
+
+fn left_out_note(unreachable: usize) -> String {
+    match unreachable {
+        0 => String::new(),
+        n => format!(", the {n} fences no launched kernel reaches left out"),
+    }
+}
+
+/// What `insert` found out about the fences beyond their ids (`fences.json`).
+#[derive(Clone, Debug, Default)]
+pub struct Structure {
+    /// The fences of each kernel and device function (structure-aware split).
+    pub groups: Vec<Ids>,
+    /// Fences whose access is a loop condition (two placements: the top of the body and after
+    /// the loop).
+    pub loop_fences: Ids,
+    /// Fences in functions no launched kernel reaches: never executed, so dropped before the
+    /// first run.
+    pub unreachable: Ids,
 }
 
 struct Reducer<'a> {
@@ -134,11 +160,7 @@ struct Reducer<'a> {
     /// The paper's I (fixed checks).
     i: usize,
     rates: Rates,
-    /// The fences of each kernel and device function (structure-aware split).
-    groups: Vec<Ids>,
-    /// Fences whose access is a loop condition (two placements: the top of the body and
-    /// after the loop).
-    loop_fences: Ids,
+    structure: Structure,
 }
 
 /// Reduces `all` without knowing the program's structure.
@@ -148,31 +170,20 @@ pub fn reduce(
     settings: Settings,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Reduced> {
-    reduce_grouped(oracle, all, &[], settings, progress)
+    reduce_structured(oracle, all, &Structure::default(), settings, progress)
 }
 
-/// Reduces `all`; `groups` are the fences of each kernel and device function.
-pub fn reduce_grouped(
+/// Reduces `all` but its unreachable fences, splitting by function (`Split::Structure`); each
+/// kept loop-condition fence is then tried with its placement after the loop alone.
+pub fn reduce_structured(
     oracle: &mut dyn Oracle,
     all: &Ids,
-    groups: &[Ids],
-    settings: Settings,
-    progress: &mut dyn FnMut(&Progress),
-) -> Result<Reduced> {
-    reduce_placed(oracle, all, groups, &Ids::new(), settings, progress)
-}
-
-/// As `reduce_grouped`; each kept fence of `loop_fences` (a loop condition's) is then tried
-/// with its placement after the loop alone.
-pub fn reduce_placed(
-    oracle: &mut dyn Oracle,
-    all: &Ids,
-    groups: &[Ids],
-    loop_fences: &Ids,
+    structure: &Structure,
     settings: Settings,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Reduced> {
     let i = settings.iterations.max(1);
+    let all: Ids = all.difference(&structure.unreachable).copied().collect();
     let mut r = Reducer {
         oracle,
         settings,
@@ -189,10 +200,9 @@ pub fn reduce_placed(
         held: all.clone(),
         i,
         rates: Rates::default(),
-        groups: groups.to_vec(),
-        loop_fences: loop_fences.clone(),
+        structure: structure.clone(),
     };
-    r.run(all)
+    r.run(&all)
 }
 
 impl Reducer<'_> {
@@ -204,6 +214,7 @@ impl Reducer<'_> {
             return Err(ReduceError::UnstableWithAllFences {
                 errors: sanity.errors,
                 runs: sanity.runs,
+                unreachable: self.structure.unreachable.len(),
             }
             .into());
         }
@@ -316,7 +327,10 @@ impl Reducer<'_> {
     /// the set got. A failed stability check or a spent budget keeps both placements.
     fn placements(&mut self, f: &Ids) -> Result<(Ids, String)> {
         let mut off = Ids::new();
-        let loops: Vec<FenceId> = f.intersection(&self.loop_fences).copied().collect();
+        let loops: Vec<FenceId> = f
+            .intersection(&self.structure.loop_fences)
+            .copied()
+            .collect();
         for id in loops {
             self.phase = Phase::Placement;
             let mut trial = off.clone();
@@ -383,10 +397,10 @@ impl Reducer<'_> {
     fn binary(&mut self, f: Ids) -> Result<Ids> {
         self.phase = Phase::Binary;
         self.held = f.clone();
-        let groups = std::mem::take(&mut self.groups);
+        let groups = std::mem::take(&mut self.structure.groups);
         let split = self.settings.split;
         let out = splits::binary(self, f, split, &groups);
-        self.groups = groups;
+        self.structure.groups = groups;
         out
     }
 

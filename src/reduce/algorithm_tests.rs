@@ -245,23 +245,33 @@ fn adaptive_checks_follow_the_measured_rate() {
     assert!(r.miss_probability.unwrap() <= 0.01, "{r:?}");
 }
 
+/// Reduces a program of `functions` functions of `size` fences each, in order, with the fences
+/// of `unreachable` in functions no launched kernel reaches.
+fn in_functions(
+    o: &mut dyn Oracle,
+    functions: usize,
+    size: usize,
+    unreachable: Ids,
+    settings: Settings,
+) -> Reduced {
+    let structure = Structure {
+        groups: (0..functions)
+            .map(|k| (size * k..size * (k + 1)).map(FenceId).collect())
+            .collect(),
+        unreachable,
+        ..Structure::default()
+    };
+    let all = FenceId::all(functions * size);
+    reduce_structured(o, &all, &structure, settings, &mut |_| {}).unwrap()
+}
+
 #[test]
 fn structure_split_drops_whole_functions_first() {
     // ls-bh-like: 90 fences in 6 kernels of 15, needed ones in two of them.
-    let groups: Vec<Ids> = (0..6)
-        .map(|k| (15 * k..15 * (k + 1)).map(FenceId).collect())
-        .collect();
     let required = [16, 20, 61, 70];
     let checks = |split| {
         let mut o = sim(&required, 1.0, 7);
-        let r = reduce_grouped(
-            &mut o,
-            &FenceId::all(90),
-            &groups,
-            adaptive(split),
-            &mut |_| {},
-        )
-        .unwrap();
+        let r = in_functions(&mut o, 6, 15, Ids::new(), adaptive(split));
         assert_eq!(r.fences, set(&required), "{split:?}: {r:?}");
         r.checks
     };
@@ -285,10 +295,6 @@ struct Looping {
 }
 
 impl Oracle for Looping {
-    fn run(&mut self, enabled: &Ids, req: Request, nonce: u64, left: f64) -> Result<Tally> {
-        self.sim.run(enabled, req, nonce, left)
-    }
-
     fn run_placed(
         &mut self,
         enabled: &Ids,
@@ -302,7 +308,8 @@ impl Oracle for Looping {
             .copied()
             .filter(|id| !(body_off.contains(id) && self.body_needed.contains(id)))
             .collect();
-        self.sim.run(&effective, req, nonce, left)
+        self.sim
+            .run_placed(&effective, &Ids::new(), req, nonce, left)
     }
 }
 
@@ -310,6 +317,14 @@ fn looping(required: &[usize], body_needed: &[usize]) -> Looping {
     Looping {
         sim: sim(required, 0.3, 7),
         body_needed: set(body_needed),
+    }
+}
+
+/// A structure with only the loop fences `ids`.
+fn loops(ids: &[usize]) -> Structure {
+    Structure {
+        loop_fences: set(ids),
+        ..Structure::default()
     }
 }
 
@@ -325,15 +340,8 @@ fn statistical() -> Settings {
 fn a_loop_fence_needed_after_the_loop_only_keeps_that_placement() {
     let mut o = looping(&[3, 7], &[]);
     let all = FenceId::all(10);
-    let r = reduce_placed(
-        &mut o,
-        &all,
-        &[],
-        &set(&[3, 7, 9]),
-        statistical(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r =
+        reduce_structured(&mut o, &all, &loops(&[3, 7, 9]), statistical(), &mut |_| {}).unwrap();
     assert_eq!(r.fences, set(&[3, 7]));
     assert_eq!(r.after_loop_only, set(&[3, 7]), "{r:?}");
     assert!(r.complete && r.note.is_empty(), "{r:?}");
@@ -343,7 +351,7 @@ fn a_loop_fence_needed_after_the_loop_only_keeps_that_placement() {
 fn a_loop_fence_whose_body_placement_is_needed_keeps_both() {
     let mut o = looping(&[3, 7], &[7]);
     let all = FenceId::all(10);
-    let r = reduce_placed(&mut o, &all, &[], &set(&[3, 7]), statistical(), &mut |_| {}).unwrap();
+    let r = reduce_structured(&mut o, &all, &loops(&[3, 7]), statistical(), &mut |_| {}).unwrap();
     assert_eq!(r.fences, set(&[3, 7]));
     assert_eq!(r.after_loop_only, set(&[3]), "{r:?}");
     assert!(r.complete, "{r:?}");
@@ -354,9 +362,9 @@ fn without_loop_fences_nothing_is_asked_about_placements() {
     let mut a = looping(&[3], &[]);
     let mut b = looping(&[3], &[]);
     let all = FenceId::all(10);
-    let plain = reduce_grouped(&mut a, &all, &[], statistical(), &mut |_| {}).unwrap();
+    let plain = reduce(&mut a, &all, statistical(), &mut |_| {}).unwrap();
     // Fence 5 is a loop fence, but not kept: no placement is tried.
-    let placed = reduce_placed(&mut b, &all, &[], &set(&[5]), statistical(), &mut |_| {}).unwrap();
+    let placed = reduce_structured(&mut b, &all, &loops(&[5]), statistical(), &mut |_| {}).unwrap();
     assert_eq!((plain.checks, plain.runs), (placed.checks, placed.runs));
     assert!(placed.after_loop_only.is_empty());
 }
@@ -365,12 +373,12 @@ fn without_loop_fences_nothing_is_asked_about_placements() {
 fn a_budget_spent_while_placing_keeps_both_placements() {
     let all = FenceId::all(10);
     let mut a = looping(&[3], &[]);
-    let plain = reduce_grouped(&mut a, &all, &[], statistical(), &mut |_| {}).unwrap();
+    let plain = reduce(&mut a, &all, statistical(), &mut |_| {}).unwrap();
     // Enough for the reduction and a part of one run more.
     let mut s = statistical();
     s.budget_seconds = plain.seconds + 0.1;
     let mut b = looping(&[3], &[]);
-    let r = reduce_placed(&mut b, &all, &[], &set(&[3]), s, &mut |_| {}).unwrap();
+    let r = reduce_structured(&mut b, &all, &loops(&[3]), s, &mut |_| {}).unwrap();
     assert_eq!(r.fences, set(&[3]));
     assert!(r.complete, "{r:?}");
     assert!(r.after_loop_only.is_empty(), "{r:?}");
@@ -383,7 +391,14 @@ struct Rare {
 }
 
 impl Oracle for Rare {
-    fn run(&mut self, enabled: &Ids, request: Request, nonce: u64, _: f64) -> Result<Tally> {
+    fn run_placed(
+        &mut self,
+        enabled: &Ids,
+        _: &Ids,
+        request: Request,
+        nonce: u64,
+        _: f64,
+    ) -> Result<Tally> {
         let p = if !enabled.contains(&FenceId(2)) {
             1.0
         } else if !enabled.contains(&FenceId(5)) {
@@ -430,4 +445,49 @@ fn the_stability_check_catches_a_rarely_erring_missing_fence() {
     assert_eq!(r.fences, set(&[2, 5]), "{r:?}");
     assert!(r.complete && r.stability_runs >= 459, "{r:?}");
     assert!(r.miss_probability.unwrap() <= 0.0101, "{r:?}");
+}
+
+#[test]
+fn unreachable_fences_are_dropped_without_runs() {
+    // 40 fences in 5 functions of 8; the last two functions no launched kernel reaches.
+    let required = [3, 12, 20];
+    let reduce_with = |unreachable: Ids| {
+        let mut o = sim(&required, 0.3, 11);
+        let r = in_functions(&mut o, 5, 8, unreachable, adaptive(Split::Structure));
+        (r, o.runs)
+    };
+    let (known, known_runs) = reduce_with((24..40).map(FenceId).collect());
+    let (blind, blind_runs) = reduce_with(Ids::new());
+    assert_eq!(known.fences, set(&required), "{known:?}");
+    assert_eq!(blind.fences, known.fences, "{blind:?}");
+    assert!(known.complete && blind.complete);
+    assert!(
+        known.checks < blind.checks && known_runs < blind_runs,
+        "knowing: {} checks, {known_runs} runs; blind: {} checks, {blind_runs} runs",
+        known.checks,
+        blind.checks
+    );
+}
+
+#[test]
+fn a_failing_check_with_every_reachable_fence_says_what_was_left_out() {
+    // Fence 6 was taken for unreachable, but the program needs it.
+    let structure = Structure {
+        unreachable: set(&[6, 7]),
+        ..Structure::default()
+    };
+    let mut o = sim(&[6], 1.0, 1);
+    let e = reduce_structured(
+        &mut o,
+        &FenceId::all(8),
+        &structure,
+        statistical(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("32 of 32 runs, the 2 fences no launched kernel reaches left out"),
+        "{e}"
+    );
 }

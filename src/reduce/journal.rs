@@ -85,16 +85,6 @@ impl<'a> Journaled<'a> {
 }
 
 impl Oracle for Journaled<'_> {
-    fn run(
-        &mut self,
-        enabled: &Ids,
-        request: Request,
-        nonce: u64,
-        seconds_left: f64,
-    ) -> Result<Tally> {
-        self.run_placed(enabled, &Ids::new(), request, nonce, seconds_left)
-    }
-
     fn run_placed(
         &mut self,
         enabled: &Ids,

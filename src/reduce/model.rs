@@ -1,7 +1,7 @@
 //! Model completion: testing finds the fences this GPU needs, not all that the PTX memory model
 //! requires. For each kept fence this names the synchronisation pattern it belongs to (a
-//! release before a flag store or an unlock; an acquire after a flag read in a spin loop or a
-//! lock's compare-and-swap), finds the other side of the same variable among the program's
+//! release before a flag store, an unlock or a ticket; an acquire after a flag read in a spin
+//! loop, a lock's compare-and-swap or a ticket), finds the other side of the same variable among the program's
 //! fence sites, and proposes the fence there. The rules are textual, over `fences.json` and the
 //! sources; where none applies the fence is reported as not recognised rather than guessed.
 
@@ -63,12 +63,15 @@ pub fn complete(p: &Program, kept: &Ids) -> Completed {
         let found = match role(r) {
             Role::Lock(v) => p.acquire_partners(r, &v, "the lock's compare-and-swap"),
             Role::Spin(v) => p.acquire_partners(r, &v, "the spin on the flag"),
-            _ => p.release_partners(r),
+            _ if p.ticket(r).is_some() => p.ticket_releases(r),
+            _ => p.ticket_acquire(r).unwrap_or_else(|| p.release_partners(r)),
         };
         match found {
             Ok(list) => {
                 for c in list {
-                    if !kept.contains(&c.id) && !out.fences.iter().any(|x| x.id == c.id) {
+                    // A fence in a function no launched kernel reaches would never run.
+                    let runs = p.records.get(c.id.0).is_some_and(|r| !r.unreachable);
+                    if runs && !kept.contains(&c.id) && !out.fences.iter().any(|x| x.id == c.id) {
                         out.fences.push(c);
                     }
                 }
@@ -176,17 +179,97 @@ impl Program<'_> {
             .collect())
     }
 
-    /// The variable `k` releases, what releases it, and whether that is an unlock.
-    fn release_after(&self, k: &FenceRecord) -> Option<(String, String, bool)> {
-        let next = self
+    /// `T t = atomicInc(v, ..)` (or Add, Sub, Dec) whose result is compared with `==` on its
+    /// line or the next three: a ticket, as in a last-block reduction (the block that draws
+    /// the last ticket reads what the others wrote before theirs). Its variable.
+    fn ticket(&self, r: &FenceRecord) -> Option<String> {
+        let call = r.accesses.iter().find_map(|a| a.strip_prefix("atomic: "))?;
+        let name = call.split('(').next()?.trim();
+        if !matches!(name, "atomicInc" | "atomicAdd" | "atomicSub" | "atomicDec") {
+            return None;
+        }
+        let (lhs, _) = r.access.split_once(name)?;
+        let result = lhs
+            .trim_end()
+            .strip_suffix('=')?
+            .split_whitespace()
+            .last()?;
+        let text = self.sources.get(&r.file)?;
+        let compared = text
+            .lines()
+            .skip(r.line.saturating_sub(1))
+            .take(4)
+            .any(|l| l.contains(&format!("{result} ==")) || l.contains(&format!("== {result}")));
+        compared.then(|| call_args(call).first().map(|v| base(v)))?
+    }
+
+    /// Kept `k` is the fence after a ticket: the acquire of the block that draws the last one.
+    /// The release side is the fence before each ticket on the same variable.
+    fn ticket_releases(&self, k: &FenceRecord) -> Result<Vec<Completion>, String> {
+        let v = self.ticket(k).unwrap_or_default();
+        let list: Vec<Completion> = self
             .records
+            .iter()
+            .filter(|t| self.ticket(t).as_deref() == Some(v.as_str()))
+            .filter_map(|t| Some((t, self.preceding(t.file.clone(), t.line)?)))
+            .map(|(t, id)| Completion {
+                id,
+                partner: k.id,
+                side: "release".into(),
+                variable: v.clone(),
+                reasoning: format!(
+                    "fence {} is an acquire after the ticket `{}`: the block that draws the last ticket reads what the others wrote before theirs, so each writer needs a release before its ticket: fence {id} sits before `{}` (narrower: the ticket as `cuda::atomic_ref` `fetch_add` with `memory_order_acq_rel`)",
+                    k.id, k.access, t.access
+                ),
+            })
+            .collect();
+        if list.is_empty() {
+            return Err(format!(
+                "fence {} acquires the ticket `{v}` but no fence site precedes a ticket",
+                k.id
+            ));
+        }
+        Ok(list)
+    }
+
+    /// Kept `k` directly precedes a ticket in its function: a release before it, whose
+    /// acquire is the fence after each ticket on the same variable.
+    fn ticket_acquire(&self, k: &FenceRecord) -> Option<Result<Vec<Completion>, String>> {
+        let next = self.next_in_function(k)?;
+        let v = self.ticket(next)?;
+        let list = self
+            .records
+            .iter()
+            .filter(|t| self.ticket(t).as_deref() == Some(v.as_str()))
+            .map(|t| Completion {
+                id: t.id,
+                partner: k.id,
+                side: "acquire".into(),
+                variable: v.clone(),
+                reasoning: format!(
+                    "fence {} is a release before the ticket `{}`; the block that draws the last ticket must order its reads of the others' writes after it: fence {} follows `{}` (narrower: the ticket as `cuda::atomic_ref` `fetch_add` with `memory_order_acq_rel`)",
+                    k.id, next.access, t.id, t.access
+                ),
+            })
+            .collect();
+        Some(Ok(list))
+    }
+
+    /// The next fence site after `k` in its function.
+    fn next_in_function(&self, k: &FenceRecord) -> Option<&FenceRecord> {
+        self.records
             .iter()
             .filter(|r| {
                 r.file == k.file
                     && r.function == k.function
                     && (r.line, r.column) > (k.line, k.column)
             })
-            .min_by_key(|r| (r.line, r.column));
+            .min_by_key(|r| (r.line, r.column))
+    }
+
+    /// The variable `k` releases, what releases it, and whether that is an unlock.
+    fn release_after(&self, k: &FenceRecord) -> Option<(String, String, bool)> {
+        let next = self.next_in_function(k);
         if let Some(n) = next {
             if let Some(v) = stores(n).into_iter().find(|s| is_flag(self, s)) {
                 return Some((v.clone(), format!("the flag store `{}`", n.access), false));
@@ -368,5 +451,57 @@ mod tests {
             call_args("atomicCAS(mutex, f(0, 1), 1)"),
             ["mutex", "f(0, 1)", "1"]
         );
+    }
+
+    fn record(id: usize, function: &str, line: usize, access: &str, spin: bool) -> FenceRecord {
+        use crate::fences::record::{How, Placement};
+        let (kind, text) = access.split_once(": ").unwrap();
+        let kind = if kind == "load" {
+            AccessKind::Load
+        } else {
+            AccessKind::Store
+        };
+        let at = |loop_body| Placement {
+            line,
+            column: 1,
+            byte: 0,
+            how: How::Statement,
+            loop_body,
+        };
+        FenceRecord {
+            id: FenceId(id),
+            file: "k.cu".into(),
+            line,
+            column: 3,
+            function: function.into(),
+            access: text.into(),
+            kind,
+            accesses: vec![access.into()],
+            placements: if spin {
+                vec![at(true), at(false)]
+            } else {
+                vec![at(false)]
+            },
+            unreachable: false,
+        }
+    }
+
+    #[test]
+    fn no_partner_is_proposed_where_no_launched_kernel_reaches() {
+        let mut dead = record(3, "old_reader", 30, "load: *flag", true);
+        dead.unreachable = true;
+        let records = vec![
+            record(0, "writer", 2, "store: data[0]", false),
+            record(1, "writer", 3, "store: *flag", false),
+            record(2, "reader", 20, "load: *flag", true),
+            dead,
+        ];
+        let sources = BTreeMap::new();
+        let p = Program {
+            records: &records,
+            sources: &sources,
+        };
+        let done = complete(&p, &[FenceId(0)].into_iter().collect());
+        assert_eq!(done.ids(), [FenceId(2)].into_iter().collect(), "{done:?}");
     }
 }

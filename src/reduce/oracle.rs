@@ -51,20 +51,12 @@ pub struct Tally {
 }
 
 pub trait Oracle {
-    /// Runs the program with `enabled` fences as `request` says. `nonce` names the request so
-    /// that its seeds are the same if it is ever asked again (after a resume).
-    /// `seconds_left` of the reduction's budget cap the request, and are not part of it: a
-    /// resumed reduction asks the same requests with a different budget left.
-    fn run(
-        &mut self,
-        enabled: &Ids,
-        request: Request,
-        nonce: u64,
-        seconds_left: f64,
-    ) -> Result<Tally>;
-
-    /// As `run`, with the placement at the top of the loop body of each fence of `body_off`
-    /// off (`WMFIX_FENCES_IN_LOOP`): only its placement after the loop stays.
+    /// Runs the program with `enabled` fences as `request` says, the placement at the top of
+    /// the loop body of each fence of `body_off` off (`WMFIX_FENCES_IN_LOOP`): only its
+    /// placement after the loop stays. `nonce` names the request so that its seeds are the
+    /// same if it is ever asked again (after a resume). `seconds_left` of the reduction's
+    /// budget cap the request, and are not part of it: a resumed reduction asks the same
+    /// requests with a different budget left.
     fn run_placed(
         &mut self,
         enabled: &Ids,
@@ -72,13 +64,7 @@ pub trait Oracle {
         request: Request,
         nonce: u64,
         seconds_left: f64,
-    ) -> Result<Tally> {
-        anyhow::ensure!(
-            body_off.is_empty(),
-            "this oracle cannot switch a fence's placements"
-        );
-        self.run(enabled, request, nonce, seconds_left)
-    }
+    ) -> Result<Tally>;
 }
 
 /// The real application: the instrumented build, run under one testing environment.
@@ -95,16 +81,6 @@ pub struct Program<'a> {
 }
 
 impl Oracle for Program<'_> {
-    fn run(
-        &mut self,
-        enabled: &Ids,
-        request: Request,
-        nonce: u64,
-        seconds_left: f64,
-    ) -> Result<Tally> {
-        self.run_placed(enabled, &Ids::new(), request, nonce, seconds_left)
-    }
-
     fn run_placed(
         &mut self,
         enabled: &Ids,
@@ -173,13 +149,18 @@ pub struct Simulated {
 }
 
 impl Oracle for Simulated {
-    fn run(
+    fn run_placed(
         &mut self,
         enabled: &Ids,
+        body_off: &Ids,
         request: Request,
         nonce: u64,
         seconds_left: f64,
     ) -> Result<Tally> {
+        anyhow::ensure!(
+            body_off.is_empty(),
+            "a simulated application has no placements to switch"
+        );
         let buggy = !self.required.is_subset(enabled);
         let mut t = Tally {
             runs: 0,

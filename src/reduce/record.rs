@@ -52,6 +52,31 @@ impl From<&FenceRecord> for KeptFence {
     }
 }
 
+/// A fence dropped before any run, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub id: FenceId,
+    /// `file:line:column`.
+    pub location: String,
+    pub function: String,
+    pub reason: String,
+}
+
+impl Dropped {
+    /// `r`, which no launched kernel reaches (`fences.json`).
+    pub fn unreachable(r: &FenceRecord) -> Dropped {
+        Dropped {
+            id: r.id,
+            location: r.location(),
+            function: r.function.clone(),
+            reason: format!(
+                "no launched kernel reaches `{}`: never executed",
+                r.function
+            ),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     pub app: PathBuf,
@@ -62,6 +87,10 @@ pub struct Report {
     pub initial_fences: usize,
     pub result: Reduced,
     pub kept: Vec<KeptFence>,
+    /// Fences dropped before any run: in functions no launched kernel reaches (absent in
+    /// reductions made before wmfix looked).
+    #[serde(default)]
+    pub unreachable: Vec<Dropped>,
     pub replayed_checks: usize,
     pub wall_seconds: f64,
     pub patch: PathBuf,

@@ -46,6 +46,8 @@ pub struct Summary {
     pub files: usize,
     pub instrumented: usize,
     pub fences: usize,
+    /// Fences in functions no launched kernel reaches (`rewrite/reach.rs`).
+    pub unreachable: usize,
     pub warnings: Vec<String>,
     /// Summed over the instrumented files: what the rewriter saw beyond one file's top level.
     pub precision: Precision,
@@ -144,6 +146,7 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         files: input.files.len(),
         instrumented,
         fences: done.fences.len(),
+        unreachable: done.fences.iter().filter(|f| f.unreachable).count(),
         precision: planned.iter().fold(Precision::default(), |a, p| Precision {
             hidden_globals: a.hidden_globals + p.plan.precision.hidden_globals,
             local_params: a.local_params + p.plan.precision.local_params,
@@ -203,6 +206,7 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
         warnings.extend(p.plan.warnings.iter().cloned());
         planned.push(p);
     }
+    crate::rewrite::reach::mark(&mut planned, &input.root, &copies);
     Ok(PlannedTree {
         input,
         planned,

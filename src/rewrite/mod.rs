@@ -13,6 +13,7 @@ pub mod plan;
 pub mod preprocess;
 pub mod queries;
 pub mod ranges;
+pub mod reach;
 pub mod render;
 pub mod runtime_headers;
 pub mod scopes;

@@ -10,18 +10,34 @@ use crate::rewrite::queries::{self, Capture, Captures};
 use crate::rewrite::ranges::Nested;
 use crate::rewrite::sites::{self, Site};
 use crate::rewrite::source::SourceFile;
+use std::ops::Range;
 use tree_sitter::{Node, Tree};
 
 pub struct FilePlan {
     /// Edits that need no fence id.
     pub fixed: Vec<Edit>,
     pub sites: Vec<Site>,
-    /// The device functions that `Site::function` indexes: name, and whether it is compiled
-    /// for the host too.
-    pub functions: Vec<(String, bool)>,
+    /// The device functions that `Site::function` indexes.
+    pub functions: Vec<Function>,
     pub has_device_code: bool,
+    /// The file launches a kernel (`<<<...>>>`).
+    pub launches: bool,
     pub warnings: Vec<String>,
     pub precision: Precision,
+}
+
+/// A device function of the file.
+pub struct Function {
+    pub name: String,
+    /// `__host__ __device__`: compiled for the host too.
+    pub host: bool,
+    pub kernel: bool,
+    pub body: Range<usize>,
+    /// Where its name stands when that is a plain identifier, so that only a mention of the
+    /// name reaches it; None for a method, an operator, a qualified or specialised name.
+    pub plain_name_at: Option<usize>,
+    /// Whether a launched kernel may reach it (`reach::mark`, over the whole program).
+    pub reachable: bool,
 }
 
 impl FilePlan {
@@ -78,10 +94,32 @@ pub fn plan(file: &SourceFile, tree: &Tree, program: &Program) -> FilePlan {
         fixed,
         sites: placed.sites,
         has_device_code: !functions.is_empty(),
-        functions: functions.into_iter().map(|f| (f.name, f.host)).collect(),
+        launches: !caps.get(Capture::LaunchConfig).is_empty(),
+        functions: plain_functions(&functions, &caps),
         warnings,
         precision,
     }
+}
+
+/// The plan's view of the device functions: their names plain or not, all reachable until
+/// `reach::mark` has seen the whole program.
+fn plain_functions(functions: &[DeviceFunction], caps: &Captures) -> Vec<Function> {
+    if functions.is_empty() {
+        return Vec::new();
+    }
+    let idents = caps.ids(Capture::Ident);
+    let function = |f: &DeviceFunction| {
+        let name = device_code::name_node(f.body.parent().expect("a body has a function"));
+        Function {
+            name: f.name.clone(),
+            host: f.host,
+            kernel: f.kernel,
+            body: f.body.byte_range(),
+            plain_name_at: idents.contains(&name.id()).then(|| name.start_byte()),
+            reachable: true,
+        }
+    };
+    functions.iter().map(function).collect()
 }
 
 pub fn one_line(s: &str) -> String {

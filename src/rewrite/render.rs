@@ -251,7 +251,7 @@ pub fn hardened_groups(
                 site.kind(),
                 plan::one_line(&file.text[site.range.clone()])
             );
-            let host = plan.functions[site.function].1;
+            let host = plan.functions[site.function].host;
             // A loop condition's fence: its placement at the top of the body dropped.
             let body = after_loop.contains(&id).then(|| {
                 site.spots
@@ -388,7 +388,7 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> Fence
         file: file.rel.clone(),
         line,
         column,
-        function: plan.functions[site.function].0.clone(),
+        function: plan.functions[site.function].name.clone(),
         access: plan::one_line(&file.text[site.range.clone()]),
         kind: site.kind(),
         accesses: site
@@ -397,6 +397,7 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> Fence
             .map(|(r, k)| format!("{k}: {}", plan::one_line(&file.text[r.clone()])))
             .collect(),
         placements,
+        unreachable: !plan.functions[site.function].reachable,
     }
 }
 

@@ -187,3 +187,36 @@ fn exited_130(o: Output) -> Output {
     );
     o
 }
+
+/// splitmix64 (Steele, Lea, Flood 2014): the random tests' generator.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn percent(&mut self, p: u64) -> bool {
+        self.next() % 100 < p
+    }
+    pub fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len())].clone()
+    }
+}
+
+/// A copy of the stand-in app of `wmfix test` (`fixtures/standin`) with a kernel of two fences.
+pub fn standin_with_kernel(tmp: &Path) -> PathBuf {
+    let app = copy_tree(&repo().join("tests/fixtures/standin"), tmp);
+    std::fs::write(
+        app.join("kernel.cu"),
+        "__global__ void k(int *a) {\n  a[0] = 1;\n  a[1] = 2;\n}\n",
+    )
+    .unwrap();
+    app
+}
