@@ -19,5 +19,6 @@ pub mod runtime_headers;
 pub mod scopes;
 pub mod sites;
 pub mod source;
+pub mod top_level;
 pub mod walk;
 pub mod write_back;

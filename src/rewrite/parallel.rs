@@ -4,12 +4,15 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The number of cores, which is how many threads `map` uses at most.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 /// `items.map(f)`, in input order, on up to one thread per core. Threads take the next item as
 /// they finish one, so a few large files do not leave a core idle.
 pub fn map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(items.len());
+    let threads = cores().min(items.len());
     if threads <= 1 {
         return items.into_iter().map(f).collect();
     }

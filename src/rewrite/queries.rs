@@ -1,6 +1,7 @@
 //! The tree-sitter queries in `queries/`, compiled once per process. Node kinds live in the
 //! `.scm` files; Rust code only sees capture names.
 
+use crate::rewrite::{parallel, top_level};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
@@ -280,35 +281,22 @@ pub struct Captures<'t> {
 
 impl<'t> Captures<'t> {
     pub fn run(query: &'static Query, root: Node<'t>, text: &[u8]) -> Captures<'t> {
-        thread_local! {
-            // One cursor per thread: it keeps its buffers from file to file.
-            static CURSOR: std::cell::RefCell<QueryCursor> = std::cell::RefCell::new(QueryCursor::new());
-        }
-        let by_name = by_index_of(query);
-        let mut by_index = vec![Vec::new(); query.capture_names().len()];
-        let mut matches = Vec::new();
-        CURSOR.with_borrow_mut(|cursor| {
-            let mut it = cursor.matches(query, root, text);
-            while let Some(m) = it.next() {
-                let caps = m.captures();
-                for c in caps {
-                    by_index[c.index as usize].push(c.node);
-                }
-                // Only matches that pair captures are kept whole.
-                if caps.len() > 1 {
-                    matches.push(
-                        caps.iter()
-                            .map(|c| (by_name[c.index as usize], c.node))
-                            .collect(),
-                    );
-                }
-            }
+        let groups = top_level::groups(root);
+        let found = if groups.len() > 1 {
+            split(query, root, text, groups)
+        } else {
+            None
+        };
+        let found = found.unwrap_or_else(|| {
+            let mut f = Found::new(query);
+            with_cursor(|cursor| f.walk(cursor, query, root, text));
+            f
         });
         Captures {
             query,
             root,
-            by_index,
-            matches,
+            by_index: found.by_index,
+            matches: found.matches,
         }
     }
 
@@ -329,6 +317,107 @@ impl<'t> Captures<'t> {
     pub fn ids(&self, c: Capture) -> IdSet {
         self.get(c).iter().map(Node::id).collect()
     }
+}
+
+/// What one walk of the query over a tree (or part of one) found, as `Captures` keeps it.
+struct Found<'t> {
+    by_index: Vec<Vec<Node<'t>>>,
+    matches: Vec<Vec<(Option<Capture>, Node<'t>)>>,
+}
+
+impl<'t> Found<'t> {
+    fn new(query: &Query) -> Found<'t> {
+        Found {
+            by_index: vec![Vec::new(); query.capture_names().len()],
+            matches: Vec::new(),
+        }
+    }
+
+    /// Adds the matches under `node`, in the order the cursor finds them.
+    fn walk(
+        &mut self,
+        cursor: &mut QueryCursor,
+        query: &'static Query,
+        node: Node<'t>,
+        text: &[u8],
+    ) {
+        let by_name = by_index_of(query);
+        let mut it = cursor.matches(query, node, text);
+        while let Some(m) = it.next() {
+            let caps = m.captures();
+            for c in caps {
+                self.by_index[c.index as usize].push(c.node);
+            }
+            // Only matches that pair captures are kept whole.
+            if caps.len() > 1 {
+                self.matches.push(
+                    caps.iter()
+                        .map(|c| (by_name[c.index as usize], c.node))
+                        .collect(),
+                );
+            }
+        }
+    }
+
+    fn append(&mut self, mut later: Found<'t>) {
+        for (mine, theirs) in self.by_index.iter_mut().zip(&mut later.by_index) {
+            mine.append(theirs);
+        }
+        self.matches.append(&mut later.matches);
+    }
+}
+
+/// Runs `f` with this thread's query cursor, which keeps its buffers from file to file.
+fn with_cursor<R>(f: impl FnOnce(&mut QueryCursor) -> R) -> R {
+    thread_local! {
+        static CURSOR: std::cell::RefCell<QueryCursor> = std::cell::RefCell::new(QueryCursor::new());
+    }
+    CURSOR.with_borrow_mut(f)
+}
+
+/// The walk of a big tree on all cores: the top-level `groups` each on a thread, joined in
+/// source order, and the matches that start at the root itself (`(translation_unit ...)`
+/// patterns) found alone. That equals one walk when those root matches capture one node each
+/// and under capture names no other match uses (so no order between the two kinds is lost);
+/// `None` otherwise, and the caller walks once.
+fn split<'t>(
+    query: &'static Query,
+    root: Node<'t>,
+    text: &[u8],
+    groups: Vec<Vec<Node<'t>>>,
+) -> Option<Found<'t>> {
+    let mut at_root = Found::new(query);
+    let mut cursor = QueryCursor::new();
+    cursor.set_max_start_depth(Some(0));
+    at_root.walk(&mut cursor, query, root, text);
+    if !at_root.matches.is_empty() {
+        return None;
+    }
+    let parts = parallel::map(groups, |group| {
+        with_cursor(|cursor| {
+            let mut f = Found::new(query);
+            for node in group {
+                f.walk(cursor, query, node, text);
+            }
+            f
+        })
+    });
+    // Appended to the first part, each part freed once it is moved.
+    let mut parts = parts.into_iter();
+    let mut out = parts.next()?;
+    for part in parts {
+        out.append(part);
+    }
+    for (mine, theirs) in out.by_index.iter_mut().zip(at_root.by_index) {
+        if theirs.is_empty() {
+            continue;
+        }
+        if !mine.is_empty() {
+            return None;
+        }
+        *mine = theirs;
+    }
+    Some(out)
 }
 
 /// Hashes node ids (addresses) with one multiply: SipHash cost more than the look-ups it served.
@@ -362,6 +451,38 @@ mod tests {
         check().unwrap();
         for c in Capture::ALL {
             assert_eq!(all().capture_names()[c.index()], c.name());
+        }
+    }
+
+    /// Each kept match's names and node ids.
+    type MatchIds = Vec<Vec<(Option<Capture>, usize)>>;
+
+    /// Each capture's node ids, and each kept match's.
+    fn ids(f: &Found) -> (Vec<Vec<usize>>, MatchIds) {
+        let by_index = f.by_index.iter().map(|v| v.iter().map(Node::id).collect());
+        let matches = f
+            .matches
+            .iter()
+            .map(|m| m.iter().map(|(c, n)| (*c, n.id())).collect());
+        (by_index.collect(), matches.collect())
+    }
+
+    #[test]
+    fn a_split_walk_finds_what_one_walk_finds() {
+        let text = crate::rewrite::top_level::tests::every_fixture();
+        let tree = crate::rewrite::parse::parse(&text);
+        let root = tree.root_node();
+        let mut one = Found::new(all());
+        with_cursor(|c| one.walk(c, all(), root, text.as_bytes()));
+        assert!(one.matches.len() > 1000, "{} matches", one.matches.len());
+        for parts in [2, 3, 16] {
+            let groups = crate::rewrite::top_level::groups_of(root, parts);
+            assert!(groups.len() > parts / 2, "{} groups", groups.len());
+            let split = split(all(), root, text.as_bytes(), groups).expect("the split applies");
+            assert!(
+                ids(&split) == ids(&one),
+                "{parts} parts differ from one walk"
+            );
         }
     }
 

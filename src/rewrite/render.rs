@@ -34,6 +34,9 @@ pub struct Instrumented {
     pub fences: Vec<FenceRecord>,
 }
 
+/// Sites rendered by one thread at a time: a file with fewer is rendered where it is.
+const SITES_PER_CHUNK: usize = 8192;
+
 /// Source bytes above which a file's parse tree is freed on a thread of its own.
 const BIG_TREE: usize = 1 << 20;
 
@@ -168,14 +171,27 @@ pub fn edit_groups(files: &mut [Planned]) -> (Vec<Option<Vec<Group>>>, Vec<Fence
             })
             .collect();
         let replaced = replacements(&plan.fixed);
-        for (site, id) in sites {
-            let mut group: Vec<Edit> = site_edits(site, id, &file.text, &replaced).collect();
-            group.extend(site.braces.iter().cloned());
-            groups.push(Group {
-                fence: Some(id),
-                edits: group,
-            });
-            fences.push(record(file, plan, site, id));
+        // A big file's sites in chunks on all cores, joined in order.
+        let chunks: Vec<Vec<(&Site, FenceId)>> =
+            sites.chunks(SITES_PER_CHUNK).map(<[_]>::to_vec).collect();
+        let done = crate::rewrite::parallel::map(chunks, |chunk| {
+            chunk
+                .into_iter()
+                .map(|(site, id)| {
+                    let mut group: Vec<Edit> =
+                        site_edits(site, id, &file.text, &replaced).collect();
+                    group.extend(site.braces.iter().cloned());
+                    let group = Group {
+                        fence: Some(id),
+                        edits: group,
+                    };
+                    (group, record(file, plan, site, id))
+                })
+                .collect::<Vec<_>>()
+        });
+        for (group, fence) in done.into_iter().flatten() {
+            groups.push(group);
+            fences.push(fence);
         }
         out.push(Some(groups));
     }

@@ -5,7 +5,9 @@
 use crate::rewrite::aim::{self, Aim};
 use crate::rewrite::device_code::{Access, AccessKind, first_named};
 use crate::rewrite::edits::{Edit, Slot};
+use crate::rewrite::parallel;
 use crate::rewrite::queries::{Capture, Captures, IdMap, IdSet};
+use crate::rewrite::top_level;
 use tree_sitter::Node;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -236,48 +238,102 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
 
 /// For each access, the innermost node with a role that holds it (None: it has no place):
 /// one walk down the tree that enters only nodes holding an access, keeping the way from the
-/// root and the depths on it that have a role, so each access costs the same at any depth.
+/// root and the depths on it that have a role, so each access costs the same at any depth. A
+/// big file's top-level groups are walked on all cores (each way still starts at the root).
 fn find_sites<'t>(accesses: &[Access<'t>], roles: &Roles<'t>) -> IdMap<Option<Found<'t>>> {
     let mut starts: Vec<usize> = accesses.iter().map(|a| a.node.start_byte()).collect();
     starts.sort_unstable();
     let wanted: IdSet = accesses.iter().map(|a| a.node.id()).collect();
-    let holds_access = |n: Node| {
-        let i = starts.partition_point(|&s| s < n.start_byte());
-        i < starts.len() && starts[i] < n.end_byte()
+    let walk = Walk {
+        starts,
+        wanted,
+        roles,
     };
-    let mut out = IdMap::default();
-    let mut way: Vec<Node<'t>> = Vec::new();
-    let mut with_role: Vec<usize> = Vec::new();
-    let mut cursor = roles.root.walk();
-    let enter = |n: Node<'t>, way: &mut Vec<Node<'t>>, with_role: &mut Vec<usize>| {
-        if roles.role.contains_key(&n.id()) {
-            with_role.push(way.len());
+    let groups = top_level::groups(roles.root);
+    if groups.len() < 2 {
+        let mut out = IdMap::default();
+        walk.under(&[], roles.root, &mut out);
+        return out;
+    }
+    let parts = parallel::map(groups, |group| {
+        let mut out = IdMap::default();
+        for top in group {
+            walk.under(&[roles.root], top, &mut out);
         }
-        way.push(n);
-    };
-    enter(roles.root, &mut way, &mut with_role);
-    loop {
-        let node = *way.last().expect("inside the tree");
-        if wanted.contains(&node.id()) {
-            out.insert(node.id(), found(&way, &with_role, roles));
+        out
+    });
+    let mut parts = parts.into_iter();
+    let mut out = parts.next().unwrap_or_default();
+    for part in parts {
+        out.extend(part);
+    }
+    out
+}
+
+/// What the walk down to the accesses looks for.
+struct Walk<'a, 't> {
+    /// The accesses' start bytes, sorted.
+    starts: Vec<usize>,
+    wanted: IdSet,
+    roles: &'a Roles<'t>,
+}
+
+impl<'t> Walk<'_, 't> {
+    /// The first access starting at or after `n`, given the one for a node before it (a walk
+    /// enters nodes in order of their starts): no search per node.
+    fn first_from(&self, n: Node, mut next: usize) -> usize {
+        let start = n.start_byte();
+        while self.starts.get(next).is_some_and(|&s| s < start) {
+            next += 1;
         }
-        if holds_access(node) && cursor.goto_first_child() {
-            enter(cursor.node(), &mut way, &mut with_role);
-            continue;
+        next
+    }
+
+    /// Walks the tree under `top`, whose ancestors from the root down are `above`, adding the
+    /// site of each wanted access to `out`.
+    fn under(&self, above: &[Node<'t>], top: Node<'t>, out: &mut IdMap<Option<Found<'t>>>) {
+        let roles = self.roles;
+        let mut way: Vec<Node<'t>> = Vec::new();
+        let mut with_role: Vec<usize> = Vec::new();
+        let enter = |n: Node<'t>, way: &mut Vec<Node<'t>>, with_role: &mut Vec<usize>| {
+            if roles.role.contains_key(&n.id()) {
+                with_role.push(way.len());
+            }
+            way.push(n);
+        };
+        for n in above {
+            enter(*n, &mut way, &mut with_role);
         }
+        enter(top, &mut way, &mut with_role);
+        let mut cursor = top.walk();
+        let mut next = self.starts.partition_point(|&s| s < top.start_byte());
         loop {
-            if with_role.last() == Some(&(way.len() - 1)) {
-                with_role.pop();
+            let node = *way.last().expect("inside the tree");
+            next = self.first_from(node, next);
+            let first = self.starts.get(next).copied();
+            // An access starts where it is: only then is the node worth a look-up.
+            if first == Some(node.start_byte()) && self.wanted.contains(&node.id()) {
+                out.insert(node.id(), found(&way, &with_role, roles));
             }
-            way.pop();
-            if way.is_empty() {
-                return out;
-            }
-            if cursor.goto_next_sibling() {
+            let holds_access = first.is_some_and(|s| s < node.end_byte());
+            if holds_access && cursor.goto_first_child() {
                 enter(cursor.node(), &mut way, &mut with_role);
-                break;
+                continue;
             }
-            cursor.goto_parent();
+            loop {
+                if with_role.last() == Some(&(way.len() - 1)) {
+                    with_role.pop();
+                }
+                way.pop();
+                if way.len() == above.len() {
+                    return;
+                }
+                if cursor.goto_next_sibling() {
+                    enter(cursor.node(), &mut way, &mut with_role);
+                    break;
+                }
+                cursor.goto_parent();
+            }
         }
     }
 }
