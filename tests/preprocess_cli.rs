@@ -280,29 +280,28 @@ fn preprocessed_standin() -> (tempfile::TempDir, std::path::PathBuf) {
         app.join("app.sh"),
     )
     .unwrap();
-    std::fs::write(
-        lib.join("put.cuh"),
-        "#pragma once\nnamespace mylib {\n__device__ inline void put(int *c, int v) {\n  c[0] = v;\n}\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        app.join("qual.h"),
-        "#pragma once\n#define DEVFN __device__ __forceinline__\n#define TWO(p) p[0] = 1; p[1] = 2\nDEVFN void publish(int *d, int *f) {\n  d[0] = 42;\n  f[0] = 1;\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        app.join("k.cu"),
-        "#include \"qual.h\"\n#include <mylib/put.cuh>\n__global__ void k(int *a, int *d, int *f) {\n  publish(d, f);\n  mylib::put(a, 7);\n  TWO(a);\n  a[2] = 3;\n}\nint main() { return 0; }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        app.join("wmfix.toml"),
-        format!(
-            "sources = [\"k.cu\"]\nbuild = \"cp app.sh app && chmod +x app\"\nrun = \"./app\"\ntimeout_s = 10\ngpu = false\npreprocess = \"{} -E -x cu -arch=sm_90 -I ../lib/include\"\n",
-            nvcc().display()
+    let config = format!(
+        "sources = [\"k.cu\"]\nbuild = \"cp app.sh app && chmod +x app\"\nrun = \"./app\"\ntimeout_s = 10\ngpu = false\npreprocess = \"{} -E -x cu -arch=sm_90 -I ../lib/include\"\n",
+        nvcc().display()
+    );
+    let files = [
+        (
+            lib.join("put.cuh"),
+            "#pragma once\nnamespace mylib {\n__device__ inline void put(int *c, int v) {\n  c[0] = v;\n}\n}\n",
         ),
-    )
-    .unwrap();
+        (
+            app.join("qual.h"),
+            "#pragma once\n#define DEVFN __device__ __forceinline__\n#define TWO(p) p[0] = 1; p[1] = 2\nDEVFN void publish(int *d, int *f) {\n  d[0] = 42;\n  f[0] = 1;\n}\n",
+        ),
+        (
+            app.join("k.cu"),
+            "#include \"qual.h\"\n#include <mylib/put.cuh>\n__global__ void k(int *a, int *d, int *f) {\n  publish(d, f);\n  mylib::put(a, 7);\n  TWO(a);\n  a[2] = 3;\n}\nint main() { return 0; }\n",
+        ),
+        (app.join("wmfix.toml"), config.as_str()),
+    ];
+    for (path, text) in files {
+        std::fs::write(path, text).unwrap();
+    }
     (tmp, app)
 }
 
