@@ -7,6 +7,13 @@
 mod common;
 use common::*;
 
+/// `wmfix ARGS` run through a shell in `cwd` with nvcc on PATH (not yet run: add env, output).
+fn wmfix_sh(cwd: &std::path::Path, args: &str) -> std::process::Command {
+    let mut c = nvcc_command(cwd);
+    c.args(["-c", &format!("{} {args}", env!("CARGO_BIN_EXE_wmfix"))]);
+    c
+}
+
 /// `tmp/app/`, with `qual.h`: a macro that declares device functions.
 fn app_with_macro_header(tmp: &std::path::Path) -> std::path::PathBuf {
     let app = tmp.join("app");
@@ -178,15 +185,7 @@ fn cub_scan_lib_builds_instrumented_with_cub_fences() {
     let toml =
         toml.replace("-o scan scan.cu", "-o scan scan.cu -keep -keep-dir .") + "gpu = false\n";
     std::fs::write(study.join("wmfix.toml"), toml).unwrap();
-    let o = nvcc_command(tmp.path())
-        .args([
-            "-c",
-            &format!(
-                "{} build {} --out out",
-                env!("CARGO_BIN_EXE_wmfix"),
-                study.display()
-            ),
-        ])
+    let o = wmfix_sh(tmp.path(), &format!("build {} --out out", study.display()))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -250,11 +249,7 @@ fn the_config_key_builds_preprocessed() {
         ),
     )
     .unwrap();
-    let o = nvcc_command(tmp.path())
-        .args([
-            "-c",
-            &format!("{} build app --out out", env!("CARGO_BIN_EXE_wmfix")),
-        ])
+    let o = wmfix_sh(tmp.path(), "build app --out out")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -327,11 +322,7 @@ fn fence_id(list: &serde_json::Value, file: &str, access: &str) -> u64 {
 fn reduce_in_preprocessed_mode_patches_the_users_files_and_reports_library_fences() {
     let (tmp, app) = preprocessed_standin();
     let before = copy_tree(&app, &tmp.path().join("before"));
-    let o = nvcc_command(tmp.path())
-        .args([
-            "-c",
-            &format!("{} build app --out out", env!("CARGO_BIN_EXE_wmfix")),
-        ])
+    let o = wmfix_sh(tmp.path(), "build app --out out")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -345,14 +336,7 @@ fn reduce_in_preprocessed_mode_patches_the_users_files_and_reports_library_fence
     let mut required = [header, library, in_macro, own];
     required.sort();
     let required: Vec<String> = required.iter().map(u64::to_string).collect();
-    let o = nvcc_command(tmp.path())
-        .args([
-            "-c",
-            &format!(
-                "{} reduce app --out out --hours 1",
-                env!("CARGO_BIN_EXE_wmfix")
-            ),
-        ])
+    let o = wmfix_sh(tmp.path(), "reduce app --out out --hours 1")
         .env("STANDIN_REQUIRED", required.join(","))
         .env("STANDIN_PERCENT", "100")
         .output()
@@ -422,11 +406,7 @@ fn reduce_in_preprocessed_mode_patches_the_users_files_and_reports_library_fence
         .output()
         .unwrap();
     assert!(p.status.success(), "{}", stderr(&p));
-    let a = nvcc_command(tmp.path())
-        .args([
-            "-c",
-            &format!("{} apply app --out out", env!("CARGO_BIN_EXE_wmfix")),
-        ])
+    let a = wmfix_sh(tmp.path(), "apply app --out out")
         .output()
         .unwrap();
     assert!(a.status.success(), "{}", stderr(&a));

@@ -179,6 +179,20 @@ struct Buffers {
   Guarded<unsigned> hits, app_flag, errors;
   std::vector<Rec> h_recs;
   std::vector<unsigned> h_hits, h_flag, h_err;
+
+  // Device buffers for G blocks of nthreads threads each.
+  void alloc(unsigned long long G, unsigned long long nthreads) {
+    recs.alloc(G * nthreads);
+    hits.alloc(G * nthreads);
+    app_flag.alloc(2 * G + 2);
+    errors.alloc(kNumErr);
+  }
+  void free() {
+    CUDA_CHECK(cudaFree(recs.base));
+    CUDA_CHECK(cudaFree(hits.base));
+    CUDA_CHECK(cudaFree(app_flag.base));
+    CUDA_CHECK(cudaFree(errors.base));
+  }
 };
 
 struct LaunchResult {
@@ -432,10 +446,7 @@ int main(int argc, char** argv) {
       const unsigned long long G = (unsigned long long)sh.grid.x * sh.grid.y * sh.grid.z;
       const unsigned long long nthreads = (unsigned long long)sh.block.x * sh.block.y * sh.block.z;
       Buffers b;
-      b.recs.alloc(G * nthreads);
-      b.hits.alloc(G * nthreads);
-      b.app_flag.alloc(2 * G + 2);
-      b.errors.alloc(kNumErr);
+      b.alloc(G, nthreads);
       Row row{env, sh.name, Stats{}, G};
       std::vector<std::vector<Rec>> first_recs;
       std::vector<std::vector<unsigned>> first_flags;
@@ -462,10 +473,7 @@ int main(int argc, char** argv) {
         }
       }
       if (row.st.ms_max > 1000) row.st.fail(fmt("a launch took %llu ms", (unsigned long long)row.st.ms_max));
-      CUDA_CHECK(cudaFree(b.recs.base));
-      CUDA_CHECK(cudaFree(b.hits.base));
-      CUDA_CHECK(cudaFree(b.app_flag.base));
-      CUDA_CHECK(cudaFree(b.errors.base));
+      b.free();
       all_ok = all_ok && row.st.failures.empty();
       rows.push_back(row);
     }
@@ -475,10 +483,7 @@ int main(int argc, char** argv) {
       const unsigned long long G = (unsigned long long)sh.grid.x * sh.grid.y * sh.grid.z;
       const unsigned long long nthreads = (unsigned long long)sh.block.x * sh.block.y * sh.block.z;
       Buffers b;
-      b.recs.alloc(G * nthreads);
-      b.hits.alloc(G * nthreads);
-      b.app_flag.alloc(2 * G + 2);
-      b.errors.alloc(kNumErr);
+      b.alloc(G, nthreads);
       Row pdl{env, std::string(sh.name) + " Ex", Stats{}, G};
       Row coop{env, std::string(sh.name) + " Ex coop", Stats{}, G};
       for (unsigned i = 0; i < 20; ++i) {
@@ -491,10 +496,7 @@ int main(int argc, char** argv) {
         coop.st.launches++;
         check_kept(sh, b, r, coop.st);
       }
-      CUDA_CHECK(cudaFree(b.recs.base));
-      CUDA_CHECK(cudaFree(b.hits.base));
-      CUDA_CHECK(cudaFree(b.app_flag.base));
-      CUDA_CHECK(cudaFree(b.errors.base));
+      b.free();
       all_ok = all_ok && pdl.st.failures.empty() && coop.st.failures.empty();
       rows.push_back(pdl);
       rows.push_back(coop);
