@@ -12,6 +12,7 @@ namespace wmfix {
 
 constexpr unsigned kMaxSpread = 64;    // sys-str: most locations stressed at once
 constexpr unsigned kMaxSeqLen = 32;    // sys-str: longest access sequence (one bit per access)
+constexpr unsigned kMaxVariants = 8;   // profiles: most (sequence, spread) variants, one per launch
 // Finished application blocks are counted in kDoneStripes counters kDoneStride words apart (one
 // 128-byte line each): one counter would serialise an atomic per block in one L2 slice.
 constexpr unsigned kDoneStripes = 32;

@@ -22,18 +22,11 @@
 #include <vector>
 
 #include "wmfix_common.cuh"
+#include "wmfix_profile.cuh"
 
 namespace wmfix {
 
 // ---- settings ------------------------------------------------------------------------------------
-
-struct Profile {
-  unsigned patch_size = 64;                // words per patch (Sec. 3.2 of the paper)
-  std::string sequence = "ld st st ld";    // access sequence (Sec. 3.3)
-  unsigned seq_bits = 0x6;                 // bit i set = access i is a store
-  unsigned seq_len = 4;
-  unsigned spread = 2;                     // locations stressed at once (Sec. 3.4)
-};
 
 struct Settings {
   std::string env = "no-str-";
@@ -55,25 +48,6 @@ constexpr int kExitConfigError = 3;
   std::fprintf(stderr, "wmfix: error: %s\n", msg.c_str());
   std::fflush(stderr);
   std::exit(kExitConfigError);
-}
-
-inline std::string trim(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
-
-// Whole-string unsigned integer (decimal, or hex with 0x). No sign, no trailing junk.
-inline bool parse_u64(const std::string& text, unsigned long long* out) {
-  const std::string s = trim(text);
-  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
-  if (errno != 0 || end == s.c_str() || *end != '\0') return false;
-  *out = v;
-  return true;
 }
 
 // WMFIX_ENV value -> stress kind and thread randomisation.
@@ -135,112 +109,6 @@ inline bool parse_fence_list(const std::string& text, unsigned num, std::vector<
   return true;
 }
 
-// "ld st st ld", also "ld3 st" for ld ld ld st (the paper's ld^3 notation).
-inline bool parse_sequence(const std::string& text, Profile* p, std::string* err) {
-  std::stringstream words(text);
-  std::string w;
-  unsigned bits = 0, len = 0;
-  while (words >> w) {
-    const bool store = w.compare(0, 2, "st") == 0;
-    if (!store && w.compare(0, 2, "ld") != 0) {
-      *err = "sequence: unknown access \"" + w + "\" (use ld and st, optionally with a count: ld3)";
-      return false;
-    }
-    unsigned long long count = 1;
-    if (w.size() > 2 && (!parse_u64(w.substr(2), &count) || count == 0)) {
-      *err = "sequence: bad count in \"" + w + "\"";
-      return false;
-    }
-    for (unsigned long long i = 0; i < count; ++i) {
-      if (len == kMaxSeqLen) {
-        *err = "sequence longer than " + std::to_string(kMaxSeqLen) + " accesses";
-        return false;
-      }
-      if (store) bits |= 1U << len;
-      ++len;
-    }
-  }
-  if (len == 0) {
-    *err = "sequence is empty";
-    return false;
-  }
-  p->sequence = trim(text);
-  p->seq_bits = bits;
-  p->seq_len = len;
-  return true;
-}
-
-// The TOML subset of chip profiles: `key = value` lines, `#` comments, integers and "strings".
-// Keys: patch_size, sequence, spread; `name` and `description` are accepted and ignored.
-inline bool parse_profile_text(const std::string& text, Profile* p, std::string* err) {
-  std::stringstream lines(text);
-  std::string line;
-  int lineno = 0;
-  while (std::getline(lines, line)) {
-    ++lineno;
-    const std::string where = "line " + std::to_string(lineno) + ": ";
-    // Cut a comment that is not inside a string.
-    bool in_str = false;
-    for (size_t i = 0; i < line.size(); ++i) {
-      if (line[i] == '"') in_str = !in_str;
-      if (line[i] == '#' && !in_str) {
-        line.resize(i);
-        break;
-      }
-    }
-    line = trim(line);
-    if (line.empty()) continue;
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) {
-      *err = where + "expected key = value";
-      return false;
-    }
-    const std::string key = trim(line.substr(0, eq));
-    std::string value = trim(line.substr(eq + 1));
-    const bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
-    if (quoted) value = value.substr(1, value.size() - 2);
-    unsigned long long n = 0;
-    if (key == "patch_size" || key == "spread") {
-      if (quoted || !parse_u64(value, &n)) {
-        *err = where + key + " must be an integer";
-        return false;
-      }
-      if (key == "patch_size") {
-        if (n < 1 || n > (1U << 20)) {
-          *err = where + "patch_size must be in 1..1048576";
-          return false;
-        }
-        p->patch_size = (unsigned)n;
-      } else {
-        if (n < 1 || n > kMaxSpread) {
-          *err = where + "spread must be in 1.." + std::to_string(kMaxSpread);
-          return false;
-        }
-        p->spread = (unsigned)n;
-      }
-    } else if (key == "sequence") {
-      if (!quoted) {
-        *err = where + "sequence must be a quoted string, e.g. \"ld st st ld\"";
-        return false;
-      }
-      std::string e;
-      if (!parse_sequence(value, p, &e)) {
-        *err = where + e;
-        return false;
-      }
-    } else if (key == "name" || key == "description") {
-      if (!quoted) {
-        *err = where + key + " must be a quoted string";
-        return false;
-      }
-    } else {
-      *err = where + "unknown key \"" + key + "\" (known: patch_size, sequence, spread, name, description)";
-      return false;
-    }
-  }
-  return true;
-}
-
 inline const char* getenv_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v ? v : fallback;
@@ -285,12 +153,11 @@ inline Settings settings_from_env() {
 }
 
 inline std::string describe(const Settings& s) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "env=%s seed=%llu fences=%s profile=%s (patch_size=%u sequence=\"%s\" spread=%u) stress_max_us=%llu",
-                s.env.c_str(), s.seed, s.fences.c_str(), s.profile_path.empty() ? "<hopper default>" : s.profile_path.c_str(),
-                s.profile.patch_size, s.profile.sequence.c_str(), s.profile.spread, s.max_us);
-  return buf;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "env=%s seed=%llu fences=%s profile=%s (patch_size=%u ", s.env.c_str(), s.seed,
+                s.fences.c_str(), s.profile_path.empty() ? "<hopper default>" : s.profile_path.c_str(),
+                s.profile.patch_size);
+  return buf + describe_variants(s.profile) + ") stress_max_us=" + std::to_string(s.max_us);
 }
 
 // ---- per-launch plan -----------------------------------------------------------------------------
@@ -316,6 +183,15 @@ struct ScratchInfo {
   unsigned aim_base = 0;              // aim-str: words from scratch to its first 2 MiB boundary
   unsigned aim_pages = 0;             // aim-str: whole 2 MiB pages from there
 };
+
+// The profile variant launch `launch_index` uses: uniform, from (seed, launch index), drawn
+// from a stream of its own so that the launch's other draws do not depend on the profile.
+inline unsigned variant_of(const Settings& s, unsigned long long launch_index) {
+  const size_t n = s.profile.variants.size();
+  if (n <= 1) return 0;
+  Rng rng(mix64(mix64(s.seed) ^ 0x76617269616e7473ULL) ^ mix64(0x7a710000ULL + launch_index));
+  return (unsigned)rng.below(n);
+}
 
 constexpr unsigned long long kMaxPhysBlocks = 0x7fffffffULL;  // gridDim.x limit
 
@@ -365,9 +241,10 @@ inline bool plan_launch(const Settings& s, dim3 grid, unsigned long long launch_
   t->cache_words = sc.cache_words;
   t->stress_quota_threads = (unsigned)((unsigned long long)sc.cap_threads * S / (G + S));
   t->done = S > 0 ? sc.done : nullptr;  // without stressing blocks nobody waits for the count
-  t->seq_bits = s.profile.seq_bits;
-  t->seq_len = s.profile.seq_len;
-  t->spread = s.profile.spread;
+  const Variant& v = s.profile.variants[variant_of(s, launch_index)];
+  t->seq_bits = v.seq_bits;
+  t->seq_len = v.seq_len;
+  t->spread = v.spread;
   t->aim = sc.aim;
   t->aim_base = sc.aim_base;
   t->aim_pages = sc.aim_pages;
@@ -609,9 +486,12 @@ inline LaunchGrid launch(dim3 grid, cudaStream_t stream, bool remappable = true)
 
   const dim3 launched = remap ? dim3(t.phys_blocks, 1, 1) : grid;
   rt.last = LaunchInfo{index, grid, launched, t.app_blocks, t.stress_blocks, remap};
-  if (s.verbose)
-    std::fprintf(stderr, "wmfix: launch %llu: grid (%u,%u,%u) -> (%u,%u,%u): %u application + %u stressing blocks\n",
-                 index, grid.x, grid.y, grid.z, launched.x, launched.y, launched.z, t.app_blocks, t.stress_blocks);
+  if (s.verbose) {
+    const bool several = t.stress_blocks > 0 && s.profile.variants.size() > 1 && (s.stress == kSysStress || s.stress == kAimStress);
+    std::fprintf(stderr, "wmfix: launch %llu: grid (%u,%u,%u) -> (%u,%u,%u): %u application + %u stressing blocks%s%s\n",
+                 index, grid.x, grid.y, grid.z, launched.x, launched.y, launched.z, t.app_blocks, t.stress_blocks,
+                 several ? ", profile variant " : "", several ? std::to_string(variant_of(s, index)).c_str() : "");
+  }
   return LaunchGrid(launched, stream, capturing ? -1 : dev);
 }
 

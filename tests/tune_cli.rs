@@ -195,8 +195,56 @@ fn help_names_the_paper_sizes_and_the_gpu_free_analysis() {
     assert!(stdout(&o).contains("(paper: 256)"), "{}", stdout(&o));
 }
 
-/// The profile is read by runtime-cu's own parser (`wmfix::parse_profile_text`, host code built
-/// with nvcc; no GPU needed) with the values the analysis chose.
+/// Reads each profile file with runtime-cu's own parser (`wmfix::parse_profile_text`, host code
+/// built with nvcc in `dir`; no GPU needed): one line per file, `patch_size=N` and each variant's
+/// ` sequence=... seq_len=N seq_bits=X spread=N` (separated by ` |`), or `error: ...`.
+fn read_with_runtime(dir: &Path, files: &[PathBuf]) -> String {
+    let main = format!(
+        r#"#include "{}/runtime-cu/wmfix.cuh"
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+int main(int argc, char** argv) {{
+  int status = 0;
+  for (int i = 1; i < argc; ++i) {{
+    std::ifstream in(argv[i]);
+    std::stringstream text;
+    text << in.rdbuf();
+    wmfix::Profile p;
+    std::string err;
+    if (!in || !wmfix::parse_profile_text(text.str(), &p, &err)) {{
+      std::printf("error: %s\n", err.c_str());
+      status = 1;
+      continue;
+    }}
+    std::printf("patch_size=%u", p.patch_size);
+    for (size_t k = 0; k < p.variants.size(); ++k)
+      std::printf("%s sequence=%s seq_len=%u seq_bits=%x spread=%u", k ? " |" : "",
+                  p.variants[k].sequence.c_str(), p.variants[k].seq_len, p.variants[k].seq_bits,
+                  p.variants[k].spread);
+    std::printf("\n");
+  }}
+  return status;
+}}
+"#,
+        repo().display()
+    );
+    std::fs::write(dir.join("read_profile.cu"), main).unwrap();
+    let paths: Vec<String> = files.iter().map(|f| format!("'{}'", f.display())).collect();
+    let o = nvcc_command(dir)
+        .arg("-c")
+        .arg(format!(
+            "nvcc -arch=sm_90 -std=c++17 -o read_profile read_profile.cu && ./read_profile {}",
+            paths.join(" ")
+        ))
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    out
+}
+
+/// The profile is read by the runtime's parser with the values the analysis chose.
 #[test]
 fn the_runtime_reads_the_written_profile() {
     let tmp = tempfile::tempdir().unwrap();
@@ -205,40 +253,57 @@ fn the_runtime_reads_the_written_profile() {
         &["--analyse", fixture_json().to_str().unwrap(), "--out", "t"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let main = format!(
-        r#"#include "{}/runtime-cu/wmfix.cuh"
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-int main(int argc, char** argv) {{
-  std::ifstream in(argv[1]);
-  std::stringstream text;
-  text << in.rdbuf();
-  wmfix::Profile p;
-  std::string err;
-  if (!in || !wmfix::parse_profile_text(text.str(), &p, &err)) {{
-    std::printf("error: %s\n", err.c_str());
-    return 1;
-  }}
-  std::printf("patch_size=%u sequence=%s seq_len=%u seq_bits=%x spread=%u\n", p.patch_size,
-              p.sequence.c_str(), p.seq_len, p.seq_bits, p.spread);
-  return 0;
-}}
-"#,
-        repo().display()
-    );
-    std::fs::write(tmp.path().join("read_profile.cu"), main).unwrap();
-    let o = nvcc_command(tmp.path())
-        .arg("-c")
-        .arg("nvcc -arch=sm_90 -std=c++17 -o read_profile read_profile.cu && ./read_profile t/profile.toml")
-        .output()
-        .unwrap();
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    let out = read_with_runtime(tmp.path(), &[tmp.path().join("t/profile.toml")]);
     // ld st st ld: stores at accesses 1 and 2.
     assert_eq!(
         out.trim(),
         "patch_size=32 sequence=ld st st ld seq_len=4 seq_bits=6 spread=2"
+    );
+}
+
+/// Every profile wmfix ships (built into the binary from runtime-cu/profiles/) is one the
+/// runtime's parser accepts, with the patch size and spread wmfix's own reader sees; and the
+/// example of several variants (runtime-cu/profiles/examples/mix.toml) reads as two variants.
+#[test]
+fn the_runtime_reads_every_shipped_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shipped = wmfix::chip::PROFILE_FILES;
+    let on_disk = std::fs::read_dir(repo().join("runtime-cu/profiles"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count();
+    assert!(
+        !shipped.is_empty() && shipped.len() == on_disk,
+        "{shipped:?}"
+    );
+    let mut files = Vec::new();
+    for (name, text) in shipped {
+        files.push(tmp.path().join(format!("{name}.toml")));
+        std::fs::write(files.last().unwrap(), text).unwrap();
+    }
+    files.push(repo().join("runtime-cu/profiles/examples/mix.toml"));
+    let out = read_with_runtime(tmp.path(), &files);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), files.len(), "{out}");
+    for ((name, text), line) in shipped.iter().zip(&lines) {
+        let s = wmfix::litmus::profile::Stress::parse(text, name).unwrap();
+        let want = format!("patch_size={} sequence=", s.patch_size);
+        assert!(line.starts_with(&want), "{name}: {line}");
+        assert!(
+            line.ends_with(&format!(" spread={}", s.spread)),
+            "{name}: {line}"
+        );
+    }
+    assert_eq!(
+        lines[shipped.len()],
+        "patch_size=64 sequence=st st st st seq_len=4 seq_bits=f spread=5 | \
+         sequence=ld st st ld seq_len=4 seq_bits=6 spread=2"
     );
 }
 

@@ -231,8 +231,9 @@ static void test_parsers(const char* profile_path) {
   wmfix::Profile p;
   CHECK(wmfix::parse_profile_text("# c\n\npatch_size = 32  # x\nsequence = \"ld3 st ld\"\nspread=8\nname=\"a # b\"\n", &p, &err),
         "%s", err.c_str());
-  CHECK(p.patch_size == 32 && p.spread == 8 && p.seq_len == 5 && p.seq_bits == 0x8, "profile values %u %u %u %x",
-        p.patch_size, p.spread, p.seq_len, p.seq_bits);
+  const wmfix::Variant& pv = p.variants[0];
+  CHECK(p.variants.size() == 1 && p.patch_size == 32 && pv.spread == 8 && pv.seq_len == 5 && pv.seq_bits == 0x8,
+        "profile values %zu %u %u %u %x", p.variants.size(), p.patch_size, pv.spread, pv.seq_len, pv.seq_bits);
   for (const char* bad : {"patch = 3", "patch_size = \"3\"", "patch_size = 0", "spread = 65", "sequence = ld st",
                           "sequence = \"ld xx\"", "sequence = \"\"", "sequence = \"ld33\"", "[chip]", "spread = -1"}) {
     wmfix::Profile q;
@@ -245,10 +246,150 @@ static void test_parsers(const char* profile_path) {
     text << in.rdbuf();
     wmfix::Profile q, def;
     CHECK(in && wmfix::parse_profile_text(text.str(), &q, &err), "%s: %s", profile_path, err.c_str());
-    CHECK(q.patch_size == def.patch_size && q.seq_bits == def.seq_bits && q.seq_len == def.seq_len &&
-              q.spread == def.spread,
+    CHECK(q.patch_size == def.patch_size && q.variants.size() == 1 && q.variants[0].seq_bits == def.variants[0].seq_bits &&
+              q.variants[0].seq_len == def.variants[0].seq_len && q.variants[0].spread == def.variants[0].spread,
           "%s differs from the built-in default", profile_path);
   }
+}
+
+// Profiles with several stress variants: arrays of sequences and spreads, and what is refused.
+static void test_profile_variants() {
+  std::string err;
+  wmfix::Profile p;
+  CHECK(wmfix::parse_profile_text(
+            "patch_size = 64\nsequence = [\"st st st st\", \"ld st st ld\"]  # two\nspread = [5, 2]\n", &p, &err),
+        "%s", err.c_str());
+  CHECK(p.variants.size() == 2 && p.variants[0].sequence == "st st st st" && p.variants[0].seq_bits == 0xf &&
+            p.variants[0].seq_len == 4 && p.variants[0].spread == 5 && p.variants[1].sequence == "ld st st ld" &&
+            p.variants[1].seq_bits == 0x6 && p.variants[1].seq_len == 4 && p.variants[1].spread == 2,
+        "two variants: %zu", p.variants.size());
+  // One value (or a 1-element array) applies to every variant, whichever key comes first.
+  wmfix::Profile q;
+  CHECK(wmfix::parse_profile_text("sequence = \"ld2\"\nspread = [1, 3, 64,]\n", &q, &err), "%s", err.c_str());
+  CHECK(q.variants.size() == 3 && q.variants[0].spread == 1 && q.variants[1].spread == 3 && q.variants[2].spread == 64,
+        "spreads: %zu", q.variants.size());
+  for (const wmfix::Variant& v : q.variants) CHECK(v.seq_len == 2 && v.seq_bits == 0 && v.sequence == "ld2", "ld2");
+  wmfix::Profile r;
+  CHECK(wmfix::parse_profile_text("spread = [7]\nsequence = [\"st\", \"ld st\"]\n", &r, &err), "%s", err.c_str());
+  CHECK(r.variants.size() == 2 && r.variants[0].seq_bits == 1 && r.variants[0].seq_len == 1 &&
+            r.variants[1].seq_bits == 2 && r.variants[1].seq_len == 2 && r.variants[0].spread == 7 &&
+            r.variants[1].spread == 7,
+        "sequences: %zu", r.variants.size());
+  wmfix::Profile eight;
+  CHECK(wmfix::parse_profile_text("spread = [1, 2, 3, 4, 5, 6, 7, 8]", &eight, &err) && eight.variants.size() == 8,
+        "eight variants: %s", err.c_str());
+  const char* bad[][2] = {
+      {"sequence = [\"st\", \"ld\"]\nspread = [1, 2, 3]", "line 2: sequence has 2 values but spread has 3"},
+      {"\n\nspread = [1, 2]\nsequence = [\"st\", \"ld\", \"st\"]", "line 4: sequence has 3 values but spread has 2"},
+      {"spread = []", "line 1: spread: empty array"},
+      {"sequence = [ ]  # none", "line 1: sequence: empty array"},
+      {"spread = [1, 2, 3, 4, 5, 6, 7, 8, 9]", "line 1: spread: 9 values: at most 8 variants"},
+      {"spread = [1, x]", "line 1: spread[1] must be an integer"},
+      {"spread = [1, \"2\"]", "line 1: spread[1] must be an integer"},
+      {"spread = [1, 65]", "line 1: spread[1] must be in 1..64"},
+      {"spread = [1,,2]", "line 1: spread: element 1 of the array is empty"},
+      {"sequence = [\"st\", ld]", "line 1: sequence[1] must be a quoted string"},
+      {"sequence = [\"st\", \"xx\"]", "line 1: sequence[1]: unknown access \"xx\""},
+      {"sequence = [\"st\", \"ld\"", "line 1: sequence: unclosed ["},
+      {"spread = [1, 2] 3", "line 1: spread: unexpected text after ]: \" 3\""},
+      {"patch_size = [64]", "line 1: patch_size must be an integer (one for the chip, not an array)"},
+      // Scalars keep their messages.
+      {"spread = 65", "line 1: spread must be in 1..64"},
+      {"sequence = \"ld xx\"", "line 1: sequence: unknown access \"xx\""},
+      {"sequence = ld st", "line 1: sequence must be a quoted string"},
+  };
+  for (const auto& b : bad) {
+    wmfix::Profile x;
+    err.clear();
+    CHECK(!wmfix::parse_profile_text(b[0], &x, &err) && err.find(b[1]) != std::string::npos,
+          "\"%s\": got \"%s\", want \"%s\"", b[0], err.c_str(), b[1]);
+  }
+  // The settings line shows every variant; one variant reads as before.
+  wmfix::Settings s;
+  CHECK(wmfix::describe(s).find(" (patch_size=64 sequence=\"ld st st ld\" spread=2) stress_max_us=100000") !=
+            std::string::npos,
+        "%s", wmfix::describe(s).c_str());
+  s.profile = p;
+  CHECK(wmfix::describe(s).find("(patch_size=64 2 variants, one per launch: [0] sequence=\"st st st st\" spread=5, "
+                                "[1] sequence=\"ld st st ld\" spread=2) ") != std::string::npos,
+        "%s", wmfix::describe(s).c_str());
+}
+
+// A fold of 100 launch plans (sizes 100..199, seed 7) under `env` with the profile `text`
+// (nullptr: the built-in default), pointers left out.
+static unsigned long long plan_fold(const char* env, const char* text) {
+  wmfix::Settings s = settings_for(env);
+  s.seed = 7;
+  std::string err;
+  if (text) CHECK(wmfix::parse_profile_text(text, &s.profile, &err), "%s", err.c_str());
+  wmfix::ScratchInfo sc;
+  sc.scratch_words = 12u << 20;
+  sc.cache_words = 12u << 20;
+  sc.aim_pages = 30;
+  sc.cap_threads = 270336;
+  unsigned long long h = 0;
+  auto fold = [&h](unsigned long long v) { h = wmfix::mix64(h ^ v); };
+  for (unsigned long long i = 0; i < 100; ++i) {
+    wmfix::LaunchTable t;
+    wmfix::plan_launch(s, dim3(100 + (unsigned)i), i, sc, &t);
+    for (unsigned v : {t.stress_blocks, t.phys_blocks, t.block_keys[0], t.block_keys[1], t.block_keys[2],
+                       t.block_keys[3], t.warp_key, t.seg_m, t.seg_r, t.seq_bits, t.seq_len, t.spread,
+                       t.stress_quota_threads})
+      fold(v);
+    fold(t.rng_seed);
+    for (unsigned j = 0; j < t.spread; ++j) fold(t.locs[j]);
+  }
+  return h;
+}
+
+// Plans with profile variants. One variant, as a scalar or a 1-element array, plans exactly what
+// the runtime planned before profiles had variants (the folds below were computed at 1452fab);
+// with two, each launch takes one, about as often, from (seed, launch index) alone.
+static void test_variant_plans() {
+  const char* p5[] = {"patch_size = 32\nsequence = \"st st st st\"\nspread = 5\n",
+                      "patch_size = 32\nsequence = [\"st4\"]\nspread = [5]\n"};
+  const struct { const char* env; unsigned long long def, p5; } golden[] = {
+      {"sys-str+", 0xbbb91cd4d63a3a0cULL, 0xe3f4d7f8be20ef89ULL},
+      {"aim-str+", 0x88be19b914714455ULL, 0x95e070ba56d724e8ULL},
+      {"rand-str-", 0xe7636e77d27a4847ULL, 0x985e54f6fbad3e5fULL}};
+  for (const auto& g : golden) {
+    CHECK(plan_fold(g.env, nullptr) == g.def, "%s: default plans changed", g.env);
+    CHECK(plan_fold(g.env, "sequence = [\"ld st st ld\"]\nspread = [2]") == g.def, "%s: 1-element arrays", g.env);
+    for (const char* text : p5) CHECK(plan_fold(g.env, text) == g.p5, "%s: plans changed for %s", g.env, text);
+  }
+  wmfix::Settings one = settings_for("sys-str+"), two = one;
+  std::string err;
+  CHECK(wmfix::parse_profile_text("sequence = [\"st st st st\", \"ld st st ld\"]\nspread = [5, 2]", &two.profile, &err),
+        "%s", err.c_str());
+  wmfix::ScratchInfo sc;
+  static unsigned fake_scratch;
+  sc.scratch = &fake_scratch;
+  sc.scratch_words = 12u << 20;
+  unsigned chosen[2] = {0, 0};
+  for (unsigned long long i = 0; i < 1000; ++i) {
+    wmfix::LaunchTable t, again, single;
+    wmfix::plan_launch(two, dim3(100), i, sc, &t);
+    const unsigned v = wmfix::variant_of(two, i);
+    CHECK(v < 2 && t.seq_bits == two.profile.variants[v].seq_bits && t.spread == two.profile.variants[v].spread,
+          "launch %llu: variant %u, table %x/%u", i, v, t.seq_bits, t.spread);
+    chosen[v & 1]++;
+    wmfix::plan_launch(two, dim3(100), i, sc, &again);
+    CHECK(std::memcmp(&t, &again, sizeof t) == 0, "launch %llu: plan not deterministic", i);
+    // The other draws do not depend on the variants.
+    wmfix::plan_launch(one, dim3(100), i, sc, &single);
+    CHECK(t.stress_blocks == single.stress_blocks && t.rng_seed == single.rng_seed &&
+              std::memcmp(t.block_keys, single.block_keys, sizeof t.block_keys) == 0,
+          "launch %llu: draws differ from a single-variant plan", i);
+  }
+  CHECK(chosen[0] >= 350 && chosen[0] <= 650 && chosen[0] + chosen[1] == 1000, "variants chosen %u and %u times of 1000",
+        chosen[0], chosen[1]);
+  std::printf("host_test: 2 variants over 1000 launches: chosen %u and %u times\n", chosen[0], chosen[1]);
+  wmfix::Settings other = two;
+  other.seed = 2;
+  unsigned differ = 0;
+  for (unsigned long long i = 0; i < 64; ++i) differ += wmfix::variant_of(two, i) != wmfix::variant_of(other, i);
+  CHECK(differ > 0, "seeds 1 and 2 pick the same variants");
+  CHECK(wmfix::variant_of(one, 5) == 0, "one variant");
 }
 
 // Runs fn in a child process with the given environment; returns its exit status (-1: signal).
@@ -297,7 +438,8 @@ static void test_env_errors() {
   const wmfix::Settings d = wmfix::settings_from_env();
   CHECK(d.env == "no-str-" && !d.active && d.seed == 1 && d.max_us == 100000 && d.fences == "all" &&
             d.fences_in_loop == "all" &&
-            d.profile.patch_size == 64 && d.profile.seq_len == 4 && d.profile.spread == 2,
+            d.profile.patch_size == 64 && d.profile.variants.size() == 1 && d.profile.variants[0].seq_len == 4 &&
+            d.profile.variants[0].spread == 2,
         "defaults");
 }
 
@@ -338,6 +480,8 @@ int main(int argc, char** argv) {
   test_div_small();
   test_plans();
   test_parsers(argc > 1 ? argv[1] : nullptr);
+  test_profile_variants();
+  test_variant_plans();
   test_env_errors();
   test_launch_configs();
   std::printf("host_test: %d checks, %d failures: %s\n", g_checks, g_failures, g_failures ? "FAIL" : "PASS");
