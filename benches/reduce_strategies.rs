@@ -102,6 +102,7 @@ fn main() {
                     let mut oracle = Simulated {
                         required: required.iter().copied().map(FenceId).collect(),
                         p,
+                        timeout_p: 0.0,
                         run_seconds: RUN_SECONDS,
                         seed,
                         runs: 0,

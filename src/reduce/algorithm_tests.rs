@@ -23,6 +23,7 @@ fn sim(required: &[usize], p: f64, seed: u64) -> Simulated {
     Simulated {
         required: set(required),
         p,
+        timeout_p: 0.0,
         run_seconds: 0.3,
         seed,
         runs: 0,
@@ -66,6 +67,7 @@ fn all_fences_failing_is_an_error() {
     let mut o = Simulated {
         required: set(&[99]),
         p: 1.0,
+        timeout_p: 0.0,
         run_seconds: 0.1,
         seed: 1,
         runs: 0,
@@ -81,6 +83,33 @@ fn all_fences_failing_is_an_error() {
             .to_string()
             .contains("still fails with every fence")
     );
+}
+
+#[test]
+fn all_fences_failing_by_time_outs_says_so() {
+    // On an H100, sdk-red-nf's 300 reductions a run with every fence on, 16 at a time, ran past
+    // their 30 s: the sanity check "failed" with no word of time-outs or what to change.
+    let mut o = Simulated {
+        timeout_p: 0.7,
+        ..sim(&[0], 0.3, 1)
+    };
+    let e = reduce(&mut o, &set(&[0, 1]), statistical(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("every one a time-out"), "{e}");
+    assert!(e.contains("raise timeout_s in wmfix.toml"), "{e}");
+    assert!(!e.contains("not ones fences can fix"), "{e}");
+    // Some time-outs among other errors: counted, and no advice about the timeout alone.
+    let mut o = Simulated {
+        required: set(&[99]),
+        timeout_p: 0.3,
+        ..sim(&[], 1.0, 1)
+    };
+    let e = reduce(&mut o, &set(&[0, 1]), statistical(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(" of them time-outs"), "{e}");
+    assert!(e.contains("not ones fences can fix"), "{e}");
 }
 
 #[test]
@@ -406,11 +435,7 @@ impl Oracle for Rare {
         } else {
             0.0
         };
-        let mut t = Tally {
-            runs: 0,
-            errors: 0,
-            seconds: 0.0,
-        };
+        let mut t = Tally::default();
         while request.max_runs.is_none_or(|n| t.runs < n) && t.errors < request.stop_after_errors {
             let u = crate::rng::unit(7, nonce, t.runs);
             t.runs += 1;
