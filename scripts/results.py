@@ -324,6 +324,34 @@ def errors_and_runs(folder, step):
     return (sum(r["fail"] + r["timeout"] + r["crash"] for r in rows), sum(r["runs"] for r in rows))
 
 
+PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime-cu", "profiles")
+# Columns measured with a named profile file (WMFIX_PROFILE), and that file.
+PROFILE_OF_COLUMN = {"sys-h200tuned": "nvidia-h200", "sys-builtin": "hopper-default"}
+
+
+def profile_values(name):
+    """(patch_size, sequence, spread) as a profile file in runtime-cu/profiles sets them, or None."""
+    path = os.path.join(PROFILES, f"{name}.toml")
+    if not os.path.exists(path):
+        return None
+    values = {}
+    for line in open(path):
+        key, _, value = line.split("#")[0].partition("=")
+        if key.strip() in ("patch_size", "sequence", "spread"):
+            values[key.strip()] = value.strip()
+    return tuple(values.get(k) for k in ("patch_size", "sequence", "spread"))
+
+
+def shipped_stand_in(names, study, shipped):
+    """For a study without a sys-shipped cell: the column whose profile file sets the values the
+    shipped profile sets (measured before that profile shipped), or None."""
+    mine = profile_values(shipped[0]) if len(shipped) == 1 else None
+    for k, name in PROFILE_OF_COLUMN.items():
+        if mine and mine == profile_values(name) and f"stress-{study}-{k}" in names:
+            return k
+    return None
+
+
 def stress(folder):
     """scripts/gpu/evidence.sh's stress steps: the fence-less studies under each candidate stress, the fenced
     studies under the shipped default, the new tune's profile, cbe-ht's native checks."""
@@ -336,12 +364,28 @@ def stress(folder):
                       for s in FENCELESS for k, _ in columns if k.endswith("shipped") and f"stress-{s}-{k}" in names})
     print("Errors in runs of the program as written (fences off): errors/runs (%, 95% Wilson interval; errors per hour of wall time). "
           f"Shipped default on this GPU: {', '.join(shipped) or '-'}.\n")
+    # step[(study, column)]: the cell's step; a study's sys-shipped cell may stand in from a column
+    # measured with the same values under another profile's name.
+    step = {(s, k): f"stress-{s}-{k}" for s in FENCELESS for k, _ in columns}
+    stood_in = {}
+    for s in FENCELESS:
+        k = "sys-shipped" if f"stress-{s}-sys-shipped" not in names and (s, "sys-shipped") in step else None
+        other = k and shipped_stand_in(names, s, shipped)
+        if other:
+            step[(s, k)] = f"stress-{s}-{other}"
+            stood_in[s] = other
     print("| study | " + " | ".join(t for _, t in columns) + " |")
     print("|---|" + "---|" * len(columns))
     for study in FENCELESS:
-        print(f"| {study} | " + " | ".join(cell(folder, f"stress-{study}-{k}", metas) for k, _ in columns) + " |")
+        print(f"| {study} | " + " | ".join(cell(folder, step[(study, k)], metas) + (" ‡" if k == "sys-shipped" and study in stood_in else "")
+                                           for k, _ in columns) + " |")
+    if stood_in:
+        others = sorted(set(stood_in.values()))
+        print(f"\n‡ {', '.join(sorted(stood_in))}: the {' and '.join(others)} cell, measured with "
+              f"{' and '.join(PROFILE_OF_COLUMN[o] + '.toml' for o in others)} as WMFIX_PROFILE, whose patch_size, sequence "
+              f"and spread are those of the shipped {shipped[0]}.toml (runtime-cu/profiles).")
     for k, title in columns:
-        rates = [errors_and_runs(folder, f"stress-{s}-{k}") for s in FENCELESS]
+        rates = [errors_and_runs(folder, step[(s, k)]) for s in FENCELESS]
         seen = [e / r for e, r in (x for x in rates if x) if r > 0]
         if k != "no" and seen:
             print(f"\n- {title}: errors in {sum(1 for x in seen if x > 0)} of {len(seen)} studies measured, "
@@ -353,7 +397,8 @@ def stress(folder):
         print(f"| {d[len('stress-fenced-'):]} | {cell(folder, d, metas)} |")
     for d in sorted(n for n in names if n.startswith("stress-allfences-")):
         print(f"| {d[len('stress-allfences-'):]} with every inserted fence | {cell(folder, d, metas)} |")
-    seen = [d for d in sorted(names) if os.path.exists(os.path.join(folder, d, "failures.txt"))]
+    seen = [d for d in sorted(names) if os.path.exists(os.path.join(folder, d, "failures.txt"))
+            and os.path.getsize(os.path.join(folder, d, "failures.txt")) > 0]
     if seen:
         print("\nWhat the erring runs printed last (`failures.txt`, counted): see the step folders: " + ", ".join(seen) + ".")
     cub = [(f, t) for f, t in [("none", "CUB as written (--fences none)"), ("all", "--fences all")]
@@ -389,9 +434,14 @@ TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreeme
 
 
 def main(argv):
-    if not argv:
+    if not argv or argv[0] in ("-h", "--help"):
         sys.exit(__doc__)
     folder, names = argv[0], argv[1:] or list(TABLES)
+    if not os.path.isdir(folder):
+        sys.exit(f"{folder}: no such results folder\n\n{__doc__}")
+    unknown = [n for n in names if n not in TABLES]
+    if unknown:
+        sys.exit(f"unknown table {', '.join(unknown)} (known: {', '.join(TABLES)})")
     for name in names:
         print(f"### {name}\n")
         TABLES[name](folder)
