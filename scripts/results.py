@@ -311,6 +311,7 @@ STRESS_COLUMNS = [
     ("sys-shipped", "sys-str+ shipped default"),
     ("sys-h200tuned", "sys-str+ H200-tuned"),
     ("sys-newtune", "sys-str+ new tune"),
+    ("sys-mix", "sys-str+ two variants (examples/mix.toml)"),
     ("aim-shipped", "aim-str+ shipped default"),
 ]
 FENCELESS = ["cbe-dot", "cbe-ht", "ct-octree", "tpo-tm", "sdk-red-nf", "cub-scan-nf", "ls-bh-nf"]

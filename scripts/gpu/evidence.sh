@@ -184,6 +184,9 @@ done
 [ -n "$SHIPPED" ] && for s in $FENCELESS; do add "stress-$s-sys-builtin" with_profile "$PROFILES/hopper-default.toml" "$s" sys-str+ "$RUNS"; done
 [ "$SHIPPED" = nvidia-h200 ] || for s in $FENCELESS; do add "stress-$s-sys-h200tuned" with_profile "$PROFILES/nvidia-h200.toml" "$s" sys-str+ "$RUNS"; done
 for s in $FENCELESS; do add "stress-$s-sys-newtune" with_profile "$NEW_TUNE" "$s" sys-str+ "$RUNS"; done
+# A profile of two variants, one per launch (runtime-cu/README.md, "Several variants"): the
+# shipped st4 on 5 locations and the built-in ld st st ld on 2, which exposed sdk-red-nf better.
+for s in $FENCELESS; do add "stress-$s-sys-mix" with_profile "$PROFILES/examples/mix.toml" "$s" sys-str+ "$RUNS"; done
 
 # sdk-red-nf erred in no cell above: does a larger or smaller grid open its window (one partial
 # sum's store racing the ticket's atomic), or more reductions per run (its fourth argument:
