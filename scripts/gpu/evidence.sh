@@ -228,9 +228,9 @@ cbe_ht_native() {
 }
 add cbe-ht-native cbe_ht_native
 
-reduce_study() { # reduce_study STUDY [wmfix reduce options]
+reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (reduce-STUDY for the main ones)
   local study=$1; shift
-  local out=$WORK/reduce-$study
+  local out=$WORK/$STEP
   local cmd=("$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" "$@")
   [ -f "$out/reduce/journal.jsonl" ] && cmd+=(--resume)
   bounded "${LIMIT:-300}" "${cmd[@]}"
@@ -317,6 +317,10 @@ for s in $FENCELESS; do
   add "completed-$s" completed_study "$s"
   add "seeds-$s" seeds_study "$s"
 done
+
+# sdk-red-nf under aim-str+: as many errors a run as sys-str+ and runs twice as fast on an H100
+# (2026-11-25), so its 459-run stability check may end within issue 14's five minutes.
+add reduce-sdk-red-nf-aim reduce_study sdk-red-nf --env aim-str+
 
 # The litmus engine: each test with and without the default stress (README's rates).
 litmus_cell() { # litmus_cell TEST STRESS
