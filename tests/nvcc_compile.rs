@@ -124,6 +124,28 @@ fn the_runtimes_interface_test_compiles() {
 }
 
 #[test]
+fn the_runtimes_host_tests_pass_without_a_gpu() {
+    // runtime-cu/tests/host_test.cu: the runtime's host code (WMFIX_* parsing, chip profiles and
+    // their variants, launch plans) checked on the CPU; before this, only compile_test.sh ran it.
+    let dir = repo().join("runtime-cu/tests");
+    let out = tempfile::tempdir().unwrap();
+    let exe = out.path().join("host_test");
+    sh(
+        &dir,
+        &format!(
+            "nvcc -arch=sm_90 -std=c++17 -O2 -Werror all-warnings -o {} host_test.cu && {} ../profiles/hopper-default.toml > {}/log.txt 2>&1 || {{ cat {}/log.txt; exit 1; }}",
+            exe.display(),
+            exe.display(),
+            out.path().display(),
+            out.path().display()
+        ),
+    );
+    let log = std::fs::read_to_string(out.path().join("log.txt")).unwrap();
+    let last = log.lines().last().unwrap_or_default();
+    assert!(last.contains(" 0 failures: PASS"), "host_test said: {last}");
+}
+
+#[test]
 fn cuda_launch_kernel_ex_launches_build_and_link() {
     // Programmatic dependent launch, a clustered and a cooperative config, through
     // cudaLaunchKernelEx (also `::`-qualified) and cudaLaunchKernelExC.
