@@ -648,3 +648,77 @@ fn fences_no_launched_kernel_reaches_are_dropped_without_runs() {
             .contains("wmfix fence 2")
     );
 }
+
+#[test]
+fn ctrl_c_in_a_long_check_then_resume_runs_only_the_rest_of_it() {
+    // The final stability check is most of a reduction's runs (459 at the default rare rate);
+    // cut short by ctrl-c (a call's time bound on the GPU), its runs so far are journaled and a
+    // resume runs only the rest, with the seeds an uninterrupted check would have used.
+    let (tmp, dir) = standin(10);
+    let (required, percent) = ("3", 30);
+    ok(
+        &reduce_cmd(&dir, "straight", required, percent, &["--jobs", "1"])
+            .output()
+            .unwrap(),
+    );
+    let straight = journal(&dir, "straight");
+    let runs_of = |e: &Value| e["tally"]["runs"].as_u64().unwrap() as usize;
+    let total: usize = straight.iter().map(runs_of).sum();
+    let stability = runs_of(straight.last().unwrap());
+    assert!(stability >= 459, "{stability}");
+
+    let count = tmp.path().join("count");
+    let lines = || {
+        std::fs::read_to_string(&count)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let mut child = reduce_cmd(&dir, "killed", required, percent, &["--jobs", "1"])
+        .env("STANDIN_COUNT", &count)
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    // The baseline run, the checks before the stability check, then 100 of its runs.
+    while lines() < 1 + total - stability + 100 {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the reduction did not progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let cut = journal(&dir, "killed");
+    let partial = runs_of(cut.last().unwrap());
+    assert!(
+        cut.len() == straight.len() && (100..stability).contains(&partial),
+        "the interrupted check was not journaled with its {partial} runs"
+    );
+    let runs_before = lines();
+
+    ok(&reduce_cmd(
+        &dir,
+        "killed",
+        required,
+        percent,
+        &["--resume", "--jobs", "1"],
+    )
+    .env("STANDIN_COUNT", &count)
+    .output()
+    .unwrap());
+    assert_eq!(journal(&dir, "killed"), straight);
+    let r = report(&dir, "killed");
+    assert_eq!(r["result"]["complete"], true);
+    assert_eq!(kept(&r), [3]);
+    // The rest of the stability check, the baseline run again, and the run in flight at ctrl-c.
+    let runs_after = lines() - runs_before;
+    assert!(
+        runs_after <= stability - partial + 2,
+        "{runs_after} runs after resuming; {} were left",
+        stability - partial
+    );
+}

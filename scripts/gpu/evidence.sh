@@ -232,9 +232,21 @@ reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (
   local study=$1; shift
   local out=$WORK/$STEP
   local cmd=("$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" "$@")
-  [ -f "$out/reduce/journal.jsonl" ] && cmd+=(--resume)
-  bounded "${LIMIT:-300}" "${cmd[@]}"
-  local rc=$?
+  # On a fresh machine, an earlier call's journal (committed in the results folder) resumes the
+  # reduction there, the check it cut short included; wmfix refuses one written with other
+  # settings, sources or runtime (exit 65), and the reduction starts again.
+  if [ ! -f "$out/reduce/journal.jsonl" ] && [ -f "$STEP_DIR/journal.jsonl" ]; then
+    mkdir -p "$out/reduce" && cp "$STEP_DIR/journal.jsonl" "$out/reduce/"
+  fi
+  local rc=0
+  if [ -f "$out/reduce/journal.jsonl" ]; then
+    bounded "${LIMIT:-300}" "${cmd[@]}" --resume || rc=$?
+    if [ $rc -eq 65 ]; then rm -f "$out/reduce/journal.jsonl"; else cmd+=(--resume); fi
+  fi
+  if [ ! -f "$out/reduce/journal.jsonl" ]; then
+    rc=0
+    bounded "${LIMIT:-300}" "${cmd[@]}" || rc=$?
+  fi
   cp "$out/reduce/reduce.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/reduce.json" "${cmd[@]}"
   # Every check's fence set, runs and errors: why a reduction was slow can be read afterwards.
   cp "$out/reduce/journal.jsonl" "$STEP_DIR/" 2>/dev/null

@@ -337,6 +337,7 @@ impl Reducer<'_> {
             max_runs: Some((10 * self.i).max(100)),
             max_seconds: None,
             stop_after_errors: 20,
+            first_run: 0,
         };
         let i = self.i;
         let t = self.ask(&Ids::new(), req, i)?;
@@ -402,6 +403,7 @@ impl Reducer<'_> {
                 max_runs: None,
                 max_seconds: Some(m * 60.0),
                 stop_after_errors: 1,
+                first_run: 0,
             },
             // At least I runs however high the assumed rate: a set lacking one needed fence
             // may err far less often than the program without fences.
@@ -477,14 +479,7 @@ impl Reducer<'_> {
         self.ask_placed(f, &Ids::new(), req, i)
     }
 
-    /// One oracle request, within the budget, with the in-body placements of `body_off` off;
-    /// records what it learnt (the cache only of requests with every placement).
-    fn ask_placed(&mut self, f: &Ids, body_off: &Ids, req: Request, i: usize) -> Result<Tally> {
-        let left = self.settings.budget_seconds - self.seconds;
-        if left <= 0.0 {
-            self.out_of_budget = true;
-            return Ok(Tally::default());
-        }
+    fn show(&mut self, f: &Ids, i: usize) {
         (self.progress)(&Progress {
             phase: self.phase,
             fences: f.len(),
@@ -495,11 +490,28 @@ impl Reducer<'_> {
             cached_checks: self.cached_checks,
             runs: self.runs,
         });
+    }
+
+    /// One oracle request, within the budget, with the in-body placements of `body_off` off;
+    /// records what it learnt (the cache only of requests with every placement).
+    fn ask_placed(&mut self, f: &Ids, body_off: &Ids, req: Request, i: usize) -> Result<Tally> {
+        let left = self.settings.budget_seconds - self.seconds;
+        if left <= 0.0 {
+            self.out_of_budget = true;
+            return Ok(Tally::default());
+        }
+        self.show(f, i);
         self.nonce += 1;
         let t = self.oracle.run_placed(f, body_off, req, self.nonce, left)?;
         self.checks += 1;
         self.runs += t.runs;
         self.seconds += t.seconds;
+        if crate::interrupt::interrupted() {
+            // The runs of the request cut short count (the journal keeps them for a resume);
+            // what they showed decides nothing.
+            self.show(f, i);
+            return Err(crate::interrupt::stopped("during a check"));
+        }
         if self.seconds >= self.settings.budget_seconds {
             // Whatever this request showed, it may have been cut short.
             self.out_of_budget = true;

@@ -1,7 +1,10 @@
 //! The reduction's journal: every oracle request and its answer, appended as it completes.
 //! A resumed reduction replays the journal: the algorithm is deterministic given the answers,
 //! so it asks the same questions in the same order and gets the recorded answers back until
-//! the journal runs out, losing at most the request that was in flight.
+//! the journal runs out. A request that a budget or ctrl-c cut short is journaled with the runs
+//! it made, and a resume runs only the rest of it, with the seeds the uninterrupted request
+//! would have used (a stability check of 459 slow runs can span calls); only a kill -9 loses
+//! the request in flight.
 
 use crate::fences::id::Ids;
 use crate::fences::set::FenceSet;
@@ -84,6 +87,15 @@ impl<'a> Journaled<'a> {
     }
 }
 
+impl Journaled<'_> {
+    /// The file as the header and the entries replayed so far.
+    fn rewrite(&mut self) -> Result<()> {
+        std::fs::write(&self.path, self.kept.join("\n") + "\n")?;
+        self.file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+        Ok(())
+    }
+}
+
 impl Oracle for Journaled<'_> {
     fn run_placed(
         &mut self,
@@ -95,20 +107,33 @@ impl Oracle for Journaled<'_> {
     ) -> Result<Tally> {
         let fences = FenceSet::Ids(enabled.clone());
         let off = (!body_off.is_empty()).then(|| FenceSet::Ids(body_off.clone()));
+        let mut done = Tally::default();
         if let Some(e) = self.replay.pop_front() {
-            if e.nonce == nonce && e.fences == fences && e.body_off == off && e.request == request {
+            let same =
+                e.nonce == nonce && e.fences == fences && e.body_off == off && e.request == request;
+            if same && request.finished_by(&e.tally) {
                 self.replayed += 1;
                 self.kept.push(serde_json::to_string(&e)?);
                 return Ok(e.tally);
             }
-            // The algorithm asked something else: the rest of the journal no longer applies.
+            // The algorithm asked something else, or the same request that a budget or an
+            // interruption cut short, whose runs are kept and continued: either way the rest
+            // of the journal no longer applies.
+            if same {
+                self.replayed += 1;
+                done = e.tally;
+            }
             self.replay.clear();
-            std::fs::write(&self.path, self.kept.join("\n") + "\n")?;
-            self.file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+            self.rewrite()?;
         }
-        let tally = self
-            .inner
-            .run_placed(enabled, body_off, request, nonce, seconds_left)?;
+        let rest = request.rest_after(&done);
+        let tally = done.then(self.inner.run_placed(
+            enabled,
+            body_off,
+            rest,
+            nonce,
+            seconds_left - done.seconds,
+        )?);
         let e = Entry {
             nonce,
             fences,
@@ -119,5 +144,81 @@ impl Oracle for Journaled<'_> {
         writeln!(self.file, "{}", serde_json::to_string(&e)?)?;
         self.file.sync_data()?;
         Ok(tally)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fences::id::FenceId;
+    use crate::reduce::algorithm::{Reduced, Settings, Split, Stability, reduce};
+    use crate::reduce::checks::Checks;
+    use crate::reduce::oracle::Simulated;
+
+    fn settings(budget_seconds: f64) -> Settings {
+        Settings {
+            split: Split::Structure,
+            iterations: 32,
+            checks: Checks::Adaptive { confidence: 0.99 },
+            stability: Stability::Statistical { confidence: 0.99 },
+            rare_rate: Some(0.01),
+            cache: true,
+            budget_seconds,
+        }
+    }
+
+    fn sim() -> Simulated {
+        Simulated {
+            required: [FenceId(1)].into_iter().collect(),
+            p: 0.35,
+            timeout_p: 0.0,
+            run_seconds: 1.0,
+            seed: 3,
+            runs: 0,
+        }
+    }
+
+    /// Reduces 5 fences through a journal at `path`; the reduction and the oracle's runs.
+    fn reduce_journaled(path: &Path, budget: f64, resume: bool) -> (Reduced, usize) {
+        let mut o = sim();
+        let r = {
+            let mut j = Journaled::open(&mut o, path, "header", resume).unwrap();
+            reduce(&mut j, &FenceId::all(5), settings(budget), &mut |_| {}).unwrap()
+        };
+        (r, o.runs)
+    }
+
+    /// The journal's entries without their seconds (sums of floats in another order).
+    fn entries(path: &Path) -> Vec<(u64, usize, usize, Option<usize>)> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str::<Entry>(l).unwrap())
+            .map(|e| (e.nonce, e.tally.runs, e.tally.errors, e.request.max_runs))
+            .collect()
+    }
+
+    #[test]
+    fn a_check_cut_short_by_the_budget_is_continued_on_resume_not_repeated() {
+        // sdk-red-nf on an H100: runs of about a second, and a final stability check of 459
+        // runs that one call's bound cut short. Resumed, the check goes on from its last run.
+        let tmp = tempfile::tempdir().unwrap();
+        let straight = tmp.path().join("straight.jsonl");
+        let (whole, whole_runs) = reduce_journaled(&straight, 1e9, false);
+        assert!(whole.complete && whole.stability_runs >= 459, "{whole:?}");
+        let cut = tmp.path().join("cut.jsonl");
+        let budget = whole.seconds - 200.0; // inside the stability check
+        let (first, first_runs) = reduce_journaled(&cut, budget, false);
+        assert!(!first.complete, "{first:?}");
+        let (resumed, resumed_runs) = reduce_journaled(&cut, 1e9, true);
+        assert!(resumed.complete, "{resumed:?}");
+        assert_eq!(resumed.fences, whole.fences);
+        assert_eq!(
+            first_runs + resumed_runs,
+            whole_runs,
+            "runs repeated or lost"
+        );
+        assert_eq!(entries(&cut), entries(&straight));
     }
 }

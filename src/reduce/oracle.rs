@@ -21,15 +21,42 @@ pub struct Request {
     pub max_seconds: Option<f64>,
     /// ...stopping once this many runs have erred.
     pub stop_after_errors: usize,
+    /// The index of the first run (each run's seed depends on it): not 0 only for the rest of
+    /// a request that was cut short, continued after a resume (`journal`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_run: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Request {
+    /// Whether `t` answers the whole request, rather than what a budget or an interruption
+    /// let it run.
+    pub fn finished_by(&self, t: &Tally) -> bool {
+        t.errors >= self.stop_after_errors
+            || self.max_runs.is_some_and(|n| t.runs >= n)
+            || self.max_seconds.is_some_and(|s| t.seconds >= s)
+    }
+
+    /// What is left of the request once `t` was run of it: the runs after t's, with their seeds.
+    pub fn rest_after(&self, t: &Tally) -> Request {
+        Request {
+            max_runs: self.max_runs.map(|n| n.saturating_sub(t.runs)),
+            max_seconds: self.max_seconds.map(|s| (s - t.seconds).max(0.0)),
+            stop_after_errors: self.stop_after_errors.saturating_sub(t.errors),
+            first_run: self.first_run + t.runs,
+        }
+    }
+
     /// All of `runs` runs, whatever errs: the check with every fence.
     pub fn runs(runs: usize) -> Request {
         Request {
             max_runs: Some(runs),
             max_seconds: None,
             stop_after_errors: usize::MAX,
+            first_run: 0,
         }
     }
 
@@ -39,6 +66,7 @@ impl Request {
             max_runs: Some(runs),
             max_seconds: None,
             stop_after_errors: 1,
+            first_run: 0,
         }
     }
 }
@@ -52,6 +80,18 @@ pub struct Tally {
     #[serde(default)]
     pub timeouts: usize,
     pub seconds: f64,
+}
+
+impl Tally {
+    /// This tally followed by `more` (the rest of the same request).
+    pub fn then(self, more: Tally) -> Tally {
+        Tally {
+            runs: self.runs + more.runs,
+            errors: self.errors + more.errors,
+            timeouts: self.timeouts + more.timeouts,
+            seconds: self.seconds + more.seconds,
+        }
+    }
 }
 
 pub trait Oracle {
@@ -113,9 +153,9 @@ impl Oracle for Program<'_> {
         // The in-body placements that stay on: every enabled fence's but those of `body_off`.
         let in_loop = (!body_off.is_empty())
             .then(|| FenceSet::Ids(enabled.difference(body_off).copied().collect()));
-        let (env, seed) = (self.env, self.seed);
+        let (env, seed, first) = (self.env, self.seed, request.first_run);
         let spec = move |i| {
-            let mut spec = TrialSpec::new(env, crate::rng::seed(seed, nonce, i), &fences);
+            let mut spec = TrialSpec::new(env, crate::rng::seed(seed, nonce, first + i), &fences);
             spec.fences_in_loop = in_loop.clone();
             spec
         };
@@ -131,9 +171,10 @@ impl Oracle for Program<'_> {
             }
             tally.errors < request.stop_after_errors
         };
-        batch::run(&batch, budget, 0, &spec, &mut on_record)?;
+        batch::run(&batch, budget, request.first_run, &spec, &mut on_record)?;
         tally.seconds = start.elapsed().as_secs_f64();
-        crate::interrupt::check("during a check")?;
+        // Interrupted, the runs so far are still the answer's start: the journal keeps them
+        // (and a resume runs the rest) before the interruption is raised.
         Ok(tally)
     }
 }
@@ -176,7 +217,7 @@ impl Oracle for Simulated {
             if !more_runs || !more_time || t.errors >= request.stop_after_errors {
                 return Ok(t);
             }
-            let u = crate::rng::unit(self.seed, nonce, t.runs);
+            let u = crate::rng::unit(self.seed, nonce, request.first_run + t.runs);
             t.runs += 1;
             self.runs += 1;
             t.seconds += self.run_seconds;
