@@ -84,6 +84,19 @@ fn kept(r: &Value) -> Vec<u64> {
         .collect()
 }
 
+/// `--resume --jobs 1` of the reduction in `out`, the stand-in's runs counted in `count`.
+fn resume_counting(dir: &Path, out: &str, required: &str, percent: u32, count: &Path) -> Output {
+    reduce_cmd(dir, out, required, percent, &["--resume", "--jobs", "1"])
+        .env("STANDIN_COUNT", count)
+        .output()
+        .unwrap()
+}
+
+/// How many runs of the stand-in `count` has recorded so far.
+fn runs_counted(count: &Path) -> usize {
+    std::fs::read_to_string(count).map_or(0, |t| t.lines().count())
+}
+
 fn ok(o: &Output) {
     assert!(o.status.success(), "{}\n{}", stdout(o), stderr(o));
 }
@@ -178,19 +191,9 @@ fn kill_minus_9_then_resume_gives_the_same_result_without_repeating_checks() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let done_before = journal(&dir, "killed").len();
-    let runs_before = std::fs::read_to_string(&count).unwrap().lines().count();
+    let runs_before = runs_counted(&count);
 
-    let o = reduce_cmd(
-        &dir,
-        "killed",
-        required,
-        percent,
-        &["--resume", "--jobs", "1"],
-    )
-    .env("STANDIN_COUNT", &count)
-    .output()
-    .unwrap();
-    ok(&o);
+    ok(&resume_counting(&dir, "killed", required, percent, &count));
     let resumed = journal(&dir, "killed");
     let first_difference = resumed.iter().zip(&straight).position(|(a, b)| a != b);
     assert_eq!(
@@ -211,7 +214,7 @@ fn kill_minus_9_then_resume_gives_the_same_result_without_repeating_checks() {
         .iter()
         .map(|e| e["tally"]["runs"].as_u64().unwrap())
         .sum();
-    let runs_after = std::fs::read_to_string(&count).unwrap().lines().count() - runs_before;
+    let runs_after = runs_counted(&count) - runs_before;
     assert!(
         runs_after as u64 <= straight_runs - done_runs + 2,
         "{runs_after} runs after resuming; {} were left",
@@ -668,18 +671,13 @@ fn ctrl_c_in_a_long_check_then_resume_runs_only_the_rest_of_it() {
     assert!(stability >= 459, "{stability}");
 
     let count = tmp.path().join("count");
-    let lines = || {
-        std::fs::read_to_string(&count)
-            .map(|t| t.lines().count())
-            .unwrap_or(0)
-    };
     let mut child = reduce_cmd(&dir, "killed", required, percent, &["--jobs", "1"])
         .env("STANDIN_COUNT", &count)
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();
     // The baseline run, the checks before the stability check, then 100 of its runs.
-    while lines() < 1 + total - stability + 100 {
+    while runs_counted(&count) < 1 + total - stability + 100 {
         assert!(
             t0.elapsed().as_secs() < 120,
             "the reduction did not progress"
@@ -698,24 +696,15 @@ fn ctrl_c_in_a_long_check_then_resume_runs_only_the_rest_of_it() {
         cut.len() == straight.len() && (100..stability).contains(&partial),
         "the interrupted check was not journaled with its {partial} runs"
     );
-    let runs_before = lines();
+    let runs_before = runs_counted(&count);
 
-    ok(&reduce_cmd(
-        &dir,
-        "killed",
-        required,
-        percent,
-        &["--resume", "--jobs", "1"],
-    )
-    .env("STANDIN_COUNT", &count)
-    .output()
-    .unwrap());
+    ok(&resume_counting(&dir, "killed", required, percent, &count));
     assert_eq!(journal(&dir, "killed"), straight);
     let r = report(&dir, "killed");
     assert_eq!(r["result"]["complete"], true);
     assert_eq!(kept(&r), [3]);
     // The rest of the stability check, the baseline run again, and the run in flight at ctrl-c.
-    let runs_after = lines() - runs_before;
+    let runs_after = runs_counted(&count) - runs_before;
     assert!(
         runs_after <= stability - partial + 2,
         "{runs_after} runs after resuming; {} were left",
