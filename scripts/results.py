@@ -165,14 +165,32 @@ def agreement(folder):
     print(provenance(metas))
 
 
+def journal_errors(folder, step):
+    """Errors over the reduction's journal, and how many were time-outs ('-' without a journal;
+    journals before wmfix counted time-outs give '?')."""
+    path = os.path.join(folder, step, "journal.jsonl")
+    if not os.path.exists(path):
+        return "-"
+    errors, timeouts, counted = 0, 0, True
+    for line in list(open(path))[1:]:
+        try:
+            tally = json.loads(line)["tally"]
+        except (ValueError, KeyError):
+            continue
+        errors += tally["errors"]
+        counted = counted and "timeouts" in tally
+        timeouts += tally.get("timeouts", 0)
+    return f"{errors} ({timeouts if counted else '?'})"
+
+
 def reduce(folder):
     metas = []
-    print("| study | fences | kept | complete | checks (cached) | runs | runs per check (miss) | wall s | miss probability | model completion | sanity |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| study | fences | kept | complete | checks (cached) | runs | errors (time-outs) | runs per check (miss) | wall s | miss probability | model completion | sanity |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for d in steps(folder, "reduce-"):
         doc = load(folder, d, "reduce.json")
         if doc is None:
-            print(f"| {d[len('reduce-'):]} | - | not finished | | | | | | | | |")
+            print(f"| {d[len('reduce-'):]} | - | not finished | | | | {journal_errors(folder, d)} | | | | | |")
             continue
         metas.append(doc["meta"])
         r = doc["result"]
@@ -181,7 +199,7 @@ def reduce(folder):
         after = set(res.get("after_loop_only", []))
         kept = ", ".join(f"{f} (after loop)" if f in after else str(f) for f in res["fences"]) or "none"
         print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
-              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {per_check(res)} | {r['wall_seconds']:.0f} | {miss(res)} | "
+              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {journal_errors(folder, d)} | {per_check(res)} | {r['wall_seconds']:.0f} | {miss(res)} | "
               f"{model(r)} | {r.get('sanity', {}).get('passed', 'original')} |")
     print(provenance(metas))
 
