@@ -4,10 +4,11 @@
 #   scripts/gpu/evidence.sh --list                 # the steps, in priority order, and which are done
 #   scripts/gpu/evidence.sh [PATTERN ...]          # run the steps not yet done (all, or those matching)
 #
-# Variables: W (wmfix), OUT, BUDGET_S, JOBS (runs at a time, default 8), RUNS (per app cell,
-# default 100), LIMIT (seconds per step, its own default per kind), FENCED_LIMIT, TUNE_LIMIT,
-# NATIVE (native runs per grid size), PEER (the peer's checkout), RESULTS (the results folder;
-# default results/<TAG>-<gpu> when TAG is set, else the newest results/*-<gpu>).
+# Variables: W (wmfix), OUT, WORK (the machine's scratch folder, default /tmp/ev), BUDGET_S,
+# JOBS (runs at a time, default 8), RUNS (per app cell, default 100), LIMIT (seconds per step,
+# its own default per kind), FENCED_LIMIT, TUNE_LIMIT, NATIVE (native runs per grid size), PEER
+# (the peer's checkout), RESULTS (the results folder; default results/<TAG>-<gpu> when TAG is
+# set, else the newest results/*-<gpu>).
 #
 # Run from the repo root on the GPU machine with a release build of wmfix at carry/wmfix (and
 # carry/VERSION, the commit it was built from). Steps run in priority order until BUDGET_S
@@ -34,7 +35,7 @@ DEADLINE=$((START + ${BUDGET_S:-530}))
 JOBS=${JOBS:-8}
 RUNS=${RUNS:-100}
 LOG=$OUT/evidence.log
-WORK=/tmp/ev
+WORK=${WORK:-/tmp/ev}
 
 gpu_field() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -n 1; }
 GPU=$(gpu_field name)
@@ -228,25 +229,34 @@ cbe_ht_native() {
 }
 add cbe-ht-native cbe_ht_native
 
-reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (reduce-STUDY for the main ones)
-  local study=$1; shift
-  local out=$WORK/$STEP
-  local cmd=("$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" "$@")
-  # On a fresh machine, an earlier call's journal (committed in the results folder) resumes the
-  # reduction there, the check it cut short included; wmfix refuses one written with other
-  # settings, sources or runtime (exit 65), and the reduction starts again.
-  if [ ! -f "$out/reduce/journal.jsonl" ] && [ -f "$STEP_DIR/journal.jsonl" ]; then
-    mkdir -p "$out/reduce" && cp "$STEP_DIR/journal.jsonl" "$out/reduce/"
+# resumable_reduce OUT KEPT CMD...: `wmfix reduce` (CMD) into OUT, resumed from OUT's journal or,
+# on a fresh machine, from KEPT (the journal an earlier call committed to the results folder), the
+# check it cut short included; wmfix refuses a journal written with other settings, sources or
+# runtime (exit 65), and the reduction starts again. REDUCE_CMD: the command as it ran.
+resumable_reduce() {
+  local out=$1 kept=$2; shift 2
+  REDUCE_CMD=("$@")
+  if [ ! -f "$out/reduce/journal.jsonl" ] && [ -f "$kept" ]; then
+    mkdir -p "$out/reduce" && cp "$kept" "$out/reduce/journal.jsonl"
   fi
   local rc=0
   if [ -f "$out/reduce/journal.jsonl" ]; then
-    bounded "${LIMIT:-300}" "${cmd[@]}" --resume || rc=$?
-    if [ $rc -eq 65 ]; then rm -f "$out/reduce/journal.jsonl"; else cmd+=(--resume); fi
+    bounded "${LIMIT:-300}" "$@" --resume || rc=$?
+    if [ $rc -eq 65 ]; then rm -f "$out/reduce/journal.jsonl"; else REDUCE_CMD+=(--resume); fi
   fi
   if [ ! -f "$out/reduce/journal.jsonl" ]; then
     rc=0
-    bounded "${LIMIT:-300}" "${cmd[@]}" || rc=$?
+    bounded "${LIMIT:-300}" "$@" || rc=$?
   fi
+  return $rc
+}
+
+reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (reduce-STUDY for the main ones)
+  local study=$1; shift
+  local out=$WORK/$STEP rc=0
+  resumable_reduce "$out" "$STEP_DIR/journal.jsonl" \
+    "$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" "$@" || rc=$?
+  local cmd=("${REDUCE_CMD[@]}")
   cp "$out/reduce/reduce.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/reduce.json" "${cmd[@]}"
   # Every check's fence set, runs and errors: why a reduction was slow can be read afterwards.
   cp "$out/reduce/journal.jsonl" "$STEP_DIR/" 2>/dev/null
@@ -268,11 +278,11 @@ seeds_study() { # seeds_study STUDY: two more reductions (seeds 2 and 3) beside 
   local study=$1 seed rc=0
   for seed in 2 3; do
     local out=$WORK/reduce-$study-seed$seed
-    local cmd=("$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" --seed "$seed")
-    [ -f "$out/reduce/journal.jsonl" ] && cmd+=(--resume)
-    bounded "${LIMIT:-300}" "${cmd[@]}" || rc=$?
+    resumable_reduce "$out" "$STEP_DIR/journal-seed$seed.jsonl" \
+      "$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" --seed "$seed" || rc=$?
     cp "$out/reduce/reduce.json" "$STEP_DIR/reduce-seed$seed.json" 2>/dev/null &&
-      json_result "$STEP_DIR/reduce-seed$seed.json" "${cmd[@]}"
+      json_result "$STEP_DIR/reduce-seed$seed.json" "${REDUCE_CMD[@]}"
+    cp "$out/reduce/journal.jsonl" "$STEP_DIR/journal-seed$seed.jsonl" 2>/dev/null
   done
   case $rc in 0|3|5) return 0 ;; *) return $rc ;; esac
 }

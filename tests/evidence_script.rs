@@ -1,0 +1,82 @@
+//! scripts/gpu/evidence.sh's own logic, run without a GPU against a stand-in for wmfix: a
+//! reduction cut short in one call resumes in the next on a fresh machine from the journal the
+//! results folder kept, and starts again when wmfix refuses that journal.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+/// A stand-in for `wmfix reduce`: logs its arguments; with `--resume` it accepts only a journal
+/// whose first line is `{"h":"good"}` (else exit 65, as wmfix for other settings); writes a
+/// reduce.json and appends a line to the journal.
+const FAKE_WMFIX: &str = r#"#!/usr/bin/env bash
+echo "$*" >> "$FAKE_LOG"
+out=$(echo "$*" | sed 's/.*--out \([^ ]*\).*/\1/')
+case " $* " in *" --resume "*) [ "$(head -n 1 "$out/reduce/journal.jsonl")" = '{"h":"good"}' ] || exit 65 ;; esac
+mkdir -p "$out/reduce"
+echo '{"fake":true}' > "$out/reduce/reduce.json"
+echo '{"check":1}' >> "$out/reduce/journal.jsonl"
+"#;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (results, work, log) = (
+        tmp.path().join("results"),
+        tmp.path().join("work"),
+        tmp.path().join("calls.log"),
+    );
+    let fake = tmp.path().join("wmfix");
+    write(&fake, FAKE_WMFIX);
+    std::process::Command::new("chmod")
+        .args(["+x", fake.to_str().unwrap()])
+        .status()
+        .unwrap();
+    // An earlier call's journals: the reduction's, refused (other settings), and seed 2's, kept.
+    write(
+        &results.join("reduce-cbe-dot/journal.jsonl"),
+        "{\"h\":\"other\"}\n",
+    );
+    write(
+        &results.join("seeds-cbe-dot/journal-seed2.jsonl"),
+        "{\"h\":\"good\"}\n{\"check\":0}\n",
+    );
+    let o = std::process::Command::new("bash")
+        .args(["scripts/gpu/evidence.sh", "reduce-cbe-dot", "seeds-cbe-dot"])
+        .current_dir(repo())
+        .env("W", &fake)
+        .env("RESULTS", &results)
+        .env("WORK", &work)
+        .env("OUT", tmp.path().join("out"))
+        .env("FAKE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    let ends = |i: usize, tail: &str| calls[i].ends_with(tail);
+    assert_eq!(calls.len(), 4, "{calls:#?}");
+    // Refused: tried with --resume, then again from the start.
+    assert!(
+        ends(0, "--jobs 8 --resume") && ends(1, "--jobs 8"),
+        "{calls:#?}"
+    );
+    // Seed 2 resumes from its kept journal; seed 3 has none and starts.
+    assert!(
+        ends(2, "--seed 2 --resume") && ends(3, "--seed 3"),
+        "{calls:#?}"
+    );
+    // The results folder keeps the journals as they now are, and says how each reduction ran.
+    let seed2 = std::fs::read_to_string(results.join("seeds-cbe-dot/journal-seed2.jsonl")).unwrap();
+    assert_eq!(seed2.lines().count(), 3, "{seed2}");
+    let fresh = std::fs::read_to_string(results.join("reduce-cbe-dot/journal.jsonl")).unwrap();
+    assert_eq!(fresh, "{\"check\":1}\n");
+    let doc = std::fs::read_to_string(results.join("seeds-cbe-dot/reduce-seed2.json")).unwrap();
+    assert!(doc.contains("--seed 2 --resume"), "{doc}");
+    assert!(results.join("reduce-cbe-dot/DONE").is_file());
+}
