@@ -503,12 +503,15 @@ impl Reducer<'_> {
         self.show(f, i);
         self.nonce += 1;
         let t = self.oracle.run_placed(f, body_off, req, self.nonce, left)?;
-        self.checks += 1;
-        self.runs += t.runs;
-        self.seconds += t.seconds;
-        if crate::interrupt::interrupted() {
-            // The runs of the request cut short count (the journal keeps them for a resume);
-            // what they showed decides nothing.
+        // Cut short by ctrl-c, a request decides nothing, but its runs count (the journal
+        // keeps them for a resume). One that ended before ctrl-c came is an answer like any.
+        let cut = crate::interrupt::interrupted() && !req.finished_by(&t);
+        if !cut || t.runs > 0 {
+            self.checks += 1;
+            self.runs += t.runs;
+            self.seconds += t.seconds;
+        }
+        if cut {
             self.show(f, i);
             return Err(crate::interrupt::stopped("during a check"));
         }

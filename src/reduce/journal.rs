@@ -134,15 +134,18 @@ impl Oracle for Journaled<'_> {
             nonce,
             seconds_left - done.seconds,
         )?);
-        let e = Entry {
-            nonce,
-            fences,
-            body_off: off,
-            request,
-            tally,
-        };
-        writeln!(self.file, "{}", serde_json::to_string(&e)?)?;
-        self.file.sync_data()?;
+        // A request that ctrl-c stopped before its first run taught nothing: not journaled.
+        if tally.runs > 0 || request.finished_by(&tally) {
+            let e = Entry {
+                nonce,
+                fences,
+                body_off: off,
+                request,
+                tally,
+            };
+            writeln!(self.file, "{}", serde_json::to_string(&e)?)?;
+            self.file.sync_data()?;
+        }
         Ok(tally)
     }
 }
