@@ -33,10 +33,8 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
     );
     let fake = tmp.path().join("wmfix");
     write(&fake, FAKE_WMFIX);
-    std::process::Command::new("chmod")
-        .args(["+x", fake.to_str().unwrap()])
-        .status()
-        .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     // An earlier call's journals: the reduction's, refused (other settings), and seed 2's, kept.
     write(
         &results.join("reduce-cbe-dot/journal.jsonl"),

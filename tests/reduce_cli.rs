@@ -671,8 +671,9 @@ fn ctrl_c_in_a_long_check_then_resume_runs_only_the_rest_of_it() {
     assert!(stability >= 459, "{stability}");
 
     let count = tmp.path().join("count");
-    let mut child = reduce_cmd(&dir, "killed", required, percent, &["--jobs", "1"])
+    let child = reduce_cmd(&dir, "killed", required, percent, &["--jobs", "1"])
         .env("STANDIN_COUNT", &count)
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();
@@ -684,12 +685,7 @@ fn ctrl_c_in_a_long_check_then_resume_runs_only_the_rest_of_it() {
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    interrupt(child); // checks exit 130
     let cut = journal(&dir, "killed");
     let partial = runs_of(cut.last().unwrap());
     assert!(
