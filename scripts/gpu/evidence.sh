@@ -200,9 +200,38 @@ sdk_red_grid() { # sdk_red_grid BLOCKS THREADS [ELEMENTS LAUNCHES]
   sed -i "s|^run = .*|run = \"./red $*\"|" "$copy/wmfix.toml"
   STUDY_DIR=$copy test_cell sdk-red-nf sys-str+ "$RUNS"
 }
-for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 10" "4096 256 1048576 100" "256 256 1048576 300" "256 256 1048576 1000"; do
+for g in "132 256" "1024 256" "4096 256" "132 1024" "256 256 1048576 10" "4096 256 1048576 100" "256 256 1048576 300" "256 256 1048576 1000" "256 256 65536 300" "256 256 65536 1000"; do
   add "stress-sdk-red-grid-${g// /x}" sdk_red_grid $g
 done
+
+# What a run costs and how many at a time pay (issue 14: the 459-run stability check dominates
+# the short reductions on an H100, about 4 runs a second at 8 at a time). One run's wall time,
+# sequentially: the original, the instrumented program without and with stress, with every
+# fence; then `wmfix test` at several --jobs (summary.json's runs_per_hour per cell).
+run_cost() { # run_cost STUDY: the study's run command, timed alone
+  local study=$1 build=$WORK/build-$1 f=$STEP_DIR/run-cost.txt run
+  run=$(sed -n 's/^run = "\(.*\)"$/\1/p' "case-studies/$study/wmfix.toml")
+  [ -f "$build/build.stamp" ] || bounded 180 "$W" build "case-studies/$study" --out "$build" || return 1
+  header "$study: '$run' run 3 times one after another in original/ and tree/ (WMFIX_ENV, WMFIX_FENCES)" > "$f"
+  echo "# persistence mode: $(gpu_field persistence_mode); compute mode: $(gpu_field compute_mode)" >> "$f"
+  local profile=WMFIX_PROFILE=${SHIPPED:+$PROFILES/$SHIPPED.toml}
+  echo "# instrumented runs with $profile" >> "$f"
+  timed() { # timed LABEL DIR VAR=VALUE...: three runs' wall seconds
+    local label=$1 dir=$2 t i TIMEFORMAT=%R; shift 2
+    # shellcheck disable=SC2086
+    t=$(cd "$dir" && for i in 1 2 3; do { time env "$@" $run > /dev/null 2>&1; } 2>&1; done | tr '\n' ' ')
+    echo "$label: $t" >> "$f"
+  }
+  timed original "$build/original" "$profile"
+  timed "no-str- fences none" "$build/tree" "$profile" WMFIX_ENV=no-str- WMFIX_FENCES=none
+  timed "sys-str+ fences none" "$build/tree" "$profile" WMFIX_ENV=sys-str+ WMFIX_FENCES=none
+  timed "sys-str+ fences all" "$build/tree" "$profile" WMFIX_ENV=sys-str+ WMFIX_FENCES=all
+  timed "aim-str+ fences none" "$build/tree" "$profile" WMFIX_ENV=aim-str+ WMFIX_FENCES=none
+}
+add run-cost-cbe-dot run_cost cbe-dot
+add run-cost-sdk-red-nf run_cost sdk-red-nf
+jobs_cell() { JOBS=$1 test_cell "$2" sys-str+ 96; } # jobs_cell JOBS STUDY
+for j in 4 8 16 32; do add "jobs-$j-cbe-dot" jobs_cell "$j" cbe-dot; done
 
 # cbe-ht (case-studies/cbe-ht/README.md, "The tested size"): where the scheduler puts its
 # blocks; how often the original fails natively at several grid sizes (64 is the tested one);
