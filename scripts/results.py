@@ -10,6 +10,7 @@ finish say so; a study whose baseline failed says so instead of a rate.
 import json
 import math
 import os
+import re
 import sys
 
 
@@ -21,9 +22,14 @@ def load(folder, step, name):
         return json.load(f)
 
 
+def read(folder, step, name):
+    """A step's text file, or "" where there is none."""
+    path = os.path.join(folder, step, name)
+    return open(path).read() if os.path.exists(path) else ""
+
+
 def log_says(folder, step, text):
-    path = os.path.join(folder, step, "log.txt")
-    return os.path.exists(path) and text in open(path).read()
+    return text in read(folder, step, "log.txt")
 
 
 def wilson(k, n, z=1.96):
@@ -183,6 +189,15 @@ def journal_errors(folder, step):
     return f"{errors} ({timeouts if counted else '?'})"
 
 
+def wall(folder, d, r):
+    """The reduction's wall seconds; for one resumed from a journal (an earlier call's checks
+    replayed), also the sum over the calls that the step's log.txt records."""
+    if not r.get("replayed_checks"):
+        return f"{r['wall_seconds']:.0f}"
+    calls = re.findall(r"^# exit \d+ after (\d+) s of this step$", read(folder, d, "log.txt"), re.M)
+    return f"{r['wall_seconds']:.0f} (resumed; {sum(map(int, calls))} over {len(calls)} calls)"
+
+
 def reduce(folder):
     metas = []
     print("| study | fences | kept | complete | checks (cached) | runs | errors (time-outs) | runs per check (miss) | wall s | miss probability | model completion | sanity |")
@@ -199,7 +214,7 @@ def reduce(folder):
         after = set(res.get("after_loop_only", []))
         kept = ", ".join(f"{f} (after loop)" if f in after else str(f) for f in res["fences"]) or "none"
         print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
-              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {journal_errors(folder, d)} | {per_check(res)} | {r['wall_seconds']:.0f} | {miss(res)} | "
+              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {journal_errors(folder, d)} | {per_check(res)} | {wall(folder, d, r)} | {miss(res)} | "
               f"{model(r)} | {r.get('sanity', {}).get('passed', 'original')} |")
     print(provenance(metas))
 
