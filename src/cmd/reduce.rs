@@ -292,6 +292,7 @@ fn phase_name(p: algorithm::Phase) -> &'static str {
         Linear => "linear reduction",
         Stability => "stability check",
         Placement => "loop fences after the loop alone",
+        AddBack => "finding the rarely needed fence",
     }
 }
 

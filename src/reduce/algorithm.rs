@@ -1,7 +1,8 @@
 //! Empirical fence insertion (paper 000, Alg. 1): from all fences, binary then linear reduction
 //! with `I` runs per check, a stability check, and a restart with `2I` when that fails. Options
 //! add a cache of checked sets, ddmin and structure-aware splitting (`split`), adaptive check
-//! sizes (`checks`), and a statistical stability criterion.
+//! sizes (`checks`), and a statistical stability criterion, after whose failure the needed
+//! fences are searched among the dropped ones (add-back) instead of reducing again.
 //!
 //! Honesty: a result is `complete` only when a stability check (or, for a program that never
 //! errs without fences, the full calibration) ran. A budget that ends before the check with
@@ -54,6 +55,8 @@ pub enum Phase {
     Stability,
     /// Loop-condition fences: after the loop alone?
     Placement,
+    /// After a failed stability check: which dropped fence is needed?
+    AddBack,
 }
 
 /// What the live progress line shows, and what an interrupted reduction reports: given before
@@ -182,6 +185,8 @@ struct Reducer<'a> {
     i: usize,
     rates: Rates,
     structure: Structure,
+    /// Fences that add-back found needed (after a failed stability check): not tried again.
+    needed: Ids,
 }
 
 /// Reduces `all` without knowing the program's structure.
@@ -222,6 +227,7 @@ pub fn reduce_structured(
         i,
         rates: Rates::default(),
         structure: structure.clone(),
+        needed: Ids::new(),
     };
     r.run(&all)
 }
@@ -264,31 +270,88 @@ impl Reducer<'_> {
                 return Ok(self.result(Ids::new(), true, 0, note));
             }
         }
-        let best = loop {
+        let statistical = matches!(self.settings.stability, Stability::Statistical { .. });
+        let best = 'reduce: loop {
             let fb = self.binary(all.clone())?;
-            let fl = self.linear(fb)?;
-            if self.out_of_budget {
-                break fl;
+            let mut fl = self.linear(fb)?;
+            loop {
+                if self.out_of_budget {
+                    break 'reduce self.held.clone();
+                }
+                let (stable, runs) = self.stable(&fl, &Ids::new())?;
+                if stable {
+                    let (after_loop_only, note) = self.placements(&fl)?;
+                    let mut r = self.result(fl, true, runs, note);
+                    r.after_loop_only = after_loop_only;
+                    r.miss_probability = r
+                        .assumed_rate
+                        .map(|p| checks::miss(self.stable_rate(p), runs));
+                    return Ok(r);
+                }
+                if self.out_of_budget {
+                    break 'reduce self.held.clone();
+                }
+                if !statistical {
+                    // The paper's: again from every fence, with 2I runs a check.
+                    self.i *= 2;
+                    self.rates.stability_failures += 1;
+                    continue 'reduce;
+                }
+                // Fences kept only because a needed one was missing may go now.
+                fl = match self.add_back(&fl, all)? {
+                    Some(more) => {
+                        let fb = self.binary(more)?;
+                        self.linear(fb)?
+                    }
+                    None if self.out_of_budget => break 'reduce self.held.clone(),
+                    None => {
+                        let note = format!(
+                            "the program erred with every fence on in a check of {} runs: errors no fence removes; every fence kept",
+                            self.stability_runs()
+                        );
+                        return Ok(self.result(all.clone(), false, 0, note));
+                    }
+                };
             }
-            let (stable, runs) = self.stable(&fl, &Ids::new())?;
-            if stable {
-                let (after_loop_only, note) = self.placements(&fl)?;
-                let mut r = self.result(fl, true, runs, note);
-                r.after_loop_only = after_loop_only;
-                r.miss_probability = r
-                    .assumed_rate
-                    .map(|p| checks::miss(self.stable_rate(p), runs));
-                return Ok(r);
-            }
-            if self.out_of_budget {
-                break fl;
-            }
-            self.i *= 2;
-            self.rates.stability_failures += 1;
         };
         let note = "budget spent before a stable result: these fences passed their last check only"
             .to_string();
         Ok(self.result(best, false, 0, note))
+    }
+
+    /// After `f` failed its stability check, a fence it dropped is needed, one whose absence
+    /// errs rarely: `f` with one more fence, the last of the shortest prefix of the dropped
+    /// ones (in id order) whose return makes `f` pass a check the size of the stability check.
+    /// A binary search of about log2(dropped) such checks, where the paper reduces again from
+    /// every fence with checks that, sized for the common errors, miss the rare one again.
+    /// None when nothing was dropped (every fence failed) or the budget ran out first.
+    fn add_back(&mut self, f: &Ids, all: &Ids) -> Result<Option<Ids>> {
+        self.phase = Phase::AddBack;
+        let dropped: Vec<FenceId> = all.difference(f).copied().collect();
+        let with = |k: usize| -> Ids { f.iter().chain(&dropped[..k]).copied().collect() };
+        // With none of them `f` failed; with all of them (every fence) it passed the sanity check.
+        let (mut lo, mut hi) = (0, dropped.len());
+        self.held = all.clone();
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            let trial = with(mid);
+            let passed = self.check_with(&trial, self.stability_runs())?;
+            if self.out_of_budget {
+                return Ok(None);
+            }
+            if passed {
+                hi = mid;
+                self.held = trial;
+            } else {
+                lo = mid;
+            }
+        }
+        Ok((hi > 0).then(|| {
+            self.needed.insert(dropped[hi - 1]);
+            let mut more = f.clone();
+            more.insert(dropped[hi - 1]);
+            more
+        }))
     }
 
     fn undecided(&self, all: &Ids, note: String) -> Reduced {
@@ -394,25 +457,35 @@ impl Reducer<'_> {
         self.settings.rare_rate.map_or(p, |r| p.min(r))
     }
 
+    /// Runs of the statistical stability check (and of add-back's checks).
+    fn stability_runs(&self) -> usize {
+        let n = self.runs_per_check();
+        match (
+            self.settings.stability,
+            self.rates.assumed(self.settings.checks),
+        ) {
+            // At least I runs however high the assumed rate: a set lacking one needed fence
+            // may err far less often than the program without fences.
+            (Stability::Statistical { confidence }, Some(p)) => {
+                checks::runs_for(confidence, self.stable_rate(p))
+                    .max(n)
+                    .max(self.settings.iterations)
+            }
+            _ => n,
+        }
+    }
+
     fn stable(&mut self, f: &Ids, body_off: &Ids) -> Result<(bool, usize)> {
         self.phase = Phase::Stability;
         let n = self.runs_per_check();
-        let assumed = self.rates.assumed(self.settings.checks);
-        let req = match (self.settings.stability, assumed) {
-            (Stability::Minutes(m), _) => Request {
+        let req = match self.settings.stability {
+            Stability::Minutes(m) => Request {
                 max_runs: None,
                 max_seconds: Some(m * 60.0),
                 stop_after_errors: 1,
                 first_run: 0,
             },
-            // At least I runs however high the assumed rate: a set lacking one needed fence
-            // may err far less often than the program without fences.
-            (Stability::Statistical { confidence }, Some(p)) => Request::check(
-                checks::runs_for(confidence, self.stable_rate(p))
-                    .max(n)
-                    .max(self.settings.iterations),
-            ),
-            (Stability::Statistical { .. }, None) => Request::check(n),
+            Stability::Statistical { .. } => Request::check(self.stability_runs()),
         };
         let t = self.ask_placed(f, body_off, req, n)?;
         Ok((t.errors == 0 && !self.out_of_budget, t.runs))
@@ -441,9 +514,17 @@ impl Reducer<'_> {
         Ok(f)
     }
 
-    /// CheckApplication(F \ remove, I): the smaller set if it showed no error.
+    /// CheckApplication(F \ remove, I): the smaller set if it showed no error. Fences that
+    /// add-back found needed stay.
     fn remove(&mut self, f: &Ids, remove: &[FenceId]) -> Result<Option<Ids>> {
-        let rest: Ids = f.iter().copied().filter(|x| !remove.contains(x)).collect();
+        let rest: Ids = f
+            .iter()
+            .copied()
+            .filter(|x| !remove.contains(x) || self.needed.contains(x))
+            .collect();
+        if rest.len() == f.len() {
+            return Ok(None);
+        }
         let passed = self.check(&rest)?;
         if passed {
             self.held = rest.clone();
@@ -452,24 +533,33 @@ impl Reducer<'_> {
     }
 
     fn check(&mut self, f: &Ids) -> Result<bool> {
-        let n = self.runs_per_check();
+        self.check_with(f, self.runs_per_check())
+    }
+
+    /// CheckApplication(f, n): no error in `n` runs (or in the cache).
+    fn check_with(&mut self, f: &Ids, n: usize) -> Result<bool> {
         if self.settings.cache {
-            // A set that erred still errs with fewer fences; one that passed n runs passes.
+            // A set that erred still errs with fewer fences; one that passed n runs passes,
+            // except in add-back, whose prefixes meet the same sets again and again: one
+            // false pass (1% of such checks) would be taken each time, and add a fence each.
             if self.failing.iter().any(|g| f.is_subset(g)) {
                 self.cached_checks += 1;
                 return Ok(false);
             }
-            if self
-                .cache
-                .get(f)
-                .is_some_and(|c| c.is_some_and(|runs| runs >= n))
+            if self.phase != Phase::AddBack
+                && self
+                    .cache
+                    .get(f)
+                    .is_some_and(|c| c.is_some_and(|runs| runs >= n))
             {
                 self.cached_checks += 1;
                 return Ok(true);
             }
         }
         let t = self.ask(f, Request::check(n), n)?;
-        if t.errors > 0 {
+        // Add-back's sets err rarely by design: their rate would size every later check for
+        // the rare errors that the stability check and add-back catch.
+        if t.errors > 0 && self.phase != Phase::AddBack {
             self.rates.reject(t.errors, t.runs);
         }
         Ok(t.errors == 0 && !self.out_of_budget)

@@ -174,6 +174,7 @@ mod tests {
         Simulated {
             required: [FenceId(1)].into_iter().collect(),
             p: 0.35,
+            rare: vec![],
             timeout_p: 0.0,
             run_seconds: 1.0,
             seed: 3,

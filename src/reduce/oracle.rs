@@ -3,7 +3,7 @@
 //! against the real one on a GPU.
 
 use crate::app::config::App;
-use crate::fences::id::Ids;
+use crate::fences::id::{FenceId, Ids};
 use crate::fences::set::FenceSet;
 use crate::run::batch::{self, Batch, Budget};
 use crate::run::environment::TestEnv;
@@ -180,12 +180,14 @@ impl Oracle for Program<'_> {
 }
 
 /// A simulated application: it errs with probability `p` per run unless every fence of
-/// `required` is enabled, and times out with probability `timeout_p` whatever its fences (a
-/// run slower than its timeout, counted once). Each run "takes" `run_seconds`. Deterministic
-/// in (seed, nonce).
+/// `required` is enabled, with probability `q` more for each fence `(id, q)` of `rare` that is
+/// off (independent bugs, as a fence whose absence errs in 1% of runs beside one that errs in
+/// all), and times out with probability `timeout_p` whatever its fences (a run slower than its
+/// timeout, counted once). Each run "takes" `run_seconds`. Deterministic in (seed, nonce).
 pub struct Simulated {
     pub required: Ids,
     pub p: f64,
+    pub rare: Vec<(FenceId, f64)>,
     pub timeout_p: f64,
     pub run_seconds: f64,
     pub seed: u64,
@@ -206,7 +208,17 @@ impl Oracle for Simulated {
             body_off.is_empty(),
             "a simulated application has no placements to switch"
         );
-        let buggy = !self.required.is_subset(enabled);
+        // The chance that a bug shows: each missing fence's independently.
+        let mut p = if self.required.is_subset(enabled) {
+            0.0
+        } else {
+            self.p
+        };
+        for (id, q) in &self.rare {
+            if !enabled.contains(id) {
+                p += (1.0 - p) * q;
+            }
+        }
         let mut t = Tally::default();
         loop {
             let more_runs = request.max_runs.is_none_or(|n| t.runs < n);
@@ -224,7 +236,7 @@ impl Oracle for Simulated {
             if u < self.timeout_p {
                 t.errors += 1;
                 t.timeouts += 1;
-            } else if buggy && u < self.p {
+            } else if u < p {
                 t.errors += 1;
             }
         }
