@@ -300,8 +300,14 @@ impl Reducer<'_> {
                 // Fences kept only because a needed one was missing may go now.
                 fl = match self.add_back(&fl, all)? {
                     Some(more) => {
-                        let fb = self.binary(more)?;
-                        self.linear(fb)?
+                        // Until a check passes, the set known to pass is add-back's superset.
+                        let passed = self.held.clone();
+                        let fb = self.binary(more.clone())?;
+                        let fl = self.linear(fb)?;
+                        if self.held == more {
+                            self.held = passed;
+                        }
+                        fl
                     }
                     None if self.out_of_budget => break 'reduce self.held.clone(),
                     None => {

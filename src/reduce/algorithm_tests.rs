@@ -558,3 +558,48 @@ fn every_fence_failing_its_stability_check_keeps_every_fence_and_says_so() {
     assert_eq!(r.fences, all, "{r:?}");
     assert!(r.note.contains("errors no fence removes"), "{}", r.note);
 }
+
+#[test]
+fn a_budget_spent_after_add_back_reports_the_set_that_passed() {
+    // Until a check passes again, the set known to pass is add-back's superset, not the set
+    // with the fence it added, which no check has passed yet.
+    let setup = || {
+        let o = Simulated {
+            rare: vec![(FenceId(3), 0.02), (FenceId(9), 0.01)],
+            ..sim(&[17], 1.0, 3)
+        };
+        let settings = Settings {
+            rare_rate: Some(0.01),
+            ..adaptive(Split::Structure)
+        };
+        (o, settings)
+    };
+    let (mut o, settings) = setup();
+    let mut trace = vec![];
+    reduce(&mut o, &FenceId::all(33), settings.clone(), &mut |p| {
+        trace.push(p.clone())
+    })
+    .unwrap();
+    // The failed stability check before the first add-back, and the first check after it:
+    // its start is where the budget ends.
+    let first = trace
+        .iter()
+        .position(|p| p.phase == Phase::AddBack)
+        .expect("an add-back");
+    let failed = trace[first - 1].fences;
+    let after = trace[first..]
+        .iter()
+        .find(|p| p.phase != Phase::AddBack)
+        .expect("a check after add-back")
+        .clone();
+    let (mut o, mut settings) = setup();
+    settings.budget_seconds = after.seconds + 0.05;
+    let r = reduce(&mut o, &FenceId::all(33), settings, &mut |_| {}).unwrap();
+    assert!(!r.complete, "{r:?}");
+    assert!(r.fences.contains(&FenceId(17)), "{r:?}");
+    assert!(
+        r.fences.len() > failed + 1,
+        "reported {:?}: the {failed} fences that failed and the one added, which no check passed",
+        r.fences
+    );
+}
