@@ -212,7 +212,10 @@ def reduce(folder):
         res = r["result"]
         # A loop fence whose check passed with its placement after the loop alone: "5 (after loop)".
         after = set(res.get("after_loop_only", []))
-        kept = ", ".join(f"{f} (after loop)" if f in after else str(f) for f in res["fences"]) or "none"
+        # A fence add-back found after a failed stability check: "9 (rare)".
+        rare = set(res.get("added_back", []))
+        kept = ", ".join(str(f) + (" (after loop)" if f in after else "") + (" (rare)" if f in rare else "")
+                         for f in res["fences"]) or "none"
         print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
               f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {journal_errors(folder, d)} | {per_check(res)} | {wall(folder, d, r)} | {miss(res)} | "
               f"{model(r)} | {r.get('sanity', {}).get('passed', 'original')} |")

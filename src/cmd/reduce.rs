@@ -265,6 +265,7 @@ fn interrupted_result(p: &Progress) -> Reduced {
         complete: false,
         // Before the check with every fence and the unfenced runs ended, nothing was decided.
         after_loop_only: Default::default(),
+        added_back: Default::default(),
         undecided: matches!(
             p.phase,
             algorithm::Phase::Sanity | algorithm::Phase::Calibrate
@@ -323,11 +324,14 @@ pub fn summary(r: &Report) -> String {
         r.wall_seconds
     );
     for k in &r.kept {
-        let placed = if res.after_loop_only.contains(&k.id) {
-            "  (after the loop only)"
-        } else {
-            ""
-        };
+        let mut placed = String::new();
+        if res.after_loop_only.contains(&k.id) {
+            placed += "  (after the loop only)";
+        }
+        if res.added_back.contains(&k.id) {
+            placed +=
+                "  (found after a failed stability check: without it the program errs rarely)";
+        }
         s += &format!(
             "  fence {:>3}  {}  in {}  after {} `{}`{placed}\n",
             k.id, k.location, k.function, k.kind, k.access

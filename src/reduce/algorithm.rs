@@ -89,6 +89,10 @@ pub struct Reduced {
     /// check (and the stability check) passed with the one after the loop alone.
     #[serde(default)]
     pub after_loop_only: Ids,
+    /// Kept fences that add-back found needed after a failed stability check: their absence
+    /// errs rarely, so a few test runs would not show it.
+    #[serde(default)]
+    pub added_back: Ids,
     /// Runs per check at the end.
     pub iterations: usize,
     pub checks: usize,
@@ -370,6 +374,7 @@ impl Reducer<'_> {
         let assumed_rate = self.rates.assumed(self.settings.checks);
         let iterations = self.runs_per_check();
         Reduced {
+            added_back: fences.intersection(&self.needed).copied().collect(),
             fences,
             complete,
             undecided: false,

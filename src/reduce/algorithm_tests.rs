@@ -505,6 +505,7 @@ fn after_a_failed_stability_check_add_back_finds_the_rarely_needed_fences() {
         };
         let r = in_functions(&mut o, 4, 8, Ids::new(), settings);
         assert_eq!(r.fences, set(&[3, 9, 17]), "seed {seed}: {r:?}");
+        assert_eq!(r.added_back, set(&[3, 9]), "the rare ones, said so: {r:?}");
         assert!(r.complete && r.stability_runs >= 459, "{r:?}");
         assert!(r.runs < 8_000, "seed {seed}: {} runs", r.runs);
     }
