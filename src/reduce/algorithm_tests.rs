@@ -92,7 +92,6 @@ fn all_fences_failing_by_time_outs_says_so() {
     // On an H100, sdk-red-nf's 300 reductions a run with every fence on, 16 at a time, ran past
     // their 30 s: the sanity check "failed" with no word of time-outs or what to change.
     let mut o = Simulated {
-        rare: vec![],
         timeout_p: 0.7,
         ..sim(&[0], 0.3, 1)
     };
@@ -105,7 +104,6 @@ fn all_fences_failing_by_time_outs_says_so() {
     // Some time-outs among other errors: counted, and no advice about the timeout alone.
     let mut o = Simulated {
         required: set(&[99]),
-        rare: vec![],
         timeout_p: 0.3,
         ..sim(&[], 1.0, 1)
     };
