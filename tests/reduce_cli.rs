@@ -707,3 +707,25 @@ fn ctrl_c_in_a_long_check_then_resume_runs_only_the_rest_of_it() {
         stability - partial
     );
 }
+
+#[test]
+fn a_fence_whose_absence_errs_rarely_is_added_back_and_named() {
+    // Without fence 1 every run errs; without fence 4, 2% of runs: the checks sized for the
+    // common error drop 4, the 459-run stability check sees it, and add-back returns it.
+    let (_tmp, dir) = standin(6);
+    let o = reduce_cmd(&dir, "out", "1", 100, &[])
+        .env("STANDIN_RARE", "4:20")
+        .output()
+        .unwrap();
+    ok(&o);
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [1, 4], "{r}");
+    assert_eq!(r["result"]["added_back"], serde_json::json!([4]), "{r}");
+    assert_eq!(r["result"]["complete"], true, "{r}");
+    let out = stdout(&o);
+    let line = out.lines().find(|l| l.contains("fence   4")).unwrap_or("");
+    assert!(
+        line.contains("found after a failed stability check"),
+        "{out}"
+    );
+}
