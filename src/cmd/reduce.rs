@@ -432,15 +432,17 @@ pub struct Args {
     env: values::Env,
     /// How many runs a check gets: `adaptive` sizes them from the measured error rates so a
     /// check misses a needed fence with probability at most 1 - --confidence; `paper` is
-    /// --iterations runs, doubled when the stability check fails.
+    /// --iterations runs (doubled, with --stable-minutes, when the stability check fails).
     #[arg(long, value_enum, default_value = "adaptive")]
     checks: CheckSchedule,
     /// Runs per check (I, at least 1) of the paper's schedule (given alone, it selects that
     /// schedule), and of the check with every fence [default: 32].
     #[arg(long)]
     iterations: Option<NonZeroUsize>,
-    /// Stability check of the paper: this many minutes without error. Without it, the
-    /// statistical criterion of --confidence is used.
+    /// Stability check of the paper: this many minutes without error, and a restart from
+    /// every fence with doubled checks when it fails. Without it, the statistical criterion of
+    /// --confidence is used, and when that fails the needed fence is searched for among the
+    /// dropped ones (add-back).
     #[arg(long)]
     stable_minutes: Option<values::Minutes>,
     /// Confidence that a missing needed fence would have shown in the stability check

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Checks {
-    /// The paper's: `iterations` runs per check, doubled when the stability check fails.
+    /// The paper's: `iterations` runs per check, doubled when the paper's stability check
+    /// (`--stable-minutes`) fails.
     Fixed,
     /// Runs per check from the measured error rates, so that a check misses a set lacking a
     /// needed fence with probability at most `1 - confidence`.
