@@ -223,10 +223,10 @@ run_cost() { # run_cost STUDY: the study's run command, timed alone
     echo "$label: $t" >> "$f"
   }
   timed original "$build/original" "$profile"
-  timed "no-str- fences none" "$build/tree" "$profile" WMFIX_ENV=no-str- WMFIX_FENCES=none
-  timed "sys-str+ fences none" "$build/tree" "$profile" WMFIX_ENV=sys-str+ WMFIX_FENCES=none
-  timed "sys-str+ fences all" "$build/tree" "$profile" WMFIX_ENV=sys-str+ WMFIX_FENCES=all
-  timed "aim-str+ fences none" "$build/tree" "$profile" WMFIX_ENV=aim-str+ WMFIX_FENCES=none
+  local v
+  for v in "no-str- none" "sys-str+ none" "sys-str+ all" "aim-str+ none"; do
+    timed "${v% *} fences ${v#* }" "$build/tree" "$profile" "WMFIX_ENV=${v% *}" "WMFIX_FENCES=${v#* }"
+  done
 }
 add run-cost-cbe-dot run_cost cbe-dot
 add run-cost-sdk-red-nf run_cost sdk-red-nf

@@ -183,7 +183,8 @@ struct Reducer<'a> {
     seconds: f64,
     phase: Phase,
     out_of_budget: bool,
-    /// The set binary and linear reduction hold now.
+    /// The last set a check showed to pass (every fence at first): what a cut-short reduction
+    /// reports.
     held: Ids,
     /// The paper's I (fixed checks).
     i: usize,
@@ -299,19 +300,15 @@ impl Reducer<'_> {
                     // The paper's: again from every fence, with 2I runs a check.
                     self.i *= 2;
                     self.rates.stability_failures += 1;
+                    self.held = all.clone();
                     continue 'reduce;
                 }
                 // Fences kept only because a needed one was missing may go now.
                 fl = match self.add_back(&fl, all)? {
+                    // Until a removal passes, the set held stays add-back's passing superset.
                     Some(more) => {
-                        // Until a check passes, the set known to pass is add-back's superset.
-                        let passed = self.held.clone();
-                        let fb = self.binary(more.clone())?;
-                        let fl = self.linear(fb)?;
-                        if self.held == more {
-                            self.held = passed;
-                        }
-                        fl
+                        let fb = self.binary(more)?;
+                        self.linear(fb)?
                     }
                     None if self.out_of_budget => break 'reduce self.held.clone(),
                     None => {
@@ -504,7 +501,6 @@ impl Reducer<'_> {
 
     fn binary(&mut self, f: Ids) -> Result<Ids> {
         self.phase = Phase::Binary;
-        self.held = f.clone();
         let groups = std::mem::take(&mut self.structure.groups);
         let split = self.settings.split;
         let out = splits::binary(self, f, split, &groups);
