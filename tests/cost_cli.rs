@@ -149,6 +149,21 @@ fn the_reduced_variant_comes_from_the_last_reduction_of_these_sources() {
         stderr(&o)
     );
 
+    // A reduction made elsewhere, given by its reduce.json, into a fresh output folder.
+    let kept = tmp.path().join("kept-reduce.json");
+    std::fs::copy(tmp.path().join("out/reduce/reduce.json"), &kept).unwrap();
+    let elsewhere = |tmp: &Path| {
+        let args = ["cost", "reduce-standin", "--out", "other", "--rounds", "2"];
+        run(
+            tmp,
+            &[&args[..], &["--fences", "kept-reduce.json"]].concat(),
+        )
+    };
+    let o = elsewhere(tmp.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let there = std::fs::read_to_string(tmp.path().join("other/cost/reduced/kernel.cu")).unwrap();
+    assert_eq!(there, reduced);
+
     // Fence ids belong to the sources they were numbered in.
     std::fs::write(
         dir.join("kernel.cu"),
@@ -158,4 +173,6 @@ fn the_reduced_variant_comes_from_the_last_reduction_of_these_sources() {
     let o = cost(&[]);
     assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
     assert!(stderr(&o).contains("sources changed"), "{}", stderr(&o));
+    let o = elsewhere(tmp.path());
+    assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
 }

@@ -1,19 +1,26 @@
 //! scripts/gpu/evidence.sh's own logic, run without a GPU against a stand-in for wmfix: a
 //! reduction cut short in one call resumes in the next on a fresh machine from the journal the
-//! results folder kept, and starts again when wmfix refuses that journal.
+//! results folder kept, and starts again when wmfix refuses that journal; a reduction made on
+//! an earlier machine is costed from the results folder's record.
 
 mod common;
 use common::*;
 use std::path::Path;
 
-/// A stand-in for `wmfix reduce`: logs its arguments; with `--resume` it accepts only a journal
-/// whose first line is `{"h":"good"}` (else exit 65, as wmfix for other settings); writes a
-/// reduce.json and appends a line to the journal.
+/// A stand-in for `wmfix reduce` and `wmfix cost`: logs its arguments; refuses, as wmfix does,
+/// an output folder that is not empty and has no marker (exit 73); with `--resume-from F` takes
+/// F as its journal; resuming, it accepts only a journal whose first line is `{"h":"good"}`
+/// (else exit 65, as wmfix for other settings); writes a reduce.json and appends a line to the
+/// journal (cost: a cost.json).
 const FAKE_WMFIX: &str = r#"#!/usr/bin/env bash
 echo "$*" >> "$FAKE_LOG"
 out=$(echo "$*" | sed 's/.*--out \([^ ]*\).*/\1/')
-case " $* " in *" --resume "*) [ "$(head -n 1 "$out/reduce/journal.jsonl")" = '{"h":"good"}' ] || exit 65 ;; esac
-mkdir -p "$out/reduce"
+if [ -d "$out" ] && [ ! -f "$out/.wmfix-output" ] && [ -n "$(ls -A "$out")" ]; then exit 73; fi
+mkdir -p "$out/reduce" "$out/cost" && touch "$out/.wmfix-output"
+[ "$1" = cost ] && { echo '{"rows":[]}' > "$out/cost/cost.json"; exit 0; }
+from=$(echo "$*" | sed -n 's/.*--resume-from \([^ ]*\).*/\1/p')
+[ -n "$from" ] && cp "$from" "$out/reduce/journal.jsonl"
+case " $* " in *" --resume "*|*" --resume-from "*) [ "$(head -n 1 "$out/reduce/journal.jsonl")" = '{"h":"good"}' ] || exit 65 ;; esac
 echo '{"fake":true}' > "$out/reduce/reduce.json"
 echo '{"check":1}' >> "$out/reduce/journal.jsonl"
 "#;
@@ -45,7 +52,12 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
         "{\"h\":\"good\"}\n{\"check\":0}\n",
     );
     let o = std::process::Command::new("bash")
-        .args(["scripts/gpu/evidence.sh", "reduce-cbe-dot", "seeds-cbe-dot"])
+        .args([
+            "scripts/gpu/evidence.sh",
+            "reduce-cbe-dot",
+            "cost-cbe-dot",
+            "seeds-cbe-dot",
+        ])
         .current_dir(repo())
         .env("W", &fake)
         .env("RESULTS", &results)
@@ -58,15 +70,40 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
     let calls = std::fs::read_to_string(&log).unwrap();
     let calls: Vec<&str> = calls.lines().collect();
     let ends = |i: usize, tail: &str| calls[i].ends_with(tail);
-    assert_eq!(calls.len(), 4, "{calls:#?}");
-    // Refused: tried with --resume, then again from the start.
+    assert_eq!(calls.len(), 5, "{calls:#?}");
+    let kept = |step: &str| results.join(step).display().to_string();
+    // Refused: tried with the kept journal, then again from the start.
     assert!(
-        ends(0, "--jobs 8 --resume") && ends(1, "--jobs 8"),
+        ends(
+            0,
+            &format!(
+                "--jobs 8 --resume-from {}",
+                kept("reduce-cbe-dot/journal.jsonl")
+            )
+        ) && ends(1, "--jobs 8"),
         "{calls:#?}"
     );
+    // The cost of the reduction just recorded, from the results folder's record, unwrapped.
+    let saved = work.join("cost-cbe-dot.reduce.json");
+    assert!(
+        calls[2].starts_with("cost case-studies/cbe-dot")
+            && ends(2, &format!("--fences {}", saved.display())),
+        "{calls:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        r#"{"fake": true}"#
+    );
+    assert!(results.join("cost-cbe-dot/cost.json").is_file());
     // Seed 2 resumes from its kept journal; seed 3 has none and starts.
     assert!(
-        ends(2, "--seed 2 --resume") && ends(3, "--seed 3"),
+        ends(
+            3,
+            &format!(
+                "--seed 2 --resume-from {}",
+                kept("seeds-cbe-dot/journal-seed2.jsonl")
+            )
+        ) && ends(4, "--seed 3"),
         "{calls:#?}"
     );
     // The results folder keeps the journals as they now are, and says how each reduction ran.
@@ -75,6 +112,6 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
     let fresh = std::fs::read_to_string(results.join("reduce-cbe-dot/journal.jsonl")).unwrap();
     assert_eq!(fresh, "{\"check\":1}\n");
     let doc = std::fs::read_to_string(results.join("seeds-cbe-dot/reduce-seed2.json")).unwrap();
-    assert!(doc.contains("--seed 2 --resume"), "{doc}");
+    assert!(doc.contains("--seed 2 --resume-from"), "{doc}");
     assert!(results.join("reduce-cbe-dot/DONE").is_file());
 }

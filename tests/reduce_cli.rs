@@ -223,6 +223,38 @@ fn kill_minus_9_then_resume_gives_the_same_result_without_repeating_checks() {
 }
 
 #[test]
+fn a_journal_kept_from_a_machine_gone_resumes_in_a_fresh_folder_of_the_same_path() {
+    let (tmp, dir) = standin(10);
+    ok(&reduce_cmd(&dir, "out", "3", 100, &["--jobs", "1"])
+        .output()
+        .unwrap());
+    let first = journal(&dir, "out");
+    // The machine is gone: only the journal, kept elsewhere, is left.
+    let saved = tmp.path().join("kept.jsonl");
+    std::fs::copy(tmp.path().join("out/reduce/journal.jsonl"), &saved).unwrap();
+    std::fs::remove_dir_all(tmp.path().join("out")).unwrap();
+    let count = tmp.path().join("count");
+    let from = ["--resume-from", saved.to_str().unwrap(), "--jobs", "1"];
+    let o = reduce_cmd(&dir, "out", "3", 100, &from)
+        .env("STANDIN_COUNT", &count)
+        .output()
+        .unwrap();
+    ok(&o);
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [3]);
+    assert_eq!(r["replayed_checks"].as_u64().unwrap() as usize, first.len());
+    assert_eq!(journal(&dir, "out"), first);
+    // Every check came from the journal: the only run is the sanity check's.
+    assert!(runs_counted(&count) <= 3, "{} runs", runs_counted(&count));
+    // A folder with another journal of its own keeps it.
+    std::fs::write(&saved, "{}\n").unwrap();
+    let o = reduce_cmd(&dir, "out", "3", 100, &from).output().unwrap();
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    assert!(stderr(&o).contains("journal of its own"), "{}", stderr(&o));
+    assert_eq!(journal(&dir, "out"), first);
+}
+
+#[test]
 fn resume_refuses_other_settings() {
     let (_tmp, dir) = standin(10);
     ok(&reduce_cmd(&dir, "out", "3", 100, &[]).output().unwrap());

@@ -259,21 +259,22 @@ cbe_ht_native() {
 add cbe-ht-native cbe_ht_native
 
 # resumable_reduce OUT KEPT CMD...: `wmfix reduce` (CMD) into OUT, resumed from OUT's journal or,
-# on a fresh machine, from KEPT (the journal an earlier call committed to the results folder), the
-# check it cut short included; wmfix refuses a journal written with other settings, sources or
-# runtime (exit 65), and the reduction starts again. REDUCE_CMD: the command as it ran.
+# on a fresh machine, from KEPT (the journal an earlier call committed to the results folder,
+# taken in with --resume-from), the check it cut short included; wmfix refuses a journal written
+# with other settings, sources or runtime (exit 65), and the reduction starts again.
+# REDUCE_CMD: the command as it ran.
 resumable_reduce() {
   local out=$1 kept=$2; shift 2
   REDUCE_CMD=("$@")
-  if [ ! -f "$out/reduce/journal.jsonl" ] && [ -f "$kept" ]; then
-    mkdir -p "$out/reduce" && cp "$kept" "$out/reduce/journal.jsonl"
+  local rc=0 resume=()
+  if [ -f "$out/reduce/journal.jsonl" ]; then resume=(--resume)
+  elif [ -f "$kept" ]; then resume=(--resume-from "$kept")
   fi
-  local rc=0
-  if [ -f "$out/reduce/journal.jsonl" ]; then
-    bounded "${LIMIT:-300}" "$@" --resume || rc=$?
-    if [ $rc -eq 65 ]; then rm -f "$out/reduce/journal.jsonl"; else REDUCE_CMD+=(--resume); fi
+  if [ ${#resume[@]} -gt 0 ]; then
+    bounded "${LIMIT:-300}" "$@" "${resume[@]}" || rc=$?
+    if [ $rc -eq 65 ]; then rm -f "$out/reduce/journal.jsonl"; resume=(); else REDUCE_CMD+=("${resume[@]}"); fi
   fi
-  if [ ! -f "$out/reduce/journal.jsonl" ]; then
+  if [ ${#resume[@]} -eq 0 ]; then
     rc=0
     bounded "${LIMIT:-300}" "$@" || rc=$?
   fi
@@ -293,10 +294,19 @@ reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (
   [ -f "$out/reduce/fences.patch" ] && { header "${cmd[@]}"; cat "$out/reduce/fences.patch"; } > "$STEP_DIR/fences.patch"
   case $rc in 0|3|5) return 0 ;; *) return $rc ;; esac
 }
-cost_study() { # cost_study STUDY: after its reduction
+# The cost steps take the reduction from the results folder's record, so that a fresh machine
+# can measure a reduction made on an earlier one (the fence ids hold for the same sources).
+cost_study() { # cost_study STUDY: the reduced fences, as the reduction placed them
+  local study=$1
+  local r=$RESULTS/reduce-$study/reduce.json
+  [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
+  local saved=$WORK/$STEP.reduce.json
+  unwrap "$r" > "$saved" || return 1
+  cost_run "$study" --fences "$saved"
+}
+cost_run() { # cost_run STUDY [wmfix cost options]: into $WORK/cost-STUDY, recorded in cost.json
   local study=$1; shift
-  local out=$WORK/reduce-$study
-  [ -f "$out/reduce/reduce.json" ] || { echo "no reduction of $study on this machine" >> "$STEP_DIR/log.txt"; return 1; }
+  local out=$WORK/cost-$study
   local cmd=("$W" cost "case-studies/$study" --out "$out" --rounds "${ROUNDS:-30}" "$@")
   bounded "${LIMIT:-150}" "${cmd[@]}"
   local rc=$?
@@ -317,16 +327,16 @@ seeds_study() { # seeds_study STUDY: two more reductions (seeds 2 and 3) beside 
 }
 cost_model_study() { # cost_model_study STUDY: the kept fences with the model's completion
   local study=$1
-  local out=$WORK/reduce-$study
-  [ -f "$out/reduce/reduce.json" ] || { echo "no reduction of $study on this machine" >> "$STEP_DIR/log.txt"; return 1; }
+  local r=$RESULTS/reduce-$study/reduce.json
+  [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
   local ids
-  ids=$(reduce_ids "$out/reduce/reduce.json" completed)
+  ids=$(reduce_ids "$r" completed)
   [ -n "$ids" ] || { echo "$study: no kept fences, nothing to complete" >> "$STEP_DIR/log.txt"; return 0; }
-  local cmd=("$W" cost "case-studies/$study" --out "$out" --rounds "${ROUNDS:-30}" --fences "$ids")
-  bounded "${LIMIT:-150}" "${cmd[@]}"
-  local rc=$?
-  cp "$out/cost/cost.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/cost.json" "${cmd[@]}"
-  return $rc
+  cost_run "$study" --fences "$ids"
+}
+# unwrap JSON: what wmfix wrote, from a record json_result wrapped with its meta.
+unwrap() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); json.dump(d["result"] if "meta" in d else d, sys.stdout)' "$1"
 }
 # reduce_ids REDUCE_JSON WHAT: from a reduce.json (as wmfix wrote it, or wrapped with its meta),
 # comma-separated ids: `completed` the kept fences and the model's, `in_loop` the kept fences

@@ -8,8 +8,9 @@ use std::num::NonZeroUsize;
 pub struct Args {
     #[command(flatten)]
     app: AppArgs,
-    /// The middle variant: `reduced` (the last `wmfix reduce` in the output directory), or
-    /// fence ids like `0,3,7-9` (ids the program does not have are refused).
+    /// The middle variant: `reduced` (the last `wmfix reduce` in the output directory), a
+    /// reduction's `reduce.json` from elsewhere (a path ending in `.json`; its sources must be
+    /// these), or fence ids like `0,3,7-9` (ids the program does not have are refused).
     #[arg(long, default_value = "reduced")]
     fences: Middle,
     /// Timed rounds (at least 1); each runs every variant once, in a random order.

@@ -16,7 +16,7 @@ use crate::reduce::record::{Dropped, KeptFence, Report};
 use crate::run::environment::TestEnv;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub struct Options {
@@ -30,6 +30,9 @@ pub struct Options {
     pub hold: bool,
     pub seed: u64,
     pub resume: bool,
+    /// A journal kept from an earlier run of this reduction (another machine's, say), taken
+    /// into the output folder and continued.
+    pub resume_from: Option<PathBuf>,
     pub scope: FenceScope,
 }
 
@@ -40,13 +43,16 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     super::needs_gpu(&app, "reduce")?;
     let inputs = [app.root.clone()];
     let journal = |o: &OutDir| o.reduce().journal();
-    let out = super::open_out(
-        &opts.out,
-        &inputs,
-        opts.resume,
-        journal,
-        "nothing to resume",
-    )?;
+    let out = match &opts.resume_from {
+        Some(kept) => adopt_journal(&opts.out, &inputs, kept)?,
+        None => super::open_out(
+            &opts.out,
+            &inputs,
+            opts.resume,
+            journal,
+            "nothing to resume",
+        )?,
+    };
     let built = builder::build(&app, &out, opts.scope)?;
     let files = out.reduce();
     std::fs::create_dir_all(files.logs())?;
@@ -83,7 +89,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         seed: opts.seed,
         run_env: profile.env(),
     };
-    let mut journal = Journaled::open(&mut program, &files.journal(), &header, opts.resume)?;
+    let resume = opts.resume || opts.resume_from.is_some();
+    let mut journal = Journaled::open(&mut program, &files.journal(), &header, resume)?;
     let bar = progress_bar();
     let budget = opts.settings.budget_seconds;
     let mut last: Option<Progress> = None;
@@ -419,6 +426,35 @@ fn unreachable_line(dropped: &[Dropped]) -> Option<String> {
 use super::{AppArgs, RunArgs, values};
 use std::num::NonZeroUsize;
 
+/// `--resume-from KEPT`: the output folder (made if new) takes the kept journal, so that a
+/// reduction cut short on one machine goes on on a fresh one. A folder with a journal of its
+/// own that differs is refused: that one is continued with `--resume`.
+fn adopt_journal(out: &Path, inputs: &[PathBuf], kept: &Path) -> Result<OutDir> {
+    let text = std::fs::read_to_string(kept).map_err(|e| {
+        fail(
+            exit_code::NO_INPUT,
+            format!("nothing to resume: {}: {e}", kept.display()),
+        )
+    })?;
+    let o = OutDir::open(out, inputs)?;
+    let own = o.reduce().journal();
+    match std::fs::read_to_string(&own) {
+        Ok(t) if t != text => Err(fail(
+            exit_code::USAGE,
+            format!(
+                "{} holds a journal of its own: continue it with --resume, or give --out a new folder",
+                own.display()
+            ),
+        )),
+        Ok(_) => Ok(o),
+        Err(_) => {
+            std::fs::create_dir_all(o.reduce().dir())?;
+            std::fs::write(&own, text)?;
+            Ok(o)
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -468,6 +504,11 @@ pub struct Args {
     /// Continue the reduction recorded in wmfix-out/reduce/journal.jsonl.
     #[arg(long)]
     resume: bool,
+    /// Continue the reduction recorded in FILE, a journal kept from an earlier output folder of
+    /// the same path (on another machine, say): it is copied into the output folder, which must
+    /// hold no other journal.
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    resume_from: Option<PathBuf>,
     /// Print the report (what reduce.json holds) as one JSON document on stdout; the summary
     /// goes to stderr.
     #[arg(long)]
@@ -506,6 +547,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         hold: !args.runs_at_once.no_hold,
         seed: args.seed,
         resume: args.resume,
+        resume_from: args.resume_from,
         scope: args.app.fence,
     };
     let report = reduce_app(&opts)?;

@@ -120,6 +120,7 @@ impl FromStr for crate::cost::measure::Middle {
         use crate::cost::measure::Middle;
         match s.trim() {
             "reduced" => Ok(Middle::Reduced),
+            s if s.ends_with(".json") => Ok(Middle::ReducedIn(s.into())),
             s => FenceSet::parse(s).map(Middle::Given),
         }
     }

@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug)]
 pub enum Middle {
     Reduced,
+    /// A reduction's `reduce.json` read from elsewhere (made on another machine, say).
+    ReducedIn(PathBuf),
     Given(FenceSet),
 }
 
@@ -152,8 +154,11 @@ fn variants(
     let all = FenceId::all(built.fences);
     // A reduction's loop fences placed after the loop alone are measured that way.
     let (middle, middle_scope, after_loop) = match &opts.middle {
-        Middle::Reduced => {
-            let saved = crate::reduce::record::Report::load(out)?;
+        Middle::Reduced | Middle::ReducedIn(_) => {
+            let saved = match &opts.middle {
+                Middle::ReducedIn(path) => crate::reduce::record::Report::read(path)?,
+                _ => crate::reduce::record::Report::load(out)?,
+            };
             let now = crate::reduce::patch::harden(app, out.root(), &Ids::new(), saved.scope)?;
             if now.sources != saved.sources {
                 return Err(fail(
@@ -179,7 +184,7 @@ fn variants(
         tree: built.original.clone(),
     }];
     let middle_name = match opts.middle {
-        Middle::Reduced => "reduced",
+        Middle::Reduced | Middle::ReducedIn(_) => "reduced",
         Middle::Given(_) => "chosen",
     };
     for (name, fences, scope, after_loop) in [

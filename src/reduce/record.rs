@@ -11,7 +11,7 @@ use crate::reduce::patch::SourceDigests;
 use crate::run::environment::TestEnv;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A kept fence, for the summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,6 +132,14 @@ impl Report {
                 ),
             )
         })?;
+        serde_json::from_str(&text)
+            .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))
+    }
+
+    /// A reduction's report from a file of its own (`cost --fences FILE.json`).
+    pub fn read(path: &Path) -> Result<Report> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", path.display())))?;
         serde_json::from_str(&text)
             .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))
     }
