@@ -191,11 +191,19 @@ def journal_errors(folder, step):
 
 def wall(folder, d, r):
     """The reduction's wall seconds; for one resumed from a journal (an earlier call's checks
-    replayed), also the sum over the calls that the step's log.txt records."""
+    replayed), also the sum over the calls since its last fresh start that the step's log.txt
+    records (each `# $ command` with its `# exit` line; a fresh start, without --resume or
+    --resume-from, drops the calls before it)."""
     if not r.get("replayed_checks"):
         return f"{r['wall_seconds']:.0f}"
-    calls = re.findall(r"^# exit \d+ after (\d+) s of this step$", read(folder, d, "log.txt"), re.M)
-    return f"{r['wall_seconds']:.0f} (resumed; {sum(map(int, calls))} over {len(calls)} calls)"
+    runs = re.findall(r"^# \$ (.*)$\n(?:(?!^# \$ ).*\n)*?^# exit \d+ after (\d+) s of this step$",
+                      read(folder, d, "log.txt"), re.M)
+    calls = []
+    for cmd, seconds in runs:
+        if not any(a in ("--resume", "--resume-from") for a in cmd.split()):
+            calls = []
+        calls.append(int(seconds))
+    return f"{r['wall_seconds']:.0f} (resumed; {sum(calls)} over {len(calls)} calls)"
 
 
 def reduce(folder):

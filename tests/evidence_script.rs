@@ -1,7 +1,8 @@
 //! scripts/gpu/evidence.sh's own logic, run without a GPU against a stand-in for wmfix: a
 //! reduction cut short in one call resumes in the next on a fresh machine from the journal the
 //! results folder kept, and starts again when wmfix refuses that journal; a reduction made on
-//! an earlier machine is costed from the results folder's record.
+//! an earlier machine is costed from the results folder's record; the call's archive holds only
+//! the steps it ran.
 
 mod common;
 use common::*;
@@ -51,6 +52,8 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
         &results.join("seeds-cbe-dot/journal-seed2.jsonl"),
         "{\"h\":\"good\"}\n{\"check\":0}\n",
     );
+    // A step an earlier call finished: not run again, and not in this call's archive.
+    write(&results.join("stress-cbe-dot-no/DONE"), "earlier\n");
     let o = std::process::Command::new("bash")
         .args([
             "scripts/gpu/evidence.sh",
@@ -114,4 +117,15 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
     let doc = std::fs::read_to_string(results.join("seeds-cbe-dot/reduce-seed2.json")).unwrap();
     assert!(doc.contains("--seed 2 --resume-from"), "{doc}");
     assert!(results.join("reduce-cbe-dot/DONE").is_file());
+    // The archive holds the folders of the steps this call ran, and nothing else.
+    let tar = std::process::Command::new("tar")
+        .arg("tzf")
+        .arg(tmp.path().join("out/evidence.tar.gz"))
+        .output()
+        .unwrap();
+    let listed = stdout(&tar);
+    for step in ["reduce-cbe-dot", "cost-cbe-dot", "seeds-cbe-dot"] {
+        assert!(listed.contains(&format!("{step}/")), "{step}: {listed}");
+    }
+    assert!(!listed.contains("stress-cbe-dot-no"), "{listed}");
 }

@@ -23,7 +23,9 @@
 # a header, JSON files as {"meta": {...}, "result": <what wmfix wrote>}. Test cells and
 # reductions also keep failures.txt (the last line of each erring run's output, counted) and
 # reductions their journal.jsonl.
-# $OUT gets evidence.log and evidence.tar.gz (this GPU's results folder, to unpack at the repo root).
+# $OUT gets evidence.log and evidence.tar.gz: the folders of the steps this call ran, to unpack
+# at the repo root (only those: the machine's copy of the rest is the tree as it was sent, so an
+# archive unpacked after a later call's cannot take back what that call wrote).
 # scripts/results.py turns the results folder into the READMEs' tables.
 set -uo pipefail
 ROOT=$PWD
@@ -524,6 +526,7 @@ fi
 mkdir -p "$RESULTS" "$WORK"
 { header "$0 $*"; echo "# results: ${RESULTS#"$ROOT"/}, budget ${BUDGET_S:-530} s"; } > "$LOG"
 [ -x "$W" ] || { log "no wmfix at $W"; exit 1; }
+RAN=()
 for s in "${STEPS[@]}"; do
   read -r STEP fn args <<< "$s"
   matches "$STEP" "$@" || continue
@@ -531,6 +534,7 @@ for s in "${STEPS[@]}"; do
   [ "$(left)" -gt 20 ] || { log "deadline: $STEP and later steps left for the next call"; break; }
   STEP_DIR=$RESULTS/$STEP
   mkdir -p "$STEP_DIR"
+  RAN+=("${STEP_DIR#"$ROOT"/}")
   STEP_T0=$(date +%s)
   # shellcheck disable=SC2086
   $fn $args
@@ -544,4 +548,4 @@ for s in "${STEPS[@]}"; do
   fi
 done
 log "finished after $(( $(date +%s) - START )) s"
-tar czf "$OUT/evidence.tar.gz" -C "$ROOT" "${RESULTS#"$ROOT"/}"
+tar czf "$OUT/evidence.tar.gz" -C "$ROOT" --files-from /dev/null "${RAN[@]}"

@@ -176,7 +176,13 @@ fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<
         h.add(name.as_bytes());
         h.add(text.as_bytes());
     }
-    for rel in &input.files {
+    // Docs and wmfix.toml's text (its values are hashed above) do not change what is built or
+    // run: editing them keeps the build and the journals of reductions made with it.
+    let inert = |rel: &Path| {
+        rel == Path::new(crate::app::config::FILE_NAME)
+            || rel.extension().is_some_and(|e| e == "md")
+    };
+    for rel in input.files.iter().filter(|r| !inert(r)) {
         h.add(rel.to_string_lossy().as_bytes());
         h.add(&std::fs::read(input.root.join(rel))?);
     }
@@ -185,4 +191,42 @@ fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<
         h.add(target.as_os_str().as_encoded_bytes());
     }
     Ok(format!("{}\n", h.hex()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(dir: &Path) -> String {
+        let app = App::load(dir).unwrap();
+        let input = walk::collect(std::slice::from_ref(&app.root), &dir.join("out")).unwrap();
+        fingerprint(&app, &input, FenceScope::Device).unwrap()
+    }
+
+    #[test]
+    fn docs_and_config_comments_keep_the_build_stamp_sources_and_values_change_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let config = "sources = [\"k.cu\"]\nbuild = \"true\"\nrun = \"./app\"\ngpu = false\n";
+        std::fs::write(dir.join("wmfix.toml"), config).unwrap();
+        std::fs::write(
+            dir.join("k.cu"),
+            "__global__ void k(int *a) { a[0] = 1; }\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("README.md"), "# k\n").unwrap();
+        let first = stamp(dir);
+        std::fs::write(dir.join("README.md"), "# k, measured\n").unwrap();
+        std::fs::write(dir.join("wmfix.toml"), format!("# a comment\n{config}")).unwrap();
+        assert_eq!(stamp(dir), first);
+        std::fs::write(dir.join("wmfix.toml"), config.replace("./app", "./app 2")).unwrap();
+        let other_run = stamp(dir);
+        assert_ne!(other_run, first);
+        std::fs::write(
+            dir.join("k.cu"),
+            "__global__ void k(int *a) { a[0] = 2; }\n",
+        )
+        .unwrap();
+        assert_ne!(stamp(dir), other_run);
+    }
 }
