@@ -555,6 +555,28 @@ fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
     for p in ["fences.patch", "fences-model.patch"] {
         patch_p1(&clean, &tmp.path().join("out/reduce").join(p));
     }
+    // `cost --model` measures the same program as the reduced variant.
+    let cost = |fences: &str| {
+        wmfix()
+            .current_dir(tmp.path())
+            .args([
+                "cost",
+                dir.to_str().unwrap(),
+                "--out",
+                "out",
+                "--rounds",
+                "1",
+            ])
+            .args(["--model", "--fences", fences])
+            .output()
+            .unwrap()
+    };
+    ok(&cost("reduced"));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("out/cost/reduced/kernel.cu")).unwrap(),
+        std::fs::read_to_string(clean.join("kernel.cu")).unwrap()
+    );
+    assert_eq!(cost("0").status.code(), Some(64));
     ok(&apply(&dir, &["--model"]));
     let applied = std::fs::read_to_string(dir.join("kernel.cu")).unwrap();
     assert_eq!(

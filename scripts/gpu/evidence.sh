@@ -327,14 +327,14 @@ seeds_study() { # seeds_study STUDY: two more reductions (seeds 2 and 3) beside 
   done
   case $rc in 0|3|5) return 0 ;; *) return $rc ;; esac
 }
-cost_model_study() { # cost_model_study STUDY: the kept fences with the model's completion
+cost_model_study() { # cost_model_study STUDY: the kept fences with the model's completion, as the patches place them
   local study=$1
   local r=$RESULTS/reduce-$study/reduce.json
   [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
-  local ids
-  ids=$(reduce_ids "$r" completed)
-  [ -n "$ids" ] || { echo "$study: no kept fences, nothing to complete" >> "$STEP_DIR/log.txt"; return 0; }
-  cost_run "$study" --fences "$ids"
+  [ -n "$(reduce_ids "$r" completed)" ] || { echo "$study: no kept fences, nothing to complete" >> "$STEP_DIR/log.txt"; return 0; }
+  local saved=$WORK/$STEP.reduce.json
+  unwrap "$r" > "$saved" || return 1
+  cost_run "$study" --fences "$saved" --model
 }
 # unwrap JSON: what wmfix wrote, from a record json_result wrapped with its meta.
 unwrap() {

@@ -13,6 +13,10 @@ pub struct Args {
     /// these), or fence ids like `0,3,7-9` (ids the program does not have are refused).
     #[arg(long, default_value = "reduced")]
     fences: Middle,
+    /// With a reduction as the middle variant: add the fences the PTX memory model requires
+    /// beside the kept ones, placed as `wmfix apply --model` places them.
+    #[arg(long)]
+    model: bool,
     /// Timed rounds (at least 1); each runs every variant once, in a random order.
     #[arg(long, default_value = "30")]
     rounds: NonZeroUsize,
@@ -45,7 +49,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         hold: !args.no_hold,
         nvml_index: args.nvml_index,
         scope: args.app.fence,
+        model: args.model,
     };
+    if args.model && matches!(opts.middle, Middle::Given(_)) {
+        return Err(crate::exit_code::fail(
+            crate::exit_code::USAGE,
+            "--model adds a reduction's model completion: give --fences reduced or a reduce.json",
+        ));
+    }
     let app = crate::app::config::App::load(&opts.dir)?;
     crate::reduce::patch::refuse_preprocessed(&app)?;
     super::needs_gpu(&app, "cost")?;

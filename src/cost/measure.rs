@@ -43,6 +43,8 @@ pub struct Options {
     pub nvml_index: u32,
     /// Fence scope for the "all" variant and for given fences (a reduction brings its own).
     pub scope: FenceScope,
+    /// With a reduction as the middle variant: its model completion too.
+    pub model: bool,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -166,10 +168,21 @@ fn variants(
                     "the sources changed since the reduction: its fence ids no longer apply; run `wmfix reduce` again or give --fences",
                 ));
             }
+            // The model's fences go after their loops, as `wmfix apply --model` places them.
+            let model = if opts.model {
+                saved.model.ids()
+            } else {
+                Ids::new()
+            };
             (
-                saved.result.fences,
+                saved.result.fences.union(&model).copied().collect(),
                 saved.scope,
-                saved.result.after_loop_only,
+                saved
+                    .result
+                    .after_loop_only
+                    .union(&model)
+                    .copied()
+                    .collect(),
             )
         }
         Middle::Given(FenceSet::All) => (all.clone(), opts.scope, Ids::new()),
