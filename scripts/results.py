@@ -475,7 +475,18 @@ def stress(folder):
     print(provenance(metas))
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "peer": peer, "stress": stress}
+def builds(folder):
+    """ct-octree's reduced set less one rarely needed fence, at 1 and 10 builds a run."""
+    metas = []
+    print("ct-octree under sys-str+, the reduced set less one fence, B builds a run (errors/runs; runs per hour):\n")
+    print("| fences on | builds a run | errors/runs |")
+    print("|---|---|---|")
+    for d in steps(folder, "builds-"):
+        study, b, less = d[len("builds-"):].rsplit("-", 2)
+        print(f"| {study}, the reduced set less fence {less[len('no'):]} | {b} | {cell(folder, d, metas)} |")
+    print(provenance(metas))
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress}
 
 
 def main(argv):

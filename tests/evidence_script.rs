@@ -129,3 +129,56 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
     }
     assert!(!listed.contains("stress-cbe-dot-no"), "{listed}");
 }
+
+#[test]
+fn the_builds_cells_test_and_reduce_a_copy_with_its_own_run_command_and_leave_later_steps_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (results, work, log) = (
+        tmp.path().join("results"),
+        tmp.path().join("work"),
+        tmp.path().join("calls.log"),
+    );
+    let fake = tmp.path().join("wmfix");
+    write(&fake, FAKE_WMFIX);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = std::process::Command::new("bash")
+        .args([
+            "scripts/gpu/evidence.sh",
+            "builds-ct-octree-10-no2",
+            "reduce-ct-octree-b10",
+            "reduce-sdk-red-nf-aim",
+        ])
+        .current_dir(repo())
+        .env("W", &fake)
+        .env("RESULTS", &results)
+        .env("WORK", &work)
+        .env("OUT", tmp.path().join("out"))
+        .env("FAKE_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 3, "{calls:#?}");
+    let copy = work.join("ct-octree-run---octree-16384-64-128-16-10");
+    let toml = std::fs::read_to_string(copy.join("wmfix.toml")).unwrap();
+    assert!(
+        toml.contains("\nrun = \"./octree 16384 64 128 16 10\"\n"),
+        "{toml}"
+    );
+    assert!(
+        calls[0].starts_with(&format!("test {} ", copy.display()))
+            && calls[0].ends_with("--fences 0,3,9-10,13"),
+        "{calls:#?}"
+    );
+    assert!(
+        calls[1].starts_with(&format!("reduce {} ", copy.display())),
+        "{calls:#?}"
+    );
+    // The copy was the step's own: the next step reduces the study itself.
+    assert!(
+        calls[2].starts_with("reduce case-studies/sdk-red-nf "),
+        "{calls:#?}"
+    );
+}

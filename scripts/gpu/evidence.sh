@@ -283,11 +283,11 @@ resumable_reduce() {
   return $rc
 }
 
-reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (reduce-STUDY for the main ones)
+reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (reduce-STUDY for the main ones); STUDY_DIR: a copy to reduce instead
   local study=$1; shift
   local out=$WORK/$STEP rc=0
   resumable_reduce "$out" "$STEP_DIR/journal.jsonl" \
-    "$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" "$@" || rc=$?
+    "$W" reduce "${STUDY_DIR:-case-studies/$study}" --out "$out" --hours 1 --jobs "$JOBS" "$@" || rc=$?
   local cmd=("${REDUCE_CMD[@]}")
   cp "$out/reduce/reduce.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/reduce.json" "${cmd[@]}"
   # Every check's fence set, runs and errors: why a reduction was slow can be read afterwards.
@@ -380,6 +380,32 @@ for s in $FENCELESS; do
   add "completed-$s" completed_study "$s"
   add "seeds-$s" seeds_study "$s"
 done
+
+# Several builds a run (ct-octree's fifth argument): a fence whose absence errs in 1-2% of runs
+# cost ct-octree's reduction on the H100 four add-back searches of 459-run checks (23 minutes,
+# 2026-11-26). With B builds a run such a fence errs in about B times as many runs, while a run
+# costs little more (process start-up is most of it). The cells: the reduced set without one of
+# its rarely needed fences (2 or 13), at 1 and 10 builds a run; then the reduction at 10.
+with_run() { # with_run STUDY RUN: STUDY_DIR, a copy of the study whose run command is RUN
+  STUDY_DIR=$WORK/$1-run-${2//[^a-z0-9]/-}
+  rm -rf "$STUDY_DIR" && cp -r "case-studies/$1" "$STUDY_DIR" || return 1
+  sed -i "s|^run = .*|run = \"$2\"|" "$STUDY_DIR/wmfix.toml"
+}
+octree_builds() { # octree_builds BUILDS FENCES: ct-octree under sys-str+ with FENCES on
+  local STUDY_DIR  # with_run's, for this step only (bash scopes it dynamically)
+  with_run ct-octree "./octree 16384 64 128 16 $1" || return 1
+  test_cell ct-octree sys-str+ "$RUNS" -- --fences "$2"
+}
+octree_builds_reduce() { # octree_builds_reduce BUILDS: ct-octree's reduction at BUILDS a run
+  local STUDY_DIR
+  with_run ct-octree "./octree 16384 64 128 16 $1" || return 1
+  reduce_study ct-octree
+}
+for b in 1 10; do
+  add "builds-ct-octree-$b-no2" octree_builds "$b" 0,3,9-10,13
+  add "builds-ct-octree-$b-no13" octree_builds "$b" 0,2-3,9-10
+done
+add reduce-ct-octree-b10 octree_builds_reduce 10
 
 # sdk-red-nf under aim-str+: as many errors a run as sys-str+ and runs twice as fast on an H100
 # (2026-11-25), so its 459-run stability check may end within issue 14's five minutes.
