@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A stand-in for `wmfix reduce` and `wmfix cost`: logs its arguments; refuses, as wmfix does,
 /// an output folder that is not empty and has no marker (exit 73); with `--resume-from F` takes
@@ -31,18 +31,51 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// A scratch machine: results folder, work folder, the stand-in wmfix and its call log.
+struct Machine {
+    tmp: tempfile::TempDir,
+    results: PathBuf,
+    work: PathBuf,
+}
+
+impl Machine {
+    fn new() -> Machine {
+        let tmp = tempfile::tempdir().unwrap();
+        let fake = tmp.path().join("wmfix");
+        write(&fake, FAKE_WMFIX);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Machine {
+            results: tmp.path().join("results"),
+            work: tmp.path().join("work"),
+            tmp,
+        }
+    }
+
+    /// evidence.sh with these step patterns, which must succeed; the stand-in's calls.
+    fn run(&self, steps: &[&str]) -> Vec<String> {
+        let t = self.tmp.path();
+        let o = std::process::Command::new("bash")
+            .arg("scripts/gpu/evidence.sh")
+            .args(steps)
+            .current_dir(repo())
+            .env("W", t.join("wmfix"))
+            .env("RESULTS", &self.results)
+            .env("WORK", &self.work)
+            .env("OUT", t.join("out"))
+            .env("FAKE_LOG", t.join("calls.log"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+        let calls = std::fs::read_to_string(t.join("calls.log")).unwrap();
+        calls.lines().map(String::from).collect()
+    }
+}
+
 #[test]
 fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (results, work, log) = (
-        tmp.path().join("results"),
-        tmp.path().join("work"),
-        tmp.path().join("calls.log"),
-    );
-    let fake = tmp.path().join("wmfix");
-    write(&fake, FAKE_WMFIX);
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let m = Machine::new();
+    let (results, work, tmp) = (&m.results, &m.work, &m.tmp);
     // An earlier call's journals: the reduction's, refused (other settings), and seed 2's, kept.
     write(
         &results.join("reduce-cbe-dot/journal.jsonl"),
@@ -54,24 +87,7 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
     );
     // A step an earlier call finished: not run again, and not in this call's archive.
     write(&results.join("stress-cbe-dot-no/DONE"), "earlier\n");
-    let o = std::process::Command::new("bash")
-        .args([
-            "scripts/gpu/evidence.sh",
-            "reduce-cbe-dot",
-            "cost-cbe-dot",
-            "seeds-cbe-dot",
-        ])
-        .current_dir(repo())
-        .env("W", &fake)
-        .env("RESULTS", &results)
-        .env("WORK", &work)
-        .env("OUT", tmp.path().join("out"))
-        .env("FAKE_LOG", &log)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let calls = std::fs::read_to_string(&log).unwrap();
-    let calls: Vec<&str> = calls.lines().collect();
+    let calls = m.run(&["reduce-cbe-dot", "cost-cbe-dot", "seeds-cbe-dot"]);
     let ends = |i: usize, tail: &str| calls[i].ends_with(tail);
     assert_eq!(calls.len(), 5, "{calls:#?}");
     let kept = |step: &str| results.join(step).display().to_string();
@@ -132,34 +148,13 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
 
 #[test]
 fn the_builds_cells_test_and_reduce_a_copy_with_its_own_run_command_and_leave_later_steps_alone() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (results, work, log) = (
-        tmp.path().join("results"),
-        tmp.path().join("work"),
-        tmp.path().join("calls.log"),
-    );
-    let fake = tmp.path().join("wmfix");
-    write(&fake, FAKE_WMFIX);
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let o = std::process::Command::new("bash")
-        .args([
-            "scripts/gpu/evidence.sh",
-            "builds-ct-octree-10-no2",
-            "reduce-ct-octree-b10",
-            "reduce-sdk-red-nf-aim",
-        ])
-        .current_dir(repo())
-        .env("W", &fake)
-        .env("RESULTS", &results)
-        .env("WORK", &work)
-        .env("OUT", tmp.path().join("out"))
-        .env("FAKE_LOG", &log)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let calls = std::fs::read_to_string(&log).unwrap();
-    let calls: Vec<&str> = calls.lines().collect();
+    let m = Machine::new();
+    let work = &m.work;
+    let calls = m.run(&[
+        "builds-ct-octree-10-no2",
+        "reduce-ct-octree-b10",
+        "reduce-sdk-red-nf-aim",
+    ]);
     assert_eq!(calls.len(), 3, "{calls:#?}");
     let copy = work.join("ct-octree-run---octree-16384-64-128-16-10");
     let toml = std::fs::read_to_string(copy.join("wmfix.toml")).unwrap();
