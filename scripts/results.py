@@ -476,9 +476,9 @@ def stress(folder):
 
 
 def builds(folder):
-    """ct-octree's reduced set less one rarely needed fence, at 1 and 10 builds a run."""
+    """A reduced set less one rarely needed fence, at 1 and 10 builds (steps) a run."""
     metas = []
-    print("ct-octree under sys-str+, the reduced set less one fence, B builds a run (errors/runs; runs per hour):\n")
+    print("Under sys-str+, a reduced set less one rarely needed fence, B builds (steps) a run (errors/runs; errors per hour):\n")
     print("| fences on | builds a run | errors/runs |")
     print("|---|---|---|")
     for d in steps(folder, "builds-"):

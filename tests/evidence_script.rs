@@ -156,7 +156,7 @@ fn the_builds_cells_test_and_reduce_a_copy_with_its_own_run_command_and_leave_la
         "reduce-sdk-red-nf-aim",
     ]);
     assert_eq!(calls.len(), 3, "{calls:#?}");
-    let copy = work.join("ct-octree-run---octree-16384-64-128-16-10");
+    let copy = work.join("ct-octree-builds-10");
     let toml = std::fs::read_to_string(copy.join("wmfix.toml")).unwrap();
     assert!(
         toml.contains("\nrun = \"./octree 16384 64 128 16 10\"\n"),

@@ -381,31 +381,34 @@ for s in $FENCELESS; do
   add "seeds-$s" seeds_study "$s"
 done
 
-# Several builds a run (ct-octree's fifth argument): a fence whose absence errs in 1-2% of runs
-# cost ct-octree's reduction on the H100 four add-back searches of 459-run checks (23 minutes,
-# 2026-11-26). With B builds a run such a fence errs in about B times as many runs, while a run
-# costs little more (process start-up is most of it). The cells: the reduced set without one of
-# its rarely needed fences (2 or 13), at 1 and 10 builds a run; then the reduction at 10.
-with_run() { # with_run STUDY RUN: STUDY_DIR, a copy of the study whose run command is RUN
-  STUDY_DIR=$WORK/$1-run-${2//[^a-z0-9]/-}
+# Several builds (steps) a run: ct-octree's fifth argument, ls-bh-nf's fourth. A fence whose
+# absence errs in 1-2% of runs cost ct-octree's reduction on the H100 four add-back searches of
+# 459-run checks (23 minutes), ls-bh-nf's one (588 s; 2026-11-26). With B builds a run such a
+# fence errs in about B times as many runs, while a run costs little more (process start-up is
+# most of it). The cells: the reduced set without one of its rarely needed fences, at 1 and 10
+# builds a run; then the reductions at 10.
+with_builds() { # with_builds STUDY B: STUDY_DIR, a copy of the study whose run command gets B as its last argument
+  STUDY_DIR=$WORK/$1-builds-$2
   rm -rf "$STUDY_DIR" && cp -r "case-studies/$1" "$STUDY_DIR" || return 1
-  sed -i "s|^run = .*|run = \"$2\"|" "$STUDY_DIR/wmfix.toml"
+  sed -i "s|^run = \"\(.*\)\"$|run = \"\1 $2\"|" "$STUDY_DIR/wmfix.toml"
 }
-octree_builds() { # octree_builds BUILDS FENCES: ct-octree under sys-str+ with FENCES on
-  local STUDY_DIR  # with_run's, for this step only (bash scopes it dynamically)
-  with_run ct-octree "./octree 16384 64 128 16 $1" || return 1
-  test_cell ct-octree sys-str+ "$RUNS" -- --fences "$2"
+builds_cell() { # builds_cell STUDY B FENCES: STUDY at B builds a run under sys-str+ with FENCES on
+  local STUDY_DIR  # with_builds's, for this step only (bash scopes it dynamically)
+  with_builds "$1" "$2" || return 1
+  test_cell "$1" sys-str+ "$RUNS" -- --fences "$3"
 }
-octree_builds_reduce() { # octree_builds_reduce BUILDS: ct-octree's reduction at BUILDS a run
+builds_reduce() { # builds_reduce STUDY B: STUDY's reduction at B builds a run
   local STUDY_DIR
-  with_run ct-octree "./octree 16384 64 128 16 $1" || return 1
-  reduce_study ct-octree
+  with_builds "$1" "$2" || return 1
+  reduce_study "$1"
 }
 for b in 1 10; do
-  add "builds-ct-octree-$b-no2" octree_builds "$b" 0,3,9-10,13
-  add "builds-ct-octree-$b-no13" octree_builds "$b" 0,2-3,9-10
+  add "builds-ct-octree-$b-no2" builds_cell ct-octree "$b" 0,3,9-10,13
+  add "builds-ct-octree-$b-no13" builds_cell ct-octree "$b" 0,2-3,9-10
+  add "builds-ls-bh-nf-$b-no1" builds_cell ls-bh-nf "$b" 36,54
 done
-add reduce-ct-octree-b10 octree_builds_reduce 10
+add reduce-ct-octree-b10 builds_reduce ct-octree 10
+add reduce-ls-bh-nf-b10 builds_reduce ls-bh-nf 10
 
 # sdk-red-nf under aim-str+: as many errors a run as sys-str+ and runs twice as fast on an H100
 # (2026-11-25), so its 459-run stability check may end within issue 14's five minutes.
