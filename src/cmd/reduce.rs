@@ -206,6 +206,35 @@ fn model_completion(
     crate::reduce::model::complete(&program, kept)
 }
 
+/// `--resume-from KEPT`: the output folder (made if new) takes the kept journal, so that a
+/// reduction cut short on one machine goes on on a fresh one. A folder with a journal of its
+/// own that differs is refused: that one is continued with `--resume`.
+fn adopt_journal(out: &Path, inputs: &[PathBuf], kept: &Path) -> Result<OutDir> {
+    let text = std::fs::read_to_string(kept).map_err(|e| {
+        fail(
+            exit_code::NO_INPUT,
+            format!("nothing to resume: {}: {e}", kept.display()),
+        )
+    })?;
+    let o = OutDir::open(out, inputs)?;
+    let own = o.reduce().journal();
+    match std::fs::read_to_string(&own) {
+        Ok(t) if t != text => Err(fail(
+            exit_code::USAGE,
+            format!(
+                "{} holds a journal of its own: continue it with --resume, or give --out a new folder",
+                own.display()
+            ),
+        )),
+        Ok(_) => Ok(o),
+        Err(_) => {
+            std::fs::create_dir_all(o.reduce().dir())?;
+            std::fs::write(&own, text)?;
+            Ok(o)
+        }
+    }
+}
+
 /// `fences-model.patch`: from the sources with the kept fences to those with the model's too.
 fn write_model_patch(
     app: &App,
@@ -425,35 +454,6 @@ fn unreachable_line(dropped: &[Dropped]) -> Option<String> {
 
 use super::{AppArgs, RunArgs, values};
 use std::num::NonZeroUsize;
-
-/// `--resume-from KEPT`: the output folder (made if new) takes the kept journal, so that a
-/// reduction cut short on one machine goes on on a fresh one. A folder with a journal of its
-/// own that differs is refused: that one is continued with `--resume`.
-fn adopt_journal(out: &Path, inputs: &[PathBuf], kept: &Path) -> Result<OutDir> {
-    let text = std::fs::read_to_string(kept).map_err(|e| {
-        fail(
-            exit_code::NO_INPUT,
-            format!("nothing to resume: {}: {e}", kept.display()),
-        )
-    })?;
-    let o = OutDir::open(out, inputs)?;
-    let own = o.reduce().journal();
-    match std::fs::read_to_string(&own) {
-        Ok(t) if t != text => Err(fail(
-            exit_code::USAGE,
-            format!(
-                "{} holds a journal of its own: continue it with --resume, or give --out a new folder",
-                own.display()
-            ),
-        )),
-        Ok(_) => Ok(o),
-        Err(_) => {
-            std::fs::create_dir_all(o.reduce().dir())?;
-            std::fs::write(&own, text)?;
-            Ok(o)
-        }
-    }
-}
 
 #[derive(clap::Args)]
 pub struct Args {
