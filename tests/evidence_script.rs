@@ -177,3 +177,24 @@ fn the_builds_cells_test_and_reduce_a_copy_with_its_own_run_command_and_leave_la
         "{calls:#?}"
     );
 }
+
+#[test]
+fn a_seed_an_earlier_call_completed_is_kept_and_not_run_again() {
+    let m = Machine::new();
+    let record = m.results.join("seeds-cbe-dot/reduce-seed2.json");
+    let complete = r#"{"meta": {"commit": "earlier"}, "result": {"result": {"complete": true}}}"#;
+    write(&record, complete);
+    write(
+        &m.results.join("seeds-cbe-dot/journal-seed2.jsonl"),
+        "{\"h\":\"other\"}\n",
+    );
+    let calls = m.run(&["seeds-cbe-dot"]);
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    assert!(calls[0].ends_with("--seed 3"), "{calls:#?}");
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), complete);
+    let log = std::fs::read_to_string(m.results.join("seeds-cbe-dot/log.txt")).unwrap();
+    assert!(
+        log.contains("seed 2: complete in an earlier call, kept"),
+        "{log}"
+    );
+}

@@ -318,6 +318,12 @@ cost_run() { # cost_run STUDY [wmfix cost options]: into $WORK/cost-STUDY, recor
 seeds_study() { # seeds_study STUDY: two more reductions (seeds 2 and 3) beside reduce-STUDY's seed 1
   local study=$1 seed rc=0
   for seed in 2 3; do
+    # A seed an earlier call completed is kept as recorded, not run again (a journal of other
+    # sources or runtime would start it afresh).
+    if is_complete "$STEP_DIR/reduce-seed$seed.json"; then
+      echo "# seed $seed: complete in an earlier call, kept" >> "$STEP_DIR/log.txt"
+      continue
+    fi
     local out=$WORK/reduce-$study-seed$seed
     resumable_reduce "$out" "$STEP_DIR/journal-seed$seed.jsonl" \
       "$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" --seed "$seed" || rc=$?
@@ -335,6 +341,10 @@ cost_model_study() { # cost_model_study STUDY: the kept fences with the model's 
   local saved=$WORK/$STEP.reduce.json
   unwrap "$r" > "$saved" || return 1
   cost_run "$study" --fences "$saved" --model
+}
+# is_complete REDUCE_JSON: a reduction's record (wrapped or not) that says complete.
+is_complete() {
+  [ -f "$1" ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["result"] if "meta" in d else d; sys.exit(0 if r.get("result", {}).get("complete") is True else 1)' "$1" 2>/dev/null
 }
 # unwrap JSON: what wmfix wrote, from a record json_result wrapped with its meta.
 unwrap() {
