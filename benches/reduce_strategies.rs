@@ -18,6 +18,66 @@ use wmfix::reduce::oracle::Simulated;
 
 const RUN_SECONDS: f64 = 0.175;
 
+/// One simulated application under one strategy, over 5 seeds: summed checks, runs, seconds,
+/// and the seeds that found exactly the needed fences and that missed one.
+fn simulate(
+    sizes: &[usize],
+    required: &[usize],
+    rare: &[(usize, f64)],
+    p: f64,
+    s: &Strategy,
+    run_seconds: f64,
+) -> (usize, usize, f64, usize, usize) {
+    let expected: Ids = required
+        .iter()
+        .copied()
+        .chain(rare.iter().map(|r| r.0))
+        .map(FenceId)
+        .collect();
+    let n: usize = sizes.iter().sum();
+    let mut groups: Vec<Ids> = vec![];
+    for size in sizes {
+        let start = groups.iter().map(|g| g.len()).sum::<usize>();
+        groups.push(FenceId::all(start + size).split_off(&FenceId(start)));
+    }
+    let (mut checks, mut runs, mut seconds, mut found, mut missed) = (0, 0, 0.0, 0, 0);
+    for seed in 0..5 {
+        let mut oracle = Simulated {
+            required: required.iter().copied().map(FenceId).collect(),
+            p,
+            rare: rare.iter().map(|&(id, q)| (FenceId(id), q)).collect(),
+            timeout_p: 0.0,
+            run_seconds,
+            seed,
+            runs: 0,
+        };
+        let settings = Settings {
+            split: s.split,
+            iterations: 32,
+            checks: s.checks,
+            stability: s.stability,
+            rare_rate: s.rare_rate,
+            cache: s.cache,
+            budget_seconds: 48.0 * 3600.0,
+        };
+        let all: Ids = FenceId::all(n);
+        let structure = algorithm::Structure {
+            groups: groups.clone(),
+            ..Default::default()
+        };
+        let r = algorithm::reduce_structured(&mut oracle, &all, &structure, settings, &mut |_| {})
+            .expect("reduces");
+        checks += r.checks;
+        runs += r.runs;
+        seconds += r.seconds;
+        found += usize::from(r.fences == expected);
+        // Unsafe: a needed fence left out (a superset is only slower).
+        missed += usize::from(!expected.is_subset(&r.fences));
+    }
+    (checks, runs, seconds, found, missed)
+}
+
+#[derive(Clone, Copy)]
 struct Strategy {
     name: &'static str,
     split: Split,
@@ -122,65 +182,67 @@ fn main() {
         "application", "p", "strategy", "checks", "runs", "run time", "found", "missed"
     );
     for (name, sizes, required, rare) in apps {
-        let expected: Ids = required
-            .iter()
-            .copied()
-            .chain(rare.iter().map(|r| r.0))
-            .map(FenceId)
-            .collect();
-        let n: usize = sizes.iter().sum();
-        let mut groups: Vec<Ids> = vec![];
-        for size in sizes {
-            let start = groups.iter().map(|g| g.len()).sum::<usize>();
-            groups.push(FenceId::all(start + size).split_off(&FenceId(start)));
-        }
         for p in [1.0, 0.05, 0.02] {
             for s in &strategies {
-                let (mut checks, mut runs, mut seconds, mut found, mut missed) = (0, 0, 0.0, 0, 0);
-                for seed in 0..5 {
-                    let mut oracle = Simulated {
-                        required: required.iter().copied().map(FenceId).collect(),
-                        p,
-                        rare: rare.iter().map(|&(id, q)| (FenceId(id), q)).collect(),
-                        timeout_p: 0.0,
-                        run_seconds: RUN_SECONDS,
-                        seed,
-                        runs: 0,
-                    };
-                    let settings = Settings {
-                        split: s.split,
-                        iterations: 32,
-                        checks: s.checks,
-                        stability: s.stability,
-                        rare_rate: s.rare_rate,
-                        cache: s.cache,
-                        budget_seconds: 48.0 * 3600.0,
-                    };
-                    let all: Ids = FenceId::all(n);
-                    let structure = algorithm::Structure {
-                        groups: groups.clone(),
-                        ..Default::default()
-                    };
-                    let r = algorithm::reduce_structured(
-                        &mut oracle,
-                        &all,
-                        &structure,
-                        settings,
-                        &mut |_| {},
-                    )
-                    .expect("reduces");
-                    checks += r.checks;
-                    runs += r.runs;
-                    seconds += r.seconds;
-                    found += usize::from(r.fences == expected);
-                    // Unsafe: a needed fence left out (a superset is only slower).
-                    missed += usize::from(!expected.is_subset(&r.fences));
-                }
+                let (checks, runs, seconds, found, missed) =
+                    simulate(sizes, required, rare, p, s, RUN_SECONDS);
                 println!(
                     "{:<18} {:>5} {:<36} {:>7.1} {:>9.1} {:>9.1}m {:>4}/5 {:>4}/5",
                     name,
                     p,
                     s.name,
+                    checks as f64 / 5.0,
+                    runs as f64 / 5.0,
+                    seconds / 5.0 / 60.0,
+                    found,
+                    missed
+                );
+            }
+        }
+    }
+    builds_a_run(&apps, strategies.last().expect("the default"));
+}
+
+/// B builds (steps) a run, as ct-octree's and ls-bh-nf's harnesses allow: each rate q becomes
+/// 1 - (1 - q)^B, and a run costs H100_RUN + (B - 1) * EXTRA_BUILD seconds. Both are
+/// assumptions until the GPU measures them (evidence.sh `builds-*`, `reduce-*-b10`): one run
+/// at a time took 0.19 s on an H100 with 8 at a time making about 5.5 a second (0.18 s each),
+/// and an extra build adds its kernel (0.3-1 ms) and the host's reset and check (a few ms).
+fn builds_a_run(apps: &[(&str, &[usize], &[usize], &[(usize, f64)])], default: &Strategy) {
+    const H100_RUN: f64 = 0.18;
+    const EXTRA_BUILD: f64 = 0.01;
+    println!(
+        "\n# Builds a run, {} but `rare` as --rare-rate (run time = runs x (0.18 + (B-1) x 0.01) s, assumed):",
+        default.name
+    );
+    println!(
+        "{:<18} {:>5} {:>3} {:>6} {:>7} {:>9} {:>10} {:>6} {:>6}",
+        "application", "p", "B", "rare", "checks", "runs", "run time", "found", "missed"
+    );
+    for (name, sizes, required, rare) in apps.iter().filter(|a| !a.3.is_empty()) {
+        for p in [1.0, 0.05] {
+            // B = 10 with the default --rare-rate (1% a run), and with --rare-rate for 1% a build.
+            for (b, per_build) in [(1, false), (10, false), (10, true)] {
+                let per = |q: f64| 1.0 - (1.0 - q).powi(b);
+                let rare: Vec<(usize, f64)> = rare.iter().map(|&(id, q)| (id, per(q))).collect();
+                let run = H100_RUN + f64::from(b - 1) * EXTRA_BUILD;
+                let strategy = Strategy {
+                    rare_rate: if per_build {
+                        default.rare_rate.map(per)
+                    } else {
+                        default.rare_rate
+                    },
+                    ..*default
+                };
+                let (checks, runs, seconds, found, missed) =
+                    simulate(sizes, required, &rare, per(p), &strategy, run);
+                let rate = strategy.rare_rate.unwrap_or(0.0);
+                println!(
+                    "{:<18} {:>5} {:>3} {:>6.3} {:>7.1} {:>9.1} {:>9.1}m {:>4}/5 {:>4}/5",
+                    name,
+                    p,
+                    b,
+                    rate,
                     checks as f64 / 5.0,
                     runs as f64 / 5.0,
                     seconds / 5.0 / 60.0,
