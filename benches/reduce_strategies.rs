@@ -77,6 +77,14 @@ fn simulate(
     (checks, runs, seconds, found, missed)
 }
 
+/// (name, fences per function, required fences, rare fences: each left off errs at its rate)
+type App = (
+    &'static str,
+    &'static [usize],
+    &'static [usize],
+    &'static [(usize, f64)],
+);
+
 #[derive(Clone, Copy)]
 struct Strategy {
     name: &'static str,
@@ -88,13 +96,6 @@ struct Strategy {
 }
 
 fn main() {
-    // (name, fences per function, required fences, rare fences: each left off errs at its rate)
-    type App = (
-        &'static str,
-        &'static [usize],
-        &'static [usize],
-        &'static [(usize, f64)],
-    );
     let apps: [App; 6] = [
         ("cbe-ht-like 10", &[3, 4, 3], &[3, 4, 8, 9], &[]),
         ("ct-octree-like 33", &[8, 6, 9, 10], &[17], &[]),
@@ -208,7 +209,7 @@ fn main() {
 /// assumptions until the GPU measures them (evidence.sh `builds-*`, `reduce-*-b10`): one run
 /// at a time took 0.19 s on an H100 with 8 at a time making about 5.5 a second (0.18 s each),
 /// and an extra build adds its kernel (0.3-1 ms) and the host's reset and check (a few ms).
-fn builds_a_run(apps: &[(&str, &[usize], &[usize], &[(usize, f64)])], default: &Strategy) {
+fn builds_a_run(apps: &[App], default: &Strategy) {
     const H100_RUN: f64 = 0.18;
     const EXTRA_BUILD: f64 = 0.01;
     println!(
