@@ -298,18 +298,16 @@ reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (
 }
 # The cost steps take the reduction from the results folder's record, so that a fresh machine
 # can measure a reduction made on an earlier one (the fence ids hold for the same sources).
-cost_study() { # cost_study STUDY: the reduced fences, as the reduction placed them
-  local study=$1
+cost_study() { # cost_study STUDY [--model]: the reduced fences as the reduction placed them (--model: with the model's completion, as the patches place it)
+  local study=$1; shift
   local r=$RESULTS/reduce-$study/reduce.json
   [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
-  local saved=$WORK/$STEP.reduce.json
+  if [ "${1:-}" = --model ] && [ -z "$(reduce_ids "$r" completed)" ]; then
+    echo "$study: no kept fences, nothing to complete" >> "$STEP_DIR/log.txt"; return 0
+  fi
+  local saved=$WORK/$STEP.reduce.json out=$WORK/cost-$study
   unwrap "$r" > "$saved" || return 1
-  cost_run "$study" --fences "$saved"
-}
-cost_run() { # cost_run STUDY [wmfix cost options]: into $WORK/cost-STUDY, recorded in cost.json
-  local study=$1; shift
-  local out=$WORK/cost-$study
-  local cmd=("$W" cost "case-studies/$study" --out "$out" --rounds "${ROUNDS:-30}" "$@")
+  local cmd=("$W" cost "case-studies/$study" --out "$out" --rounds "${ROUNDS:-30}" --fences "$saved" "$@")
   bounded "${LIMIT:-150}" "${cmd[@]}"
   local rc=$?
   cp "$out/cost/cost.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/cost.json" "${cmd[@]}"
@@ -333,36 +331,25 @@ seeds_study() { # seeds_study STUDY: two more reductions (seeds 2 and 3) beside 
   done
   case $rc in 0|3|5) return 0 ;; *) return $rc ;; esac
 }
-cost_model_study() { # cost_model_study STUDY: the kept fences with the model's completion, as the patches place them
-  local study=$1
-  local r=$RESULTS/reduce-$study/reduce.json
-  [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
-  [ -n "$(reduce_ids "$r" completed)" ] || { echo "$study: no kept fences, nothing to complete" >> "$STEP_DIR/log.txt"; return 0; }
-  local saved=$WORK/$STEP.reduce.json
-  unwrap "$r" > "$saved" || return 1
-  cost_run "$study" --fences "$saved" --model
-}
-# is_complete REDUCE_JSON: a reduction's record (wrapped or not) that says complete.
-is_complete() {
-  [ -f "$1" ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["result"] if "meta" in d else d; sys.exit(0 if r.get("result", {}).get("complete") is True else 1)' "$1" 2>/dev/null
-}
-# unwrap JSON: what wmfix wrote, from a record json_result wrapped with its meta.
+# unwrap JSON: what wmfix wrote, from a record json_result wrapped with its meta (or as it is).
 unwrap() {
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); json.dump(d["result"] if "meta" in d else d, sys.stdout)' "$1"
 }
-# reduce_ids REDUCE_JSON WHAT: from a reduce.json (as wmfix wrote it, or wrapped with its meta),
-# comma-separated ids: `completed` the kept fences and the model's, `in_loop` the kept fences
-# that keep their in-body placement (all but those found needed after the loop only).
+# is_complete REDUCE_JSON: a reduction's record that says complete.
+is_complete() {
+  [ -f "$1" ] && unwrap "$1" | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("result", {}).get("complete") is True else 1)' 2>/dev/null
+}
+# reduce_ids REDUCE_JSON WHAT: from a reduction's record, comma-separated ids: `completed` the
+# kept fences and the model's, `in_loop` the kept fences that keep their in-body placement (all
+# but those found needed after the loop only).
 reduce_ids() {
-  python3 - "$1" "$2" <<'PY'
+  unwrap "$1" | python3 -c '
 import json, sys
-d = json.load(open(sys.argv[1]))
-r = d["result"] if "meta" in d else d
+r = json.load(sys.stdin)
 kept = set(r["result"]["fences"])
 ids = {"completed": kept | {m["id"] for m in r.get("model", {}).get("fences", [])},
-       "in_loop": kept - set(r["result"].get("after_loop_only", []))}[sys.argv[2]]
-print(",".join(str(i) for i in sorted(ids)))
-PY
+       "in_loop": kept - set(r["result"].get("after_loop_only", []))}[sys.argv[1]]
+print(",".join(str(i) for i in sorted(ids)))' "$2"
 }
 
 # The kept fences with the model's completion must pass: RUNS sys-str+ runs with only those on.
@@ -386,7 +373,7 @@ completed_study() { # completed_study STUDY: after reduce-STUDY
 for s in $FENCELESS; do
   add "reduce-$s" reduce_study "$s"
   add "cost-$s" cost_study "$s"
-  add "cost-model-$s" cost_model_study "$s"
+  add "cost-model-$s" cost_study "$s" --model
   add "completed-$s" completed_study "$s"
   add "seeds-$s" seeds_study "$s"
 done

@@ -132,15 +132,18 @@ impl Report {
                 ),
             )
         })?;
-        serde_json::from_str(&text)
-            .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))
+        Self::parse(&path, &text)
     }
 
     /// A reduction's report from a file of its own (`cost --fences FILE.json`).
     pub fn read(path: &Path) -> Result<Report> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", path.display())))?;
-        serde_json::from_str(&text)
+        Self::parse(path, &text)
+    }
+
+    fn parse(path: &Path, text: &str) -> Result<Report> {
+        serde_json::from_str(text)
             .map_err(|e| fail(exit_code::BAD_INPUT, format!("{}: {e}", path.display())))
     }
 
