@@ -257,7 +257,7 @@ def cost(folder):
         def ratio(key):
             v = row.get(key)
             return f"{v[0]:.2f} ± {v[1]:.2f}" if v else "-"
-        variant = "reduced + model" if completed and row["variant"] == "chosen" else row["variant"]
+        variant = "reduced + model" if completed and row["variant"] not in ("none", "all") else row["variant"]
         print(f"| {study} | {variant} | {row['fences']} | {m('reported_ms', 3)} | {ratio('reported_ratio')} | "
               f"{m('wall_s', 3)} | {ratio('wall_ratio')} | {m('energy_j', 1)} | {ratio('energy_ratio')} |")
     print(provenance(metas))

@@ -572,8 +572,17 @@ fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
             .unwrap()
     };
     ok(&cost("reduced"));
+    // Named as what it is: the reduced set with the model's completion.
+    let measured: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/cost/cost.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(
-        std::fs::read_to_string(tmp.path().join("out/cost/reduced/kernel.cu")).unwrap(),
+        measured["rows"][1]["variant"], "reduced+model",
+        "{measured}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("out/cost/reduced+model/kernel.cu")).unwrap(),
         std::fs::read_to_string(clean.join("kernel.cu")).unwrap()
     );
     assert_eq!(cost("0").status.code(), Some(64));

@@ -173,15 +173,44 @@ fn clean_runs_exit_zero_and_the_build_is_reused() {
 }
 
 #[test]
-fn a_failing_original_stops_before_testing() {
+fn a_failing_original_is_tested_when_the_fully_fenced_one_passes_natively() {
+    // ct-octree run ten builds at a time fails natively; its fences are what is being tested.
     let (_tmp, dir) = standin();
     let o = test(&dir, &["--runs", "5"], &[("STANDIN_BASELINE", "1")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("sanity: the original fails natively (failed its post-condition (exit code 1)); the program with every fence passed 3 of 3 native runs, so the test went on from it"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(records(&dir.parent().unwrap().join("out")).len(), 5);
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.parent().unwrap().join("out/test/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["sanity"]["passed"], "all_fences", "{summary}");
+}
+
+#[test]
+fn a_failing_original_stops_before_testing_when_every_fence_fails_too() {
+    let (_tmp, dir) = standin();
+    let o = test(
+        &dir,
+        &["--runs", "5"],
+        &[
+            ("STANDIN_BASELINE", "1"),
+            ("STANDIN_MODE", "rate"),
+            ("STANDIN_PERCENT", "100"),
+        ],
+    );
     assert_eq!(o.status.code(), Some(3));
     assert!(
-        stderr(&o).contains("original program fails its post-condition"),
+        stderr(&o).contains("original program fails its post-condition")
+            && stderr(&o).contains("with every fence fails natively too"),
         "{}",
         stderr(&o)
     );
+    assert!(!dir.parent().unwrap().join("out/test/runs.jsonl").exists());
 }
 
 #[test]

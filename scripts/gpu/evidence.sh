@@ -313,8 +313,8 @@ cost_study() { # cost_study STUDY [--model]: the reduced fences as the reduction
   cp "$out/cost/cost.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/cost.json" "${cmd[@]}"
   return $rc
 }
-seeds_study() { # seeds_study STUDY: two more reductions (seeds 2 and 3) beside reduce-STUDY's seed 1
-  local study=$1 seed rc=0
+seeds_study() { # seeds_study STUDY [wmfix reduce options]: two more reductions (seeds 2 and 3) beside reduce-STUDY's seed 1; STUDY_DIR: a copy to reduce instead
+  local study=$1 seed rc=0; shift
   for seed in 2 3; do
     # A seed an earlier call completed is kept as recorded, not run again (a journal of other
     # sources or runtime would start it afresh).
@@ -322,9 +322,9 @@ seeds_study() { # seeds_study STUDY: two more reductions (seeds 2 and 3) beside 
       echo "# seed $seed: complete in an earlier call, kept" >> "$STEP_DIR/log.txt"
       continue
     fi
-    local out=$WORK/reduce-$study-seed$seed
+    local out=$WORK/${STUDY_DIR:+$STEP-}reduce-$study-seed$seed
     resumable_reduce "$out" "$STEP_DIR/journal-seed$seed.jsonl" \
-      "$W" reduce "case-studies/$study" --out "$out" --hours 1 --jobs "$JOBS" --seed "$seed" || rc=$?
+      "$W" reduce "${STUDY_DIR:-case-studies/$study}" --out "$out" --hours 1 --jobs "$JOBS" --seed "$seed" "$@" || rc=$?
     cp "$out/reduce/reduce.json" "$STEP_DIR/reduce-seed$seed.json" 2>/dev/null &&
       json_result "$STEP_DIR/reduce-seed$seed.json" "${REDUCE_CMD[@]}"
     cp "$out/reduce/journal.jsonl" "$STEP_DIR/journal-seed$seed.jsonl" 2>/dev/null
@@ -397,10 +397,11 @@ builds_cell() { # builds_cell STUDY B FENCES: STUDY at B builds a run under sys-
 # At B builds a run the stability check is sized for 1% a build (--rare-rate 1 - 0.99^B): the
 # guarantee of one build a run at the default 1% a run, with B times fewer runs (simulated:
 # benches/results/reduce_strategies.txt, "Builds a run").
-builds_reduce() { # builds_reduce STUDY B: STUDY's reduction at B builds a run
+builds_reduce() { # builds_reduce STUDY B [seeds]: STUDY's reduction at B builds a run (seeds: two more seeds of it)
   local STUDY_DIR
   with_builds "$1" "$2" || return 1
-  reduce_study "$1" --rare-rate "$(python3 -c "print(round(1 - 0.99 ** $2, 4))")"
+  local fn=reduce_study; [ "${3:-}" = seeds ] && fn=seeds_study
+  $fn "$1" --rare-rate "$(python3 -c "print(round(1 - 0.99 ** $2, 4))")"
 }
 for b in 1 10; do
   add "builds-ct-octree-$b-no2" builds_cell ct-octree "$b" 0,3,9-10,13
@@ -409,6 +410,8 @@ for b in 1 10; do
 done
 add reduce-ct-octree-b10 builds_reduce ct-octree 10
 add reduce-ls-bh-nf-b10 builds_reduce ls-bh-nf 10
+add seeds-ct-octree-b10 builds_reduce ct-octree 10 seeds
+add seeds-ls-bh-nf-b10 builds_reduce ls-bh-nf 10 seeds
 
 # sdk-red-nf under aim-str+: as many errors a run as sys-str+ and runs twice as fast on an H100
 # (2026-11-25), so its 459-run stability check may end within issue 14's five minutes.

@@ -58,13 +58,13 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     std::fs::create_dir_all(files.logs())?;
     // C-Vise's lesson: check the unmodified program before reducing anything.
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
-    let sanity = crate::reduce::sanity::check(
+    let sanity = crate::run::sanity::check(
         &app,
         &built.original,
         &built.instrumented,
         &files.baseline_log(),
     )?;
-    if let Some(s) = sanity.describe() {
+    if let Some(s) = sanity.describe("reduction") {
         eprintln!("wmfix: {s}");
     }
     let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
@@ -394,7 +394,7 @@ pub fn summary(r: &Report) -> String {
             res.stability_runs
         );
     }
-    if let Some(why) = r.sanity.describe() {
+    if let Some(why) = r.sanity.describe("reduction") {
         s += &format!("sanity: {why}\n");
     }
     for f in &r.library_fences {

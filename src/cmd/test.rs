@@ -89,6 +89,9 @@ pub struct Summary {
     /// The chip profile the runs used (`run::profile`), also in `plan`.
     #[serde(default)]
     pub profile: Option<ProfileUsed>,
+    /// The sanity check: the original passed natively, or else the program with every fence.
+    #[serde(default)]
+    pub sanity: crate::run::sanity::Sanity,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -130,7 +133,15 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         }
     );
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
-    trial::baseline(&app, &built.original, &out.baseline_log())?;
+    let sanity = crate::run::sanity::check(
+        &app,
+        &built.original,
+        &built.instrumented,
+        &out.baseline_log(),
+    )?;
+    if let Some(s) = sanity.describe("test") {
+        eprintln!("wmfix: {s}");
+    }
     let files = out.test();
     let dir = files.dir();
     let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
@@ -174,6 +185,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         interrupted: false,
         resumed_runs: previous.records.len(),
         profile: Some(profile),
+        sanity,
     };
     let mut next_id = previous.records.iter().map(|r| r.id + 1).max().unwrap_or(0);
     for (k, env) in opts.envs.iter().enumerate() {
@@ -406,6 +418,8 @@ pub struct TestJson {
     /// `runs.jsonl`, `summary.json` and the logs of erring runs.
     pub records: PathBuf,
     pub rows: Vec<TableRow>,
+    /// The original passed natively, or else the program with every fence.
+    pub sanity: crate::run::sanity::Sanity,
 }
 
 impl From<&Row> for TableRow {
@@ -617,8 +631,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         resume: args.resume,
     };
     let (summary, records) = test_app(&opts)?;
+    let sanity = summary
+        .sanity
+        .describe("test")
+        .map(|s| format!("sanity: {s}\n"))
+        .unwrap_or_default();
     let human = format!(
-        "{}wmfix: fences {}; records in {}\n",
+        "{}{sanity}wmfix: fences {}; records in {}\n",
         table(&summary),
         summary.fences,
         records.display()
@@ -632,6 +651,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         resumed_runs: summary.resumed_runs,
         records,
         rows: table_rows(&summary),
+        sanity: summary.sanity.clone(),
     };
     super::report(args.json, &doc, &human);
     if summary.interrupted {
@@ -676,6 +696,7 @@ mod tests {
             interrupted: false,
             resumed_runs: 0,
             profile: None,
+            sanity: Default::default(),
         };
         assert_eq!(
             serde_json::to_string(&table_rows(&summary)).unwrap(),

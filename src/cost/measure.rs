@@ -197,6 +197,7 @@ fn variants(
         tree: built.original.clone(),
     }];
     let middle_name = match opts.middle {
+        Middle::Reduced | Middle::ReducedIn(_) if opts.model => "reduced+model",
         Middle::Reduced | Middle::ReducedIn(_) => "reduced",
         Middle::Given(_) => "chosen",
     };

@@ -7,5 +7,4 @@ pub mod model;
 pub mod oracle;
 pub mod patch;
 pub mod record;
-pub mod sanity;
 pub mod split;

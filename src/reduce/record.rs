@@ -112,7 +112,7 @@ pub struct Report {
     pub profile: Option<crate::run::profile::ProfileUsed>,
     /// What passed natively before the reduction: the original, or only the fully fenced one.
     #[serde(default)]
-    pub sanity: crate::reduce::sanity::Sanity,
+    pub sanity: crate::run::sanity::Sanity,
     /// The fences the PTX memory model requires beside the kept ones (`fences-model.patch`,
     /// `wmfix apply --model`), and the kept fences whose pattern was not recognised.
     #[serde(default)]

@@ -1,8 +1,9 @@
 //! Running the program under stress: testing environments, one run and its outcome, many runs
-//! at once, the held CUDA context, the chip profile the runs get.
+//! at once, the held CUDA context, the chip profile the runs get, the sanity check before them.
 
 pub mod batch;
 pub mod environment;
 pub mod hold;
 pub mod profile;
+pub mod sanity;
 pub mod trial;

@@ -1,8 +1,9 @@
-//! The reducer's sanity check. The original must pass natively, as for `wmfix test`; when it
-//! does not, the program a user needs hardened may be just one whose bug already shows without
-//! stress (cbe-ht), so the meaningful check is that the program with every fence passes
-//! natively (no stress, `WMFIX_FENCES=all`) in 3 of 3 runs. Only when that fails too is the
-//! reduction refused (exit 3).
+//! The sanity check before `wmfix test` and `wmfix reduce` run anything under stress. The
+//! original should pass natively; when it does not, the program a user needs hardened may be
+//! just one whose bug already shows without stress (cbe-ht; ct-octree run ten builds at a time),
+//! so the meaningful check is that the program with every fence passes natively (no stress,
+//! `WMFIX_FENCES=all`) in 3 of 3 runs. Only when that fails too is the program refused (exit 3):
+//! fences cannot fix it, so no error could be blamed on weak memory.
 
 use crate::app::config::App;
 use crate::exit_code::{self, fail};
@@ -26,11 +27,12 @@ pub enum Sanity {
 }
 
 impl Sanity {
-    pub fn describe(&self) -> Option<String> {
+    /// What a report says; `what` went on: "reduction", "test".
+    pub fn describe(&self, what: &str) -> Option<String> {
         match self {
             Sanity::Original => None,
             Sanity::AllFences { why } => Some(format!(
-                "the original fails natively ({why}); the program with every fence passed {FENCED_TRIES} of {FENCED_TRIES} native runs, so the reduction went on from it"
+                "the original fails natively ({why}); the program with every fence passed {FENCED_TRIES} of {FENCED_TRIES} native runs, so the {what} went on from it"
             )),
         }
     }
