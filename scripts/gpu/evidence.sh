@@ -408,8 +408,14 @@ for b in 1 10; do
   add "builds-ct-octree-$b-no13" builds_cell ct-octree "$b" 0,2-3,9-10
   add "builds-ls-bh-nf-$b-no1" builds_cell ls-bh-nf "$b" 36,54
 done
+# ct-octree's set reduced at 10 builds (fences 0, 3, 9, 14: not 2, 10, 13 as at one build),
+# checked at 1 and 10 builds a run.
+for b in 1 10; do add "builds-ct-octree-$b-b10set" builds_cell ct-octree "$b" 0,3,9,14; done
 add reduce-ct-octree-b10 builds_reduce ct-octree 10
 add reduce-ls-bh-nf-b10 builds_reduce ls-bh-nf 10
+# The short studies' seed-1 reductions again with this session's wmfix (their first ran with
+# f3f1bcc): issue 14's median from one binary.
+for s in cbe-dot cbe-ht tpo-tm; do add "reduce-$s-rerun" reduce_study "$s"; done
 add seeds-ct-octree-b10 builds_reduce ct-octree 10 seeds
 add seeds-ls-bh-nf-b10 builds_reduce ls-bh-nf 10 seeds
 
