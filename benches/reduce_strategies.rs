@@ -27,7 +27,6 @@ fn simulate(
     p: f64,
     s: &Strategy,
     run_seconds: f64,
-    jobs: usize,
 ) -> (usize, usize, f64, usize, usize) {
     let expected: Ids = required
         .iter()
@@ -49,7 +48,6 @@ fn simulate(
             rare: rare.iter().map(|&(id, q)| (FenceId(id), q)).collect(),
             timeout_p: 0.0,
             run_seconds,
-            jobs,
             seed,
             runs: 0,
         };
@@ -60,7 +58,6 @@ fn simulate(
             stability: s.stability,
             rare_rate: s.rare_rate,
             cache: s.cache,
-            min_runs: s.min_runs,
             budget_seconds: 48.0 * 3600.0,
         };
         let all: Ids = FenceId::all(n);
@@ -96,7 +93,6 @@ struct Strategy {
     cache: bool,
     stability: Stability,
     rare_rate: Option<f64>,
-    min_runs: usize,
 }
 
 fn main() {
@@ -127,7 +123,6 @@ fn main() {
         cache,
         stability,
         rare_rate: None,
-        min_runs: 1,
     };
     let strategies = [
         strategy(
@@ -191,7 +186,7 @@ fn main() {
         for p in [1.0, 0.05, 0.02] {
             for s in &strategies {
                 let (checks, runs, seconds, found, missed) =
-                    simulate(sizes, required, rare, p, s, RUN_SECONDS, 1);
+                    simulate(sizes, required, rare, p, s, RUN_SECONDS);
                 println!(
                     "{:<18} {:>5} {:<36} {:>7.1} {:>9.1} {:>9.1}m {:>4}/5 {:>4}/5",
                     name,
@@ -207,60 +202,6 @@ fn main() {
         }
     }
     builds_a_run(&apps, strategies.last().expect("the default"));
-    runs_at_once(&apps, strategies.last().expect("the default"));
-}
-
-/// 8 runs at a time (`--jobs 8`), a wave of them taking WAVE seconds (on an H100 8 at a time
-/// made about 5.5 runs a second: 1.44 s a wave), with checks of as few runs as the sizing says
-/// and with at least the 8 that go at once. Beside the apps with rare fences, one like
-/// ct-octree at 10 builds a run on the H100 (2026-11-26): fences whose absence errs in a tenth
-/// to half of the runs, the stability check sized for 9.56% a run.
-fn runs_at_once(apps: &[App], default: &Strategy) {
-    const WAVE: f64 = 1.44;
-    println!(
-        "\n# Runs at once: {}, 8 at a time ({WAVE} s a wave of 8), checks of at least 1 or 8 runs:",
-        default.name
-    );
-    println!(
-        "{:<18} {:>5} {:>4} {:>7} {:>9} {:>10} {:>6} {:>6}",
-        "application", "p", "min", "checks", "runs", "run time", "found", "missed"
-    );
-    let b10: App = (
-        "ct-octree b10-like",
-        &[8, 6, 9, 10],
-        &[17],
-        &[(3, 0.4), (9, 0.3), (20, 0.1)],
-    );
-    let mut with_rare: Vec<(App, Option<f64>)> = apps
-        .iter()
-        .filter(|a| !a.3.is_empty())
-        .map(|a| (*a, default.rare_rate))
-        .collect();
-    with_rare.push((b10, Some(0.0956)));
-    for ((name, sizes, required, rare), rare_rate) in with_rare {
-        for p in [1.0, 0.05] {
-            for min_runs in [1, 8] {
-                let strategy = Strategy {
-                    rare_rate,
-                    min_runs,
-                    ..*default
-                };
-                let (checks, runs, seconds, found, missed) =
-                    simulate(sizes, required, rare, p, &strategy, WAVE, 8);
-                println!(
-                    "{:<18} {:>5} {:>4} {:>7.1} {:>9.1} {:>9.1}m {:>4}/5 {:>4}/5",
-                    name,
-                    p,
-                    min_runs,
-                    checks as f64 / 5.0,
-                    runs as f64 / 5.0,
-                    seconds / 5.0 / 60.0,
-                    found,
-                    missed
-                );
-            }
-        }
-    }
 }
 
 /// B builds (steps) a run, as ct-octree's and ls-bh-nf's harnesses allow: each rate q becomes
@@ -295,7 +236,7 @@ fn builds_a_run(apps: &[App], default: &Strategy) {
                     ..*default
                 };
                 let (checks, runs, seconds, found, missed) =
-                    simulate(sizes, required, &rare, per(p), &strategy, run, 1);
+                    simulate(sizes, required, &rare, per(p), &strategy, run);
                 let rate = strategy.rare_rate.unwrap_or(0.0);
                 println!(
                     "{:<18} {:>5} {:>3} {:>6.3} {:>7.1} {:>9.1} {:>9.1}m {:>4}/5 {:>4}/5",

@@ -538,7 +538,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             stability,
             rare_rate: Some(args.rare_rate.0),
             cache: !args.no_cache,
-            min_runs: args.runs_at_once.jobs.get(),
             budget_seconds: args.hours.0 * 3600.0,
         },
         dir: args.app.dir,

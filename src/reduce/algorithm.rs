@@ -41,10 +41,6 @@ pub struct Settings {
     #[serde(default)]
     pub rare_rate: Option<f64>,
     pub cache: bool,
-    /// Runs an adaptive check gets at least: the runs that go at once (`--jobs`), which take
-    /// about the wall time of one. 0: as the sizing says (reductions recorded before this).
-    #[serde(default)]
-    pub min_runs: usize,
     /// Stop with the best result so far after this many seconds of runs.
     pub budget_seconds: f64,
 }
@@ -400,9 +396,7 @@ impl Reducer<'_> {
             self.settings.checks,
             self.rates.assumed(self.settings.checks),
         ) {
-            (Checks::Adaptive { confidence }, Some(p)) => {
-                checks::runs_for(confidence, p).max(self.settings.min_runs)
-            }
+            (Checks::Adaptive { confidence }, Some(p)) => checks::runs_for(confidence, p),
             _ => self.i,
         }
     }

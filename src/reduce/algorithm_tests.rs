@@ -15,7 +15,6 @@ fn settings(split: Split, stability: Stability, cache: bool) -> Settings {
         stability,
         rare_rate: None,
         cache,
-        min_runs: 1,
         budget_seconds: 1e9,
     }
 }
@@ -27,7 +26,6 @@ fn sim(required: &[usize], p: f64, seed: u64) -> Simulated {
         rare: vec![],
         timeout_p: 0.0,
         run_seconds: 0.3,
-        jobs: 1,
         seed,
         runs: 0,
     }
@@ -73,7 +71,6 @@ fn all_fences_failing_is_an_error() {
         rare: vec![],
         timeout_p: 0.0,
         run_seconds: 0.1,
-        jobs: 1,
         seed: 1,
         runs: 0,
     };
@@ -603,50 +600,5 @@ fn a_budget_spent_after_add_back_reports_the_set_that_passed() {
         r.fences.len() > failed + 1,
         "reported {:?}: the {failed} fences that failed and the one added, which no check passed",
         r.fences
-    );
-}
-
-/// Every request's runs asked for, in order.
-struct Asked<'a> {
-    inner: &'a mut Simulated,
-    runs: Vec<Option<usize>>,
-}
-
-impl Oracle for Asked<'_> {
-    fn run_placed(&mut self, e: &Ids, b: &Ids, r: Request, n: u64, l: f64) -> Result<Tally> {
-        self.runs.push(r.max_runs);
-        self.inner.run_placed(e, b, r, n, l)
-    }
-}
-
-#[test]
-fn an_adaptive_check_gets_at_least_the_runs_that_go_at_once() {
-    // The unfenced program errs in every run, so the sizing asks 1-3 runs a check; with
-    // 8 runs at once, 8 take the wall time of one. On the H100, ct-octree at 10 builds a run
-    // took a 3-run check's pass without a needed fence (erring in about half the runs), and
-    // 90 failing removals and five add-back searches followed (511 s; seed 1: 99 s).
-    let all = FenceId::all(32);
-    let asked = |min_runs| {
-        let mut o = Simulated {
-            jobs: 8,
-            ..sim(&[10, 14], 1.0, 1)
-        };
-        let mut w = Asked {
-            inner: &mut o,
-            runs: vec![],
-        };
-        let mut s = adaptive(Split::Structure);
-        s.min_runs = min_runs;
-        let r = reduce(&mut w, &all, s, &mut |_| {}).unwrap();
-        assert_eq!(r.fences, set(&[10, 14]));
-        assert!(r.iterations >= min_runs, "{r:?}");
-        w.runs
-    };
-    let sized = asked(1);
-    assert!(sized.iter().any(|n| n.is_some_and(|n| n < 8)), "{sized:?}");
-    let at_once = asked(8);
-    assert!(
-        at_once.iter().all(|n| n.is_none_or(|n| n >= 8)),
-        "{at_once:?}"
     );
 }

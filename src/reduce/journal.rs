@@ -166,7 +166,6 @@ mod tests {
             stability: Stability::Statistical { confidence: 0.99 },
             rare_rate: Some(0.01),
             cache: true,
-            min_runs: 1,
             budget_seconds,
         }
     }
@@ -178,7 +177,6 @@ mod tests {
             rare: vec![],
             timeout_p: 0.0,
             run_seconds: 1.0,
-            jobs: 1,
             seed: 3,
             runs: 0,
         }

@@ -189,9 +189,7 @@ pub struct Simulated {
     pub p: f64,
     pub rare: Vec<(FenceId, f64)>,
     pub timeout_p: f64,
-    /// Seconds of one wave of `jobs` runs going at once (one run with `jobs` 0 or 1).
     pub run_seconds: f64,
-    pub jobs: usize,
     pub seed: u64,
     /// Every run so far, for tests that count them.
     pub runs: usize,
@@ -232,11 +230,9 @@ impl Oracle for Simulated {
                 return Ok(t);
             }
             let u = crate::rng::unit(self.seed, nonce, request.first_run + t.runs);
-            if t.runs % self.jobs.max(1) == 0 {
-                t.seconds += self.run_seconds;
-            }
             t.runs += 1;
             self.runs += 1;
+            t.seconds += self.run_seconds;
             if u < self.timeout_p {
                 t.errors += 1;
                 t.timeouts += 1;
