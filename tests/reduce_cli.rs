@@ -537,6 +537,24 @@ fn adaptive_checks_and_the_structure_split_are_the_defaults_and_recorded() {
     assert!(res["iterations"].as_u64().unwrap() < 32, "{res}");
     assert!(res["check_miss_probability"].as_f64().unwrap() <= 0.01);
     assert!(res["miss_probability"].as_f64().unwrap() <= 0.01);
+    // The stability check's guarantee names the rate it holds for: --rare-rate (default 1%),
+    // not the far higher rate the checks were sized for.
+    assert_eq!(res["stability_rate"], 0.01, "{res}");
+    let o = reduce_cmd(
+        &dir,
+        "out2",
+        "17",
+        100,
+        &["--jobs", "2", "--rare-rate", "0.05"],
+    )
+    .output()
+    .unwrap();
+    ok(&o);
+    assert!(
+        stdout(&o).contains("stability: 90 clean runs; a missing fence erring in as few as 5.00% of runs (--rare-rate) would go unseen with probability 9.89e-3"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]

@@ -316,6 +316,7 @@ fn interrupted_result(p: &Progress) -> Reduced {
         assumed_rate: None,
         stability_runs: 0,
         miss_probability: None,
+        stability_rate: None,
         note: "interrupted: these fences passed their last check only; `wmfix reduce --resume` continues the reduction".into(),
     }
 }
@@ -389,8 +390,15 @@ pub fn summary(r: &Report) -> String {
         );
     }
     if let (Some(m), true) = (res.miss_probability, res.complete) {
+        // The stability check is sized for --rare-rate where that is below the checks' rate.
+        let rate = match (res.stability_rate, res.assumed_rate) {
+            (Some(q), Some(p)) if q < p => {
+                format!("in as few as {:.2}% of runs (--rare-rate)", 100.0 * q)
+            }
+            _ => "at that rate".to_string(),
+        };
         s += &format!(
-            "stability: {} clean runs; an error at that rate would go unseen with probability {m:.2e}\n",
+            "stability: {} clean runs; a missing fence erring {rate} would go unseen with probability {m:.2e}\n",
             res.stability_runs
         );
     }

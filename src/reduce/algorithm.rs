@@ -108,9 +108,11 @@ pub struct Reduced {
     pub check_miss_probability: Option<f64>,
     /// Runs of the final stability check.
     pub stability_runs: usize,
-    /// Probability that an error at `assumed_rate` (or `rare_rate`, where lower) would have gone
-    /// unseen in those runs.
+    /// Probability that an error at `stability_rate` would have gone unseen in those runs.
     pub miss_probability: Option<f64>,
+    /// The rate the stability check was sized for: `assumed_rate`, or `rare_rate` where lower.
+    #[serde(default)]
+    pub stability_rate: Option<f64>,
     pub note: String,
 }
 
@@ -288,9 +290,8 @@ impl Reducer<'_> {
                     let (after_loop_only, note) = self.placements(&fl)?;
                     let mut r = self.result(fl, true, runs, note);
                     r.after_loop_only = after_loop_only;
-                    r.miss_probability = r
-                        .assumed_rate
-                        .map(|p| checks::miss(self.stable_rate(p), runs));
+                    r.stability_rate = r.assumed_rate.map(|p| self.stable_rate(p));
+                    r.miss_probability = r.stability_rate.map(|p| checks::miss(p, runs));
                     return Ok(r);
                 }
                 if self.out_of_budget {
@@ -386,6 +387,7 @@ impl Reducer<'_> {
             check_miss_probability: assumed_rate.map(|p| checks::miss(p, iterations)),
             stability_runs,
             miss_probability: None,
+            stability_rate: None,
             note,
         }
     }
