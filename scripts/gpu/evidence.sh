@@ -389,10 +389,21 @@ with_builds() { # with_builds STUDY B: STUDY_DIR, a copy of the study whose run 
   rm -rf "$STUDY_DIR" && cp -r "case-studies/$1" "$STUDY_DIR" || return 1
   sed -i "s|^run = \"\(.*\)\"$|run = \"\1 $2\"|" "$STUDY_DIR/wmfix.toml"
 }
-builds_cell() { # builds_cell STUDY B FENCES: STUDY at B builds a run under sys-str+ with FENCES on
+builds_cell() { # builds_cell STUDY B FENCES [RUNS]: STUDY at B builds a run under sys-str+ with FENCES on
   local STUDY_DIR  # with_builds's, for this step only (bash scopes it dynamically)
   with_builds "$1" "$2" || return 1
-  test_cell "$1" sys-str+ "$RUNS" -- --fences "$3"
+  test_cell "$1" sys-str+ "${4:-$RUNS}" -- --fences "$3" || return
+  failed_builds "$WORK/$STEP/test"
+}
+# failed_builds DIR: which build (step) of a run failed, counted over the erring runs' logs
+# (the harnesses print "build N: ..." or "step N: ..." for each failing one), into
+# failed-builds.txt: whether a run's first build errs more often than its later ones
+# (ls-bh-nf's steps erred 0.6% each at ten a run, 3% at one, on the H100).
+failed_builds() {
+  local logs=$1/logs
+  [ -d "$logs" ] || return 0
+  find "$logs" -type f -exec grep -ho '^\(build\|step\) [0-9]*:' {} + |
+    sort | uniq -c | sort -k2,2 -k3,3n > "$STEP_DIR/failed-builds.txt"
 }
 # At B builds a run the stability check is sized for --rare-rate 1 - 0.99^B: 1% a build were
 # builds independent, with B times fewer runs (simulated: benches/results/reduce_strategies.txt,
@@ -412,6 +423,8 @@ done
 # ct-octree's set reduced at 10 builds (fences 0, 3, 9, 14: not 2, 10, 13 as at one build),
 # checked at 1 and 10 builds a run.
 for b in 1 10; do add "builds-ct-octree-$b-b10set" builds_cell ct-octree "$b" 0,3,9,14; done
+# Which step of a ten-step ls-bh-nf run errs without fence 1 (failed-builds.txt), over 400 runs.
+add builds-ls-bh-nf-10-no1-which builds_cell ls-bh-nf 10 36,54 400
 add reduce-ct-octree-b10 builds_reduce ct-octree 10
 add reduce-ls-bh-nf-b10 builds_reduce ls-bh-nf 10
 # The short studies' seed-1 reductions again with wmfix 2cf6425 (their first ran with f3f1bcc):
