@@ -602,3 +602,45 @@ fn a_budget_spent_after_add_back_reports_the_set_that_passed() {
         r.fences
     );
 }
+
+/// Every request's runs asked for and errors seen, in order.
+struct Asked<'a> {
+    inner: &'a mut Simulated,
+    seen: Vec<(Option<usize>, usize)>,
+}
+
+impl Oracle for Asked<'_> {
+    fn run_placed(&mut self, e: &Ids, b: &Ids, r: Request, n: u64, l: f64) -> Result<Tally> {
+        let t = self.inner.run_placed(e, b, r, n, l)?;
+        self.seen.push((r.max_runs, t.errors));
+        Ok(t)
+    }
+}
+
+#[test]
+fn add_back_splits_at_a_quarter_so_fewer_of_its_long_checks_pass() {
+    // Fence 1's absence errs in 2% of runs: the checks sized for the common errors drop it,
+    // the 459-run stability check catches it, add-back searches the 31 dropped fences. A
+    // passing check takes all 459 runs (85 s on an H100), a failing one ends at its first
+    // error. Halving passes at 15, 7, 3 and 2 (fails at 1); quarters pass at 7 and 2 only.
+    let mut o = Simulated {
+        rare: vec![(FenceId(1), 0.02)],
+        ..sim(&[10], 1.0, 3)
+    };
+    let mut w = Asked {
+        inner: &mut o,
+        seen: vec![],
+    };
+    let mut s = adaptive(Split::Structure);
+    s.rare_rate = Some(0.01);
+    let r = reduce(&mut w, &FenceId::all(32), s, &mut |_| {}).unwrap();
+    assert_eq!(r.fences, set(&[1, 10]), "{r:?}");
+    assert!(r.complete);
+    let long_passes = w
+        .seen
+        .iter()
+        .filter(|(n, e)| *n == Some(r.stability_runs) && *e == 0)
+        .count();
+    // Two in add-back, and the final stability check.
+    assert_eq!(long_passes, 3, "{:?}", w.seen);
+}
