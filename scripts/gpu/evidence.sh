@@ -430,6 +430,9 @@ add reduce-ls-bh-nf-b10 builds_reduce ls-bh-nf 10
 # The short studies' seed-1 reductions again with wmfix 2cf6425 (their first ran with f3f1bcc):
 # issue 14's median from one binary.
 for s in cbe-dot cbe-ht tpo-tm; do add "reduce-$s-rerun" reduce_study "$s"; done
+# ct-octree and ls-bh-nf again at one build with add-back split at a quarter (94d226b; their
+# reduce-* split at the middle: 1,372 s and 588 s).
+for s in ct-octree ls-bh-nf; do add "reduce-$s-quarters" reduce_study "$s"; done
 add seeds-ct-octree-b10 builds_reduce ct-octree 10 seeds
 add seeds-ls-bh-nf-b10 builds_reduce ls-bh-nf 10 seeds
 
