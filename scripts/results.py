@@ -482,14 +482,19 @@ def stress(folder):
 
 
 def builds(folder):
-    """A reduced set less one rarely needed fence, at 1 and 10 builds (steps) a run."""
+    """Fence sets at 1 and 10 builds (steps) a run: builds-STUDY-B-WHAT, WHAT `noN` (a reduced
+    set less fence N) or another name; the fences on are the test's own record."""
     metas = []
-    print("Under sys-str+, a reduced set less one rarely needed fence, B builds (steps) a run (errors/runs; errors per hour):\n")
-    print("| fences on | builds a run | errors/runs |")
-    print("|---|---|---|")
+    print("Under sys-str+, B builds (steps) a run (errors/runs; errors per hour):\n")
+    print("| study | cell | fences on | builds a run | errors/runs |")
+    print("|---|---|---|---|---|")
     for d in steps(folder, "builds-"):
-        study, b, less = d[len("builds-"):].rsplit("-", 2)
-        print(f"| {study}, the reduced set less fence {less[len('no'):]} | {b} | {cell(folder, d, metas)} |")
+        m = re.match(r"builds-(.+?)-(\d+)-(.+)$", d)
+        if not m:
+            continue
+        study, b, what = m.groups()
+        fences = ((load(folder, d, "summary.json") or {}).get("result") or {}).get("fences", "-")
+        print(f"| {study} | {what} | {fences} | {b} | {cell(folder, d, metas)} |")
     print(provenance(metas))
 
 TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress}
