@@ -13,6 +13,7 @@ use crate::fences::id::{FenceId, Ids};
 use crate::fences::scope::FenceScope;
 use crate::fences::set::FenceSet;
 use crate::out_dir::{CostFiles, OutDir};
+use crate::reduce::record::Report as ReducedRecord;
 use crate::run::trial::{self, Outcome};
 use crate::stats::{self, Spread};
 use anyhow::{Context, Result};
@@ -147,6 +148,40 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<(Report, PathBuf)> {
 }
 
 /// None (the original build), the middle set, all; a middle set equal to another is dropped.
+/// A reduction as the middle variant: its name, kept fences (with the model's when `model`),
+/// scope, and the loop fences placed after the loop alone, as the reduction (and `wmfix apply
+/// --model`, for the model's) placed them. Its fence ids hold only for the same sources.
+fn reduced(
+    app: &App,
+    out: &OutDir,
+    saved: ReducedRecord,
+    model: bool,
+) -> Result<(&'static str, Ids, FenceScope, Ids)> {
+    let now = crate::reduce::patch::harden(app, out.root(), &Ids::new(), saved.scope)?;
+    if now.sources != saved.sources {
+        return Err(fail(
+            exit_code::BAD_INPUT,
+            "the sources changed since the reduction: its fence ids no longer apply; run `wmfix reduce` again or give --fences",
+        ));
+    }
+    let (name, model) = if model {
+        ("reduced+model", saved.model.ids())
+    } else {
+        ("reduced", Ids::new())
+    };
+    Ok((
+        name,
+        saved.result.fences.union(&model).copied().collect(),
+        saved.scope,
+        saved
+            .result
+            .after_loop_only
+            .union(&model)
+            .copied()
+            .collect(),
+    ))
+}
+
 fn variants(
     app: &App,
     out: &OutDir,
@@ -154,53 +189,20 @@ fn variants(
     opts: &Options,
 ) -> Result<Vec<Variant>> {
     let all = FenceId::all(built.fences);
-    // A reduction's loop fences placed after the loop alone are measured that way.
-    let (middle, middle_scope, after_loop) = match &opts.middle {
-        Middle::Reduced | Middle::ReducedIn(_) => {
-            let saved = match &opts.middle {
-                Middle::ReducedIn(path) => crate::reduce::record::Report::read(path)?,
-                _ => crate::reduce::record::Report::load(out)?,
-            };
-            let now = crate::reduce::patch::harden(app, out.root(), &Ids::new(), saved.scope)?;
-            if now.sources != saved.sources {
-                return Err(fail(
-                    exit_code::BAD_INPUT,
-                    "the sources changed since the reduction: its fence ids no longer apply; run `wmfix reduce` again or give --fences",
-                ));
-            }
-            // The model's fences go after their loops, as `wmfix apply --model` places them.
-            let model = if opts.model {
-                saved.model.ids()
-            } else {
-                Ids::new()
-            };
-            (
-                saved.result.fences.union(&model).copied().collect(),
-                saved.scope,
-                saved
-                    .result
-                    .after_loop_only
-                    .union(&model)
-                    .copied()
-                    .collect(),
-            )
-        }
-        Middle::Given(FenceSet::All) => (all.clone(), opts.scope, Ids::new()),
+    let (middle_name, middle, middle_scope, after_loop) = match &opts.middle {
+        Middle::Given(FenceSet::All) => ("chosen", all.clone(), opts.scope, Ids::new()),
         Middle::Given(set @ FenceSet::Ids(ids)) => {
             set.check_ids("--fences", built.fences)?;
-            (ids.clone(), opts.scope, Ids::new())
+            ("chosen", ids.clone(), opts.scope, Ids::new())
         }
+        Middle::ReducedIn(path) => reduced(app, out, ReducedRecord::read(path)?, opts.model)?,
+        Middle::Reduced => reduced(app, out, ReducedRecord::load(out)?, opts.model)?,
     };
     let mut list = vec![Variant {
         name: "none".into(),
         fences: Ids::new(),
         tree: built.original.clone(),
     }];
-    let middle_name = match opts.middle {
-        Middle::Reduced | Middle::ReducedIn(_) if opts.model => "reduced+model",
-        Middle::Reduced | Middle::ReducedIn(_) => "reduced",
-        Middle::Given(_) => "chosen",
-    };
     for (name, fences, scope, after_loop) in [
         (middle_name, middle, middle_scope, after_loop),
         ("all", all, opts.scope, Ids::new()),
