@@ -435,6 +435,14 @@ for s in cbe-dot cbe-ht tpo-tm; do add "reduce-$s-rerun" reduce_study "$s"; done
 for s in ct-octree ls-bh-nf; do add "reduce-$s-quarters" reduce_study "$s"; done
 add seeds-ct-octree-b10 builds_reduce ct-octree 10 seeds
 add seeds-ls-bh-nf-b10 builds_reduce ls-bh-nf 10 seeds
+# A ct-octree process of 1 build took 0.31-0.38 s natively on the H100, of 100 builds 0.40 s
+# (2026-11-26): the process, not the build, is the cost; and ls-bh-nf's failing steps of ten-step
+# runs spread evenly over the steps (builds-ls-bh-nf-10-no1-which). So 100 builds a run, checks
+# sized for 1% a build (--rare-rate 1 - 0.99^100), and the cells that test the steps' independence.
+for s in ct-octree ls-bh-nf; do add "reduce-$s-b100" builds_reduce "$s" 100; done
+add builds-ct-octree-100-no13 builds_cell ct-octree 100 0,2-3,9-10
+add builds-ls-bh-nf-100-no1 builds_cell ls-bh-nf 100 36,54
+for s in ct-octree ls-bh-nf; do add "seeds-$s-b100" builds_reduce "$s" 100 seeds; done
 
 # sdk-red-nf under aim-str+: as many errors a run as sys-str+ and runs twice as fast on an H100
 # (2026-11-25), so its 459-run stability check may end within issue 14's five minutes.
