@@ -15,6 +15,24 @@ pub fn wilson95(errors: usize, runs: usize) -> (f64, f64) {
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
+/// A run of `steps` steps errs when any step does: the rate a run of a rate a step, were
+/// steps independent (measured on the H100 for ct-octree and ls-bh-nf: case-studies/README.md).
+pub fn rate_a_run(rate_a_step: f64, steps: u32) -> f64 {
+    // One step is the rate itself, exactly (1 - (1 - r) is not r in floating point).
+    if steps <= 1 {
+        return rate_a_step;
+    }
+    1.0 - (1.0 - rate_a_step).powi(steps as i32)
+}
+
+/// The inverse of `rate_a_run`.
+pub fn rate_a_step(rate_a_run: f64, steps: u32) -> f64 {
+    if steps <= 1 {
+        return rate_a_run;
+    }
+    1.0 - (1.0 - rate_a_run).powf(1.0 / f64::from(steps))
+}
+
 /// The paper's threshold: an environment is effective when more than 5% of runs err.
 pub fn effective(errors: usize, runs: usize) -> bool {
     runs > 0 && errors as f64 > 0.05 * runs as f64
@@ -99,6 +117,14 @@ pub fn t975(df: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_a_step_is_a_rate_a_run_and_back() {
+        // 1% a step is 9.56% of ten-step runs: the stability check needs 46 runs, not 459.
+        assert!((rate_a_run(0.01, 10) - 0.0956).abs() < 1e-4);
+        assert_eq!(rate_a_run(0.01, 1), 0.01);
+        assert!((rate_a_step(rate_a_run(0.003, 100), 100) - 0.003).abs() < 1e-12);
+    }
 
     #[test]
     fn spread_and_ratio_match_hand_computed_values() {

@@ -147,7 +147,7 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
 }
 
 #[test]
-fn the_builds_cells_test_and_reduce_a_copy_with_its_own_run_command_and_leave_later_steps_alone() {
+fn the_builds_cells_test_and_reduce_a_copy_with_steps_and_leave_later_steps_alone() {
     let m = Machine::new();
     let work = &m.work;
     let calls = m.run(&[
@@ -156,21 +156,22 @@ fn the_builds_cells_test_and_reduce_a_copy_with_its_own_run_command_and_leave_la
         "reduce-sdk-red-nf-aim",
     ]);
     assert_eq!(calls.len(), 3, "{calls:#?}");
+    // The copy is the study as it is (its run command takes `{steps}`), in a folder of its own.
     let copy = work.join("ct-octree-builds-10");
     let toml = std::fs::read_to_string(copy.join("wmfix.toml")).unwrap();
     assert!(
-        toml.contains("\nrun = \"./octree 16384 64 128 16 10\"\n"),
+        toml.contains("\nrun = \"./octree 16384 64 128 16 {steps}\"\n"),
         "{toml}"
     );
     assert!(
         calls[0].starts_with(&format!("test {} ", copy.display()))
-            && calls[0].ends_with("--fences 0,3,9-10,13"),
+            && calls[0].ends_with("--fences 0,3,9-10,13 --steps 10"),
         "{calls:#?}"
     );
-    // Its stability check sized for 1% a build: 1 - 0.99^10.
+    // Its stability check is sized by wmfix for 1% a step (--rare-rate's default).
     assert!(
         calls[1].starts_with(&format!("reduce {} ", copy.display()))
-            && calls[1].ends_with("--rare-rate 0.0956"),
+            && calls[1].ends_with("--steps 10"),
         "{calls:#?}"
     );
     // The copy was the step's own: the next step reduces the study itself.

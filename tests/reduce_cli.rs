@@ -558,6 +558,51 @@ fn adaptive_checks_and_the_structure_split_are_the_defaults_and_recorded() {
 }
 
 #[test]
+fn steps_a_run_size_the_stability_check_for_a_rate_a_step() {
+    let (_tmp, dir) = standin(33);
+    let toml = dir.join("wmfix.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    // Without `{steps}` in `run`, --steps is refused, naming the file.
+    let o = reduce_cmd(&dir, "out", "17", 100, &["--steps", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("wmfix.toml: 10 steps a run, but `run` has no `{steps}`"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(
+        &toml,
+        text.replace("run = \"./app\"", "run = \"./app {steps}\""),
+    )
+    .unwrap();
+    let count = dir.parent().unwrap().join("count");
+    let o = reduce_cmd(&dir, "out", "17", 100, &["--jobs", "2", "--steps", "10"])
+        .env("STANDIN_COUNT", &count)
+        .output()
+        .unwrap();
+    ok(&o);
+    // Each run was given its steps; 1% a step is 9.56% of ten-step runs: 46 clean runs, not 459.
+    let runs = std::fs::read_to_string(&count).unwrap();
+    assert!(runs.lines().all(|l| l == "run 10"), "{runs}");
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [17]);
+    assert_eq!(r["steps"], 10);
+    let res = &r["result"];
+    assert!(
+        (res["stability_rate"].as_f64().unwrap() - 0.0956).abs() < 1e-4,
+        "{res}"
+    );
+    assert_eq!(res["stability_runs"], 46, "{res}");
+    assert!(
+        stdout(&o).contains("stability: 46 clean runs; a missing fence erring in as few as 1.00% of steps (9.56% of 10-step runs, were steps independent; --rare-rate) would go unseen"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn the_model_patch_adds_the_readers_acquire_and_apply_model_writes_both() {
     let (tmp, dir) = standin_kernel(
         "__global__ void k(int *data, int *flag, int *out) {\n  if (blockIdx.x == 0) {\n    data[0] = 42;\n    flag[0] = 1;\n  } else {\n    while (flag[0] == 0) {\n    }\n    out[0] = data[0];\n  }\n}\n",

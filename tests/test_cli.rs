@@ -621,3 +621,51 @@ fn the_chip_profile_reaches_every_run_and_is_recorded() {
         stderr(&o)
     );
 }
+
+#[test]
+fn steps_a_run_reach_the_program_and_give_a_rate_a_step() {
+    let (tmp, dir) = standin();
+    let toml = dir.join("wmfix.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace("run = \"./app\"", "run = \"./app {steps}\"\nsteps = 4"),
+    )
+    .unwrap();
+    let rate = [("STANDIN_MODE", "rate"), ("STANDIN_PERCENT", "25")];
+    let o = test(&dir, &["--runs", "40", "--json"], &rate);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["steps"], 4);
+    let row = &doc["rows"][0];
+    let run_rate = row["error_rate"].as_f64().unwrap();
+    let step_rate = row["step_error_rate"].as_f64().unwrap();
+    assert!(run_rate > 0.0, "{row}");
+    assert!(
+        (1.0 - (1.0 - step_rate).powi(4) - run_rate).abs() < 1e-12,
+        "{row}"
+    );
+    assert!(
+        stderr(&o).contains("runs of 4 steps; errors a step, were steps independent: sys-str+ "),
+        "{}",
+        stderr(&o)
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/test/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["steps"], 4);
+    // A replay runs the recorded run with its steps.
+    let o = test(&dir, &["--replay", "0"], &rate);
+    assert!(stdout(&o).contains("args=4\n"), "{}", stdout(&o));
+    // A resume with other steps is another test: refused.
+    let o = test(&dir, &["--runs", "40", "--resume", "--steps", "2"], &rate);
+    assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
+    // --steps 1 overrides the config: no rate a step.
+    let o = test(&dir, &["--runs", "10", "--json", "--steps", "1"], &rate);
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["steps"], 1);
+    let o = test(&dir, &["--replay", "0"], &rate);
+    assert!(stdout(&o).contains("args=1\n"), "{}", stdout(&o));
+    assert!(doc["rows"][0].get("step_error_rate").is_none(), "{doc}");
+}

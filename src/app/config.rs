@@ -15,8 +15,13 @@ pub struct Config {
     pub sources: Vec<PathBuf>,
     /// Shell command that builds the program, run in the (instrumented or original) tree.
     pub build: String,
-    /// Shell command that runs the program once.
+    /// Shell command that runs the program once; `{steps}` in it becomes `steps`.
     pub run: String,
+    /// Steps a run: how many times one run repeats the work under test, each checked (a
+    /// harness's loop, given `{steps}` in `run`). Checks count runs; a rate a step becomes a
+    /// rate a run as if steps erred independently (`Steps`).
+    #[serde(default = "default_steps")]
+    pub steps: u32,
     /// Seconds before a run is killed; a timeout counts as an error.
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
@@ -46,6 +51,35 @@ fn default_sources() -> Vec<PathBuf> {
 
 fn default_timeout() -> f64 {
     30.0
+}
+
+fn default_steps() -> u32 {
+    1
+}
+
+/// Where a run command takes its steps.
+pub const STEPS_PLACEHOLDER: &str = "{steps}";
+/// At most this many steps a run.
+pub const MAX_STEPS: u32 = 1_000_000;
+
+impl Config {
+    /// The run command with its steps filled in.
+    pub fn run_command(&self) -> String {
+        self.run.replace(STEPS_PLACEHOLDER, &self.steps.to_string())
+    }
+
+    /// What is wrong with `steps` for this run command, if anything.
+    fn steps_problem(&self, steps: u32) -> Option<String> {
+        if !(1..=MAX_STEPS).contains(&steps) {
+            return Some(format!("steps must be 1 to {MAX_STEPS}, not {steps}"));
+        }
+        (steps > 1 && !self.run.contains(STEPS_PLACEHOLDER)).then(|| {
+            format!(
+                "{steps} steps a run, but `run` has no `{STEPS_PLACEHOLDER}` where the program takes them: `{}`",
+                self.run
+            )
+        })
+    }
 }
 
 fn default_gpu() -> bool {
@@ -90,6 +124,21 @@ impl App {
         }
         Ok(App { root, config })
     }
+
+    /// The app with `steps` a run (`--steps`) in place of the config's; exit 64 naming
+    /// wmfix.toml when its run command cannot take them.
+    pub fn with_steps(mut self, steps: Option<u32>) -> Result<App> {
+        let Some(steps) = steps else { return Ok(self) };
+        if let Some(why) = self.config.steps_problem(steps) {
+            let path = self.root.join(FILE_NAME);
+            return Err(fail(
+                exit_code::USAGE,
+                format!("--steps {steps}: {}: {why}", path.display()),
+            ));
+        }
+        self.config.steps = steps;
+        Ok(self)
+    }
 }
 
 /// A source must exist and lie inside the application's folder: wmfix instruments and copies
@@ -133,6 +182,7 @@ struct Spans {
     build: toml::Spanned<String>,
     run: toml::Spanned<String>,
     timeout_s: Option<toml::Spanned<f64>>,
+    steps: Option<toml::Spanned<u32>>,
 }
 
 fn spans(text: &str) -> Option<Spans> {
@@ -164,6 +214,12 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
                 "timeout_s must be a positive number of seconds (at most 1e10), not {}",
                 config.timeout_s
             ),
+        });
+    }
+    if let Some(why) = config.steps_problem(config.steps) {
+        return Err(ConfigError {
+            line: line(|s| Some(s.steps.as_ref()?.span().start)),
+            message: why,
         });
     }
     for (key, value, start, what) in [
@@ -206,6 +262,12 @@ run = "./app"
 # Seconds before a run is killed (with its whole process group); a timeout counts as an error.
 timeout_s = 30
 
+# Steps a run: a harness that repeats the work under test in a loop, checking each, takes
+# their number where `run` says {steps} (run = "./app {steps}"). A process's start costs
+# more than a step on a GPU, so a run of many steps tests more a second; --rare-rate is then
+# a rate a step, taken as a rate a run as if steps erred independently. `--steps` overrides.
+# steps = 1
+
 # Optional: a command that checks the run's output, run after a run that exited 0.
 # WMFIX_RUN_OUTPUT names the file with the run's stdout and stderr. Exit 0 = correct.
 # check = "grep -q PASS \"$WMFIX_RUN_OUTPUT\""
@@ -233,8 +295,27 @@ mod tests {
         assert_eq!(c.timeout_s, 30.0);
         assert_eq!(c.check, None);
         assert_eq!(c.preprocess, None);
+        assert_eq!(c.steps, 1);
         let p = parse("build = \"b\"\nrun = \"r\"\npreprocess = \"nvcc -E -x cu\"\n").unwrap();
         assert_eq!(p.preprocess.as_deref(), Some("nvcc -E -x cu"));
+    }
+
+    #[test]
+    fn steps_fill_the_run_command_and_need_its_placeholder() {
+        let c = parse("build = \"b\"\nrun = \"./a 9 {steps}\"\nsteps = 10\n").unwrap();
+        assert_eq!(c.run_command(), "./a 9 10");
+        let one = parse("build = \"b\"\nrun = \"./a {steps}\"\n").unwrap();
+        assert_eq!(one.run_command(), "./a 1");
+        let e = parse("build = \"b\"\nrun = \"./a\"\nsteps = 10\n").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("no `{steps}`"), "{}", e.message);
+        let zero = parse("build = \"b\"\nrun = \"./a {steps}\"\n\nsteps = 0\n").unwrap_err();
+        assert_eq!(zero.line, Some(4));
+        assert!(
+            zero.message.contains("steps must be 1 to"),
+            "{}",
+            zero.message
+        );
     }
 
     #[test]

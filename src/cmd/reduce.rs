@@ -34,13 +34,21 @@ pub struct Options {
     /// into the output folder and continued.
     pub resume_from: Option<PathBuf>,
     pub scope: FenceScope,
+    /// Steps a run in place of wmfix.toml's (`--steps`); `settings.rare_rate` is a rate a step.
+    pub steps: Option<u32>,
 }
 
 pub fn reduce_app(opts: &Options) -> Result<Report> {
     crate::interrupt::install();
     let started = Instant::now();
-    let app = App::load(&opts.dir)?;
+    let app = App::load(&opts.dir)?.with_steps(opts.steps)?;
     super::needs_gpu(&app, "reduce")?;
+    let steps = app.config.steps;
+    // The algorithm counts runs: --rare-rate, a rate a step, becomes the rate of a run.
+    let mut settings = opts.settings.clone();
+    settings.rare_rate = settings
+        .rare_rate
+        .map(|r| crate::stats::rate_a_run(r, steps));
     let inputs = [app.root.clone()];
     let journal = |o: &OutDir| o.reduce().journal();
     let out = match &opts.resume_from {
@@ -77,7 +85,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         // The budget may change between sessions: not part of what must match.
         "wmfix_reduce": 1, "split": opts.settings.split, "iterations": opts.settings.iterations, "checks": opts.settings.checks,
         "stability": opts.settings.stability, "cache": opts.settings.cache, "env": opts.env, "seed": opts.seed,
-        "fences": all.len(), "build": stamp.trim(), "profile": profile,
+        "fences": all.len(), "build": stamp.trim(), "profile": profile, "steps": steps,
     }))?;
     let mut program = Program {
         app: &app,
@@ -92,7 +100,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let resume = opts.resume || opts.resume_from.is_some();
     let mut journal = Journaled::open(&mut program, &files.journal(), &header, resume)?;
     let bar = progress_bar();
-    let budget = opts.settings.budget_seconds;
+    let budget = settings.budget_seconds;
     let mut last: Option<Progress> = None;
     let mut show = |p: &Progress| {
         last = Some(p.clone());
@@ -105,13 +113,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             hms((budget - p.seconds).max(0.0))
         ));
     };
-    let result = algorithm::reduce_structured(
-        &mut journal,
-        &all,
-        &structure,
-        opts.settings.clone(),
-        &mut show,
-    );
+    let result =
+        algorithm::reduce_structured(&mut journal, &all, &structure, settings.clone(), &mut show);
     bar.finish_and_clear();
     let replayed = journal.replayed;
     // Interrupted, the best set so far is still written, marked as such.
@@ -157,7 +160,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         app: app.root.clone(),
         env: opts.env,
         seed: opts.seed,
-        settings: opts.settings.clone(),
+        settings,
+        steps,
         scope: opts.scope,
         initial_fences: all.len(),
         kept: result
@@ -392,6 +396,12 @@ pub fn summary(r: &Report) -> String {
     if let (Some(m), true) = (res.miss_probability, res.complete) {
         // The stability check is sized for --rare-rate where that is below the checks' rate.
         let rate = match (res.stability_rate, res.assumed_rate) {
+            (Some(q), Some(p)) if q < p && r.steps > 1 => format!(
+                "in as few as {:.2}% of steps ({:.2}% of {}-step runs, were steps independent; --rare-rate)",
+                100.0 * crate::stats::rate_a_step(q, r.steps),
+                100.0 * q,
+                r.steps
+            ),
             (Some(q), Some(p)) if q < p => {
                 format!("in as few as {:.2}% of runs (--rare-rate)", 100.0 * q)
             }
@@ -495,9 +505,13 @@ pub struct Args {
     confidence: values::Probability,
     /// The statistical stability check also catches, with --confidence, a set that errs in
     /// this share of runs, however often the program without fences errs (459 runs at 0.01
-    /// and 0.99): a set lacking one needed fence may err rarely.
+    /// and 0.99): a set lacking one needed fence may err rarely. With several steps a run, a
+    /// share of steps (46 ten-step runs at 0.01), as if steps erred independently.
     #[arg(long, default_value = "0.01")]
     rare_rate: values::Probability,
+    /// Steps a run, in place of wmfix.toml's `steps` (its `run` must say `{steps}`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::app::config::MAX_STEPS)))]
+    steps: Option<u32>,
     /// How binary reduction splits the fences.
     #[arg(long, value_enum, default_value_t = crate::reduce::algorithm::Split::Structure)]
     split: crate::reduce::algorithm::Split,
@@ -557,6 +571,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         resume: args.resume,
         resume_from: args.resume_from,
         scope: args.app.fence,
+        steps: args.steps,
     };
     let report = reduce_app(&opts)?;
     super::report(args.json, &report, &summary(&report));

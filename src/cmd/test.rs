@@ -35,6 +35,8 @@ pub struct Options {
     pub scope: FenceScope,
     /// Continue the runs recorded in `out/test/` (same settings), instead of starting afresh.
     pub resume: bool,
+    /// Steps a run in place of wmfix.toml's (`--steps`).
+    pub steps: Option<u32>,
 }
 
 /// How the runs of one environment ended.
@@ -92,6 +94,13 @@ pub struct Summary {
     /// The sanity check: the original passed natively, or else the program with every fence.
     #[serde(default)]
     pub sanity: crate::run::sanity::Sanity,
+    /// Steps a run (1 in tests made before wmfix counted them).
+    #[serde(default = "one")]
+    pub steps: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -104,12 +113,15 @@ pub struct Plan {
     /// The chip profile the runs get.
     #[serde(default)]
     pub profile: Option<ProfileUsed>,
+    /// Steps a run (absent: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u32>,
 }
 
 /// Runs the test; returns its summary and the folder of its records.
 pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     crate::interrupt::install();
-    let app = App::load(&opts.dir)?;
+    let app = App::load(&opts.dir)?.with_steps(opts.steps)?;
     super::needs_gpu(&app, "test")?;
     let inputs = [app.root.clone()];
     let summary = |o: &OutDir| o.test().summary();
@@ -155,6 +167,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         },
         build: crate::digest::Fnv::of(&std::fs::read(out.build_stamp())?),
         profile: Some(profile.clone()),
+        steps: (app.config.steps > 1).then_some(app.config.steps),
     };
     let previous = if opts.resume {
         previous_runs(&files, opts, &plan)?
@@ -186,6 +199,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         resumed_runs: previous.records.len(),
         profile: Some(profile),
         sanity,
+        steps: app.config.steps,
     };
     let mut next_id = previous.records.iter().map(|r| r.id + 1).max().unwrap_or(0);
     for (k, env) in opts.envs.iter().enumerate() {
@@ -404,6 +418,10 @@ pub struct TableRow {
     pub effective: bool,
     pub runs_per_hour: f64,
     pub seconds: f64,
+    /// With several steps a run: the rate a step that gives `error_rate` a run, were steps
+    /// independent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_error_rate: Option<f64>,
 }
 
 /// What `wmfix test --json` prints: the table and where the records are.
@@ -420,29 +438,34 @@ pub struct TestJson {
     pub rows: Vec<TableRow>,
     /// The original passed natively, or else the program with every fence.
     pub sanity: crate::run::sanity::Sanity,
+    /// Steps a run.
+    #[serde(default = "one")]
+    pub steps: u32,
 }
 
-impl From<&Row> for TableRow {
-    fn from(row: &Row) -> TableRow {
+impl TableRow {
+    fn new(row: &Row, steps: u32) -> TableRow {
         let c = &row.counts;
+        let error_rate = if c.runs > 0 {
+            c.errors() as f64 / c.runs as f64
+        } else {
+            0.0
+        };
         TableRow {
             counts: c.clone(),
             errors: c.errors(),
-            error_rate: if c.runs > 0 {
-                c.errors() as f64 / c.runs as f64
-            } else {
-                0.0
-            },
+            error_rate,
             ci95: stats::wilson95(c.errors(), c.runs),
             effective: stats::effective(c.errors(), c.runs),
             runs_per_hour: 3600.0 * c.runs as f64 / row.seconds.max(1e-9),
             seconds: row.seconds,
+            step_error_rate: (steps > 1).then(|| stats::rate_a_step(error_rate, steps)),
         }
     }
 }
 
 pub fn table_rows(s: &Summary) -> Vec<TableRow> {
-    s.rows.iter().map(TableRow::from).collect()
+    s.rows.iter().map(|r| TableRow::new(r, s.steps)).collect()
 }
 
 /// The result table (paper 000, Tab. 5, for one application).
@@ -473,6 +496,23 @@ pub fn table(s: &Summary) -> String {
             format!("[{:.1}%, {:.1}%]", 100.0 * r.ci95.0, 100.0 * r.ci95.1),
             if r.effective { "yes" } else { "no" },
             r.runs_per_hour
+        );
+    }
+    if s.steps > 1 {
+        let each: Vec<String> = table_rows(s)
+            .iter()
+            .filter_map(|r| {
+                Some(format!(
+                    "{} {:.2}%",
+                    r.counts.env,
+                    100.0 * r.step_error_rate?
+                ))
+            })
+            .collect();
+        out += &format!(
+            "runs of {} steps; errors a step, were steps independent: {}\n",
+            s.steps,
+            each.join(", ")
         );
     }
     out
@@ -525,6 +565,12 @@ pub fn replay(dir: &Path, out: &Path, id: usize, scope: FenceScope) -> Result<Re
                 format!("no run {id} in {}", runs.display()),
             )
         })?;
+    // The steps the test's runs had (`--steps` may have overridden wmfix.toml's).
+    let steps = std::fs::read_to_string(out.test().summary())
+        .ok()
+        .and_then(|t| serde_json::from_str::<Summary>(&t).ok())
+        .map(|s| s.steps);
+    let app = app.with_steps(steps)?;
     crate::interrupt::install();
     let built = builder::build(&app, &out, scope)?;
     let log = out.test().replay_log(id);
@@ -587,6 +633,9 @@ pub struct Args {
     /// table and messages go to stderr.
     #[arg(long)]
     json: bool,
+    /// Steps a run, in place of wmfix.toml's `steps` (its `run` must say `{steps}`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::app::config::MAX_STEPS)))]
+    steps: Option<u32>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -629,6 +678,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fences,
         scope: args.app.fence,
         resume: args.resume,
+        steps: args.steps,
     };
     let (summary, records) = test_app(&opts)?;
     let sanity = summary
@@ -652,6 +702,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         records,
         rows: table_rows(&summary),
         sanity: summary.sanity.clone(),
+        steps: summary.steps,
     };
     super::report(args.json, &doc, &human);
     if summary.interrupted {
@@ -697,6 +748,7 @@ mod tests {
             resumed_runs: 0,
             profile: None,
             sanity: Default::default(),
+            steps: 1,
         };
         assert_eq!(
             serde_json::to_string(&table_rows(&summary)).unwrap(),
@@ -708,5 +760,19 @@ mod tests {
              sys-str+        40     30      8       1      1   25.0%    [14.2%, 40.2%]       yes      7200\n"
         );
         assert_eq!(status(&summary.rows[0]), "errors 10 (25.0%), 2.0 runs/s");
+        // Ten steps a run: 25% of runs is 2.84% a step, were steps independent.
+        let ten = Summary {
+            steps: 10,
+            ..summary
+        };
+        let rows = table_rows(&ten);
+        assert!((rows[0].step_error_rate.unwrap() - 0.028_35).abs() < 1e-4);
+        assert!(
+            table(&ten).ends_with(
+                "runs of 10 steps; errors a step, were steps independent: sys-str+ 2.84%\n"
+            ),
+            "{}",
+            table(&ten)
+        );
     }
 }

@@ -82,7 +82,11 @@ pub struct Report {
     pub app: PathBuf,
     pub env: TestEnv,
     pub seed: u64,
+    /// The settings the algorithm ran with: `rare_rate` is a rate a run.
     pub settings: Settings,
+    /// Steps a run (wmfix.toml's `steps` or `--steps`; 1 in reductions made before).
+    #[serde(default = "one")]
+    pub steps: u32,
     pub scope: FenceScope,
     pub initial_fences: usize,
     pub result: Reduced,
@@ -154,4 +158,8 @@ impl Report {
         )?;
         Ok(())
     }
+}
+
+fn one() -> u32 {
+    1
 }

@@ -231,6 +231,7 @@ mod tests {
                 crash_exit_codes: vec![],
                 gpu: false,
                 preprocess: None,
+                steps: 1,
             },
         };
         let logs = tmp.path().join("logs");

@@ -149,8 +149,9 @@ pub fn run_once(
 ) -> std::io::Result<Option<(Outcome, Exit, Duration)>> {
     let cfg = &app.config;
     let timeout = Duration::from_secs_f64(cfg.timeout_s);
+    let command = cfg.run_command();
     let f = child::run(&child::Spec {
-        command: &cfg.run,
+        command: &command,
         dir: tree,
         env: extra_env,
         timeout,
