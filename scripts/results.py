@@ -118,17 +118,22 @@ def completed(folder):
     print(provenance(metas))
 
 
-def miss(res, settings):
+def miss(res, settings, steps=1):
     """The stability check's miss probability and the rate it holds for (reduce.json's
-    stability_rate; before that field, the lower of the assumed rate and --rare-rate), or why
-    there is none (a program without errors has no rate to assume, an incomplete reduction no
-    stability check)."""
+    stability_rate; before that field, the lower of the assumed rate and --rare-rate; with
+    several steps a run, also as a rate a step), or why there is none (a program without errors
+    has no rate to assume, an incomplete reduction no stability check)."""
     m = res.get("miss_probability")
     if m is not None:
         rate = res.get("stability_rate")
         if rate is None and res.get("assumed_rate") is not None:
             rate = min(res["assumed_rate"], settings.get("rare_rate") or 1.0)
-        return f"{m:.3g} at {100 * rate:.3g}%" if rate is not None else f"{m:.3g}"
+        if rate is None:
+            return f"{m:.3g}"
+        if steps > 1:
+            step = 1 - (1 - rate) ** (1 / steps)
+            return f"{m:.3g} at {100 * step:.3g}% a step ({100 * rate:.3g}% of {steps}-step runs)"
+        return f"{m:.3g} at {100 * rate:.3g}%"
     return "- (no error without fences)" if (res.get("unfenced") or [1])[0] == 0 else "-"
 
 
@@ -230,7 +235,7 @@ def reduce(folder):
         kept = ", ".join(str(f) + (" (after loop)" if f in after else "") + (" (rare)" if f in rare else "")
                          for f in res["fences"]) or "none"
         print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
-              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {journal_errors(folder, d)} | {per_check(res)} | {wall(folder, d, r)} | {miss(res, r.get('settings', {}))} | "
+              f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {journal_errors(folder, d)} | {per_check(res)} | {wall(folder, d, r)} | {miss(res, r.get('settings', {}), r.get('steps', 1))} | "
               f"{model(r)} | {r.get('sanity', {}).get('passed', 'original')} |")
     print(provenance(metas))
 
