@@ -19,7 +19,7 @@ pub struct Config {
     pub run: String,
     /// Steps a run: how many times one run repeats the work under test, each checked (a
     /// harness's loop, given `{steps}` in `run`). Checks count runs; a rate a step becomes a
-    /// rate a run as if steps erred independently (`Steps`).
+    /// rate a run as if steps erred independently (`stats::rate_a_run`).
     #[serde(default = "default_steps")]
     pub steps: u32,
     /// Seconds before a run is killed; a timeout counts as an error.
@@ -53,7 +53,8 @@ fn default_timeout() -> f64 {
     30.0
 }
 
-fn default_steps() -> u32 {
+/// One step a run: also the value of records made before wmfix counted steps.
+pub fn default_steps() -> u32 {
     1
 }
 

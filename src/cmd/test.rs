@@ -95,12 +95,8 @@ pub struct Summary {
     #[serde(default)]
     pub sanity: crate::run::sanity::Sanity,
     /// Steps a run (1 in tests made before wmfix counted them).
-    #[serde(default = "one")]
+    #[serde(default = "crate::app::config::default_steps")]
     pub steps: u32,
-}
-
-fn one() -> u32 {
-    1
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -439,7 +435,7 @@ pub struct TestJson {
     /// The original passed natively, or else the program with every fence.
     pub sanity: crate::run::sanity::Sanity,
     /// Steps a run.
-    #[serde(default = "one")]
+    #[serde(default = "crate::app::config::default_steps")]
     pub steps: u32,
 }
 

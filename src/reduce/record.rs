@@ -85,7 +85,7 @@ pub struct Report {
     /// The settings the algorithm ran with: `rare_rate` is a rate a run.
     pub settings: Settings,
     /// Steps a run (wmfix.toml's `steps` or `--steps`; 1 in reductions made before).
-    #[serde(default = "one")]
+    #[serde(default = "crate::app::config::default_steps")]
     pub steps: u32,
     pub scope: FenceScope,
     pub initial_fences: usize,
@@ -158,8 +158,4 @@ impl Report {
         )?;
         Ok(())
     }
-}
-
-fn one() -> u32 {
-    1
 }
