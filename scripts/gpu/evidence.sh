@@ -437,7 +437,11 @@ add seeds-ct-octree-b10 builds_reduce ct-octree 10 seeds
 add seeds-ls-bh-nf-b10 builds_reduce ls-bh-nf 10 seeds
 # `--steps 10` as wmfix has it since 7b2c14a (the ten-build rows above did it by hand): the same
 # sizing, so the same times are expected; seeds 1 of the two studies, as a check of the option.
+# And with the recheck of a set whose removals all fail (wmfix after 7b2c14a): ct-octree's ten-build
+# seed 3 ran 50 failing removals after a 3-run check passed without fence 3 (511 s over three
+# calls); its seeds 2 and 3 again.
 for s in ct-octree ls-bh-nf; do add "reduce-$s-steps10" reduce_study "$s" --steps 10; done
+add seeds-ct-octree-steps10 builds_reduce ct-octree 10 seeds
 # A ct-octree process of 1 build took 0.31-0.38 s natively on the H100, of 100 builds 0.40 s
 # (2026-11-26): the process, not the build, is the cost; and ls-bh-nf's failing steps of ten-step
 # runs spread evenly over the steps (builds-ls-bh-nf-10-no1-which). So 100 builds a run, checks
