@@ -589,6 +589,9 @@ fn steps_a_run_size_the_stability_check_for_a_rate_a_step() {
     let r = report(&dir, "out");
     assert_eq!(kept(&r), [17]);
     assert_eq!(r["steps"], 10);
+    // I counts steps too: the check with every fence is 4 runs of ten steps, not 32.
+    assert_eq!(r["settings"]["iterations"], 4, "{r}");
+    assert_eq!(journal(&dir, "out")[0]["request"]["max_runs"], 4);
     let res = &r["result"];
     assert!(
         (res["stability_rate"].as_f64().unwrap() - 0.0956).abs() < 1e-4,

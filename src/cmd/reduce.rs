@@ -36,6 +36,9 @@ pub struct Options {
     pub scope: FenceScope,
     /// Steps a run in place of wmfix.toml's (`--steps`); `settings.rare_rate` is a rate a step.
     pub steps: Option<u32>,
+    /// `settings.iterations` is the default I of one-step runs (no `--iterations`): with
+    /// several steps a run it becomes the runs that hold as many steps.
+    pub default_iterations: bool,
 }
 
 pub fn reduce_app(opts: &Options) -> Result<Report> {
@@ -49,6 +52,10 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     settings.rare_rate = settings
         .rare_rate
         .map(|r| crate::stats::rate_a_run(r, steps));
+    if opts.default_iterations {
+        // I (the check with every fence, the stability check's least runs) counts steps.
+        settings.iterations = settings.iterations.div_ceil(steps as usize);
+    }
     let inputs = [app.root.clone()];
     let journal = |o: &OutDir| o.reduce().journal();
     let out = match &opts.resume_from {
@@ -83,7 +90,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let stamp = std::fs::read_to_string(out.build_stamp())?;
     let header = serde_json::to_string(&serde_json::json!({
         // The budget may change between sessions: not part of what must match.
-        "wmfix_reduce": 1, "split": opts.settings.split, "iterations": opts.settings.iterations, "checks": opts.settings.checks,
+        "wmfix_reduce": 1, "split": opts.settings.split, "iterations": settings.iterations, "checks": opts.settings.checks,
         "stability": opts.settings.stability, "cache": opts.settings.cache, "env": opts.env, "seed": opts.seed,
         "fences": all.len(), "build": stamp.trim(), "profile": profile, "steps": steps,
     }))?;
@@ -490,7 +497,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "adaptive")]
     checks: CheckSchedule,
     /// Runs per check (I, at least 1) of the paper's schedule (given alone, it selects that
-    /// schedule), and of the check with every fence [default: 32].
+    /// schedule), of the check with every fence, and the least of the stability check
+    /// [default: 32; with N steps a run, 32/N rounded up: as many steps].
     #[arg(long)]
     iterations: Option<NonZeroUsize>,
     /// Stability check of the paper: this many minutes without error, and a restart from
@@ -572,6 +580,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         resume_from: args.resume_from,
         scope: args.app.fence,
         steps: args.steps,
+        default_iterations: args.iterations.is_none(),
     };
     let report = reduce_app(&opts)?;
     super::report(args.json, &report, &summary(&report));
