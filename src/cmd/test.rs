@@ -479,7 +479,8 @@ pub fn table(s: &Summary) -> String {
         "effective",
         "runs/h"
     );
-    for r in table_rows(s) {
+    let rows = table_rows(s);
+    for r in &rows {
         out += &format!(
             "{:<11} {:>6} {:>6} {:>6} {:>7} {:>6} {:>6.1}% {:>17} {:>9} {:>9.0}\n",
             r.counts.env,
@@ -495,7 +496,7 @@ pub fn table(s: &Summary) -> String {
         );
     }
     if s.steps > 1 {
-        let each: Vec<String> = table_rows(s)
+        let each: Vec<String> = rows
             .iter()
             .filter_map(|r| {
                 Some(format!(

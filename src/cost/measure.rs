@@ -147,7 +147,6 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<(Report, PathBuf)> {
     Ok((report, files.runs()))
 }
 
-/// None (the original build), the middle set, all; a middle set equal to another is dropped.
 /// A reduction as the middle variant: its name, kept fences (with the model's when `model`),
 /// scope, and the loop fences placed after the loop alone, as the reduction (and `wmfix apply
 /// --model`, for the model's) placed them. Its fence ids hold only for the same sources.
@@ -182,6 +181,7 @@ fn reduced(
     ))
 }
 
+/// None (the original build), the middle set, all; a middle set equal to another is dropped.
 fn variants(
     app: &App,
     out: &OutDir,
