@@ -356,7 +356,8 @@ impl Reducer<'_> {
     /// quarter, not the middle: a check that fails ends at its first error (about 1/p runs,
     /// a fifth of a passing one's at the rates add-back meets), so a split that passes a
     /// quarter of the time costs least per bit learnt (simulated: `cargo bench --bench
-    /// reduce_strategies`, ct-octree + rare 12.0 -> 8.0 minutes, ls-bh + rare 12.9 -> 11.2).
+    /// reduce_strategies`, ct-octree + rare 12.0 -> 8.0 minutes, ls-bh + rare 12.9 -> 11.2). On
+    /// the H100 it did not show (one seed each: ls-bh-nf 588 -> 661 s, ct-octree 1,372 -> 1,193 s).
     /// None when nothing was dropped (every fence failed) or the budget ran out first.
     fn add_back(&mut self, f: &Ids, all: &Ids) -> Result<Option<Ids>> {
         self.phase = Phase::AddBack;
