@@ -446,6 +446,17 @@ add seeds-ct-octree-steps10 builds_reduce ct-octree 10 seeds
 # (2026-11-26): the process, not the build, is the cost; and ls-bh-nf's failing steps of ten-step
 # runs spread evenly over the steps (builds-ls-bh-nf-10-no1-which). So 100 builds a run, checks
 # sized for 1% a build (--rare-rate 1 - 0.99^100), and the cells that test the steps' independence.
+# ct-octree's three seeds at ten steps (ef058bd, 2026-11-26) kept 0, 3, 4, 9, 13; 0, 3, 9, 14;
+# 0, 3, 10, 11, 13: each set, their union and every fence, 400 ten-step runs each (4,000 builds),
+# to tell a seed that missed a rarely needed fence from a fence needed by none.
+add builds-ct-octree-10-seedsunion builds_cell ct-octree 10 0,3-4,9-11,13-14 400
+add builds-ct-octree-10-all builds_cell ct-octree 10 0-31 400
+add builds-ct-octree-10-seed1set builds_cell ct-octree 10 0,3-4,9,13 400
+add builds-ct-octree-10-seed3set builds_cell ct-octree 10 0,3,10-11,13 400
+# Each seed's set erred in 0.15-0.18% of builds, the union in 0.03%, every fence in none (the
+# cells above, 2026-11-26): below the 1% a step the checks were sized for. ct-octree at ten steps
+# with the stability check sized for 0.2% a step (about 230 ten-step runs a check).
+add reduce-ct-octree-steps10-rare02 reduce_study ct-octree --steps 10 --rare-rate 0.002
 for s in ct-octree ls-bh-nf; do add "reduce-$s-b100" builds_reduce "$s" 100; done
 add builds-ct-octree-100-no13 builds_cell ct-octree 100 0,2-3,9-10
 add builds-ls-bh-nf-100-no1 builds_cell ls-bh-nf 100 36,54
