@@ -147,15 +147,16 @@ fn a_reduction_resumes_from_the_results_folders_journal_on_a_fresh_machine() {
 }
 
 #[test]
-fn the_builds_cells_test_and_reduce_a_copy_with_steps_and_leave_later_steps_alone() {
+fn the_builds_cells_test_and_reduce_a_copy_with_steps_and_stress_cells_test_one_step() {
     let m = Machine::new();
     let work = &m.work;
     let calls = m.run(&[
         "builds-ct-octree-10-no2",
         "reduce-ct-octree-b10",
         "reduce-sdk-red-nf-aim",
+        "stress-ct-octree-sys-shipped",
     ]);
-    assert_eq!(calls.len(), 3, "{calls:#?}");
+    assert_eq!(calls.len(), 4, "{calls:#?}");
     // The copy is the study as it is (its run command takes `{steps}`), in a folder of its own.
     let copy = work.join("ct-octree-builds-10");
     let toml = std::fs::read_to_string(copy.join("wmfix.toml")).unwrap();
@@ -164,19 +165,24 @@ fn the_builds_cells_test_and_reduce_a_copy_with_steps_and_leave_later_steps_alon
         "{toml}"
     );
     assert!(
-        calls[0].starts_with(&format!("test {} ", copy.display()))
-            && calls[0].ends_with("--fences 0,3,9-10,13 --steps 10"),
+        calls[1].starts_with(&format!("test {} ", copy.display()))
+            && calls[1].ends_with("--fences 0,3,9-10,13 --steps 10"),
         "{calls:#?}"
     );
     // Its stability check is sized by wmfix for 1% a step (--rare-rate's default).
     assert!(
-        calls[1].starts_with(&format!("reduce {} ", copy.display()))
-            && calls[1].ends_with("--steps 10"),
+        calls[2].starts_with(&format!("reduce {} ", copy.display()))
+            && calls[2].ends_with("--steps 10"),
         "{calls:#?}"
     );
     // The copy was the step's own: the next step reduces the study itself.
     assert!(
-        calls[2].starts_with("reduce case-studies/sdk-red-nf "),
+        calls[3].starts_with("reduce case-studies/sdk-red-nf "),
+        "{calls:#?}"
+    );
+    // A stress cell (first: steps run in priority order) tests one step a run, whatever the study's `steps` (ct-octree's is 10).
+    assert!(
+        calls[0].starts_with("test case-studies/ct-octree ") && calls[0].ends_with("--steps 1"),
         "{calls:#?}"
     );
 }
@@ -199,5 +205,37 @@ fn a_seed_an_earlier_call_completed_is_kept_and_not_run_again() {
     assert!(
         log.contains("seed 2: complete in an earlier call, kept"),
         "{log}"
+    );
+}
+
+#[test]
+fn the_completed_check_tests_at_the_steps_a_run_of_its_reduction() {
+    let m = Machine::new();
+    let record = |steps: &str| {
+        format!(
+            r#"{{"meta": {{}}, "result": {{{steps}"result": {{"fences": [3, 0]}}, "model": {{"fences": [{{"id": 5}}]}}}}}}"#
+        )
+    };
+    write(
+        &m.results.join("reduce-ct-octree/reduce.json"),
+        &record(r#""steps": 10, "#),
+    );
+    // A record from before wmfix had steps: one step a run.
+    write(&m.results.join("reduce-cbe-dot/reduce.json"), &record(""));
+    let calls = m.run(&["completed-ct-octree", "completed-cbe-dot"]);
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    let call = |study: &str| {
+        calls
+            .iter()
+            .find(|c| c.starts_with(&format!("test case-studies/{study} ")))
+            .unwrap_or_else(|| panic!("{study}: {calls:#?}"))
+    };
+    assert!(
+        call("ct-octree").ends_with("--fences 0,3,5 --steps 10"),
+        "{calls:#?}"
+    );
+    assert!(
+        call("cbe-dot").ends_with("--fences 0,3,5 --steps 1"),
+        "{calls:#?}"
     );
 }
