@@ -180,7 +180,8 @@ fn the_builds_cells_test_and_reduce_a_copy_with_steps_and_stress_cells_test_one_
         calls[3].starts_with("reduce case-studies/sdk-red-nf "),
         "{calls:#?}"
     );
-    // A stress cell (first: steps run in priority order) tests one step a run, whatever the study's `steps` (ct-octree's is 10).
+    // A stress cell (first: steps run in priority order) tests one step a run, whatever the
+    // study's `steps` (ct-octree's is 10).
     assert!(
         calls[0].starts_with("test case-studies/ct-octree ") && calls[0].ends_with("--steps 1"),
         "{calls:#?}"

@@ -342,19 +342,20 @@ unwrap() {
 is_complete() {
   [ -f "$1" ] && unwrap "$1" | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("result", {}).get("complete") is True else 1)' 2>/dev/null
 }
-# reduce_ids REDUCE_JSON WHAT: from a reduction's record (`steps`: its steps a run), comma-separated ids: `completed` the
+# reduce_ids REDUCE_JSON WHAT: from a reduction's record, comma-separated ids: `completed` the
 # kept fences and the model's, `in_loop` the kept fences that keep their in-body placement (all
-# but those found needed after the loop only).
+# but those found needed after the loop only); or `steps`, its steps a run.
 reduce_ids() {
   unwrap "$1" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 kept = set(r["result"]["fences"])
-ids = {"completed": kept | {m["id"] for m in r.get("model", {}).get("fences", [])},
-       "in_loop": kept - set(r["result"].get("after_loop_only", []))}.get(sys.argv[1])
-if sys.argv[1] == "steps":
+what = sys.argv[1]
+if what == "steps":
     print(r.get("steps", 1))  # records before wmfix had steps: one
 else:
+    ids = {"completed": kept | {m["id"] for m in r.get("model", {}).get("fences", [])},
+           "in_loop": kept - set(r["result"].get("after_loop_only", []))}[what]
     print(",".join(str(i) for i in sorted(ids)))' "$2"
 }
 
