@@ -240,3 +240,28 @@ fn the_completed_check_tests_at_the_steps_a_run_of_its_reduction() {
         "{calls:#?}"
     );
 }
+
+#[test]
+fn a_cost_step_can_cost_another_steps_reduction() {
+    let m = Machine::new();
+    write(
+        &m.results.join("reduce-ct-octree-steps10/reduce.json"),
+        r#"{"meta": {}, "result": {"steps": 10, "result": {"fences": [0, 3]}}}"#,
+    );
+    let calls = m.run(&["cost-ct-octree-steps10"]);
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    let saved = m.work.join("cost-ct-octree-steps10.reduce.json");
+    let out = m.work.join("cost-ct-octree-steps10");
+    assert!(
+        calls[0].starts_with(&format!(
+            "cost case-studies/ct-octree --out {} ",
+            out.display()
+        )) && calls[0].ends_with(&format!("--fences {}", saved.display())),
+        "{calls:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        r#"{"steps": 10, "result": {"fences": [0, 3]}}"#
+    );
+    assert!(m.results.join("cost-ct-octree-steps10/cost.json").is_file());
+}

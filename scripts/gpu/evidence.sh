@@ -301,14 +301,15 @@ reduce_study() { # reduce_study STUDY [wmfix reduce options]: into $WORK/$STEP (
 }
 # The cost steps take the reduction from the results folder's record, so that a fresh machine
 # can measure a reduction made on an earlier one (the fence ids hold for the same sources).
-cost_study() { # cost_study STUDY [--model]: the reduced fences as the reduction placed them (--model: with the model's completion, as the patches place it)
-  local study=$1; shift
-  local r=$RESULTS/reduce-$study/reduce.json
-  [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
+cost_study() { # cost_study STUDY [--from STEP] [--model]: the reduced fences of reduce-STUDY (or of STEP) as the reduction placed them (--model: with the model's completion, as the patches place it)
+  local study=$1 from=reduce-$1; shift
+  [ "${1:-}" = --from ] && { from=$2; shift 2; }
+  local r=$RESULTS/$from/reduce.json
+  [ -f "$r" ] || { echo "no $from/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
   if [ "${1:-}" = --model ] && [ -z "$(reduce_ids "$r" completed)" ]; then
     echo "$study: no kept fences, nothing to complete" >> "$STEP_DIR/log.txt"; return 0
   fi
-  local saved=$WORK/$STEP.reduce.json out=$WORK/cost-$study
+  local saved=$WORK/$STEP.reduce.json out=$WORK/$STEP
   unwrap "$r" > "$saved" || return 1
   local cmd=("$W" cost "case-studies/$study" --out "$out" --rounds "${ROUNDS:-30}" --fences "$saved" "$@")
   bounded "${LIMIT:-150}" "${cmd[@]}"
@@ -465,6 +466,9 @@ add builds-ct-octree-10-seed3set builds_cell ct-octree 10 0,3,10-11,13 400
 # cells above, 2026-11-26): below the 1% a step the checks were sized for. ct-octree at ten steps
 # with the stability check sized for 0.2% a step (about 230 ten-step runs a check).
 add reduce-ct-octree-steps10-rare02 reduce_study ct-octree --steps 10 --rare-rate 0.002
+# What ct-octree's set at ten builds a run costs (its cost-* row is of the one-build set, 6
+# fences; ls-bh-nf's set is the same at both). The study's runs are ten builds now (steps = 10).
+add cost-ct-octree-steps10 cost_study ct-octree --from reduce-ct-octree-steps10
 for s in ct-octree ls-bh-nf; do add "reduce-$s-b100" builds_reduce "$s" 100; done
 add builds-ct-octree-100-no13 builds_cell ct-octree 100 0,2-3,9-10
 add builds-ls-bh-nf-100-no1 builds_cell ls-bh-nf 100 36,54
