@@ -90,8 +90,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let stamp = std::fs::read_to_string(out.build_stamp())?;
     let header = serde_json::to_string(&serde_json::json!({
         // The budget may change between sessions: not part of what must match.
-        "wmfix_reduce": 1, "split": opts.settings.split, "iterations": settings.iterations, "checks": opts.settings.checks,
-        "stability": opts.settings.stability, "cache": opts.settings.cache, "env": opts.env, "seed": opts.seed,
+        "wmfix_reduce": 1, "split": settings.split, "iterations": settings.iterations, "checks": settings.checks,
+        "stability": settings.stability, "cache": settings.cache, "env": opts.env, "seed": opts.seed,
         "fences": all.len(), "build": stamp.trim(), "profile": profile, "steps": steps,
     }))?;
     let mut program = Program {

@@ -694,7 +694,7 @@ impl Remover for Reducer<'_> {
         self.remove(f, remove)
     }
     /// Also when the set being reduced erred when checked again: nothing more is removed from it.
-    fn out_of_budget(&self) -> bool {
+    fn should_stop(&self) -> bool {
         self.out_of_budget || self.base_failed
     }
 }

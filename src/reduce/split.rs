@@ -22,7 +22,8 @@ pub enum Split {
 pub trait Remover {
     /// `f` without `remove`, if that passed its check.
     fn try_remove(&mut self, f: &Ids, remove: &[FenceId]) -> Result<Option<Ids>>;
-    fn out_of_budget(&self) -> bool;
+    /// No more removals: the budget is spent, or the set being reduced is no longer trusted.
+    fn should_stop(&self) -> bool;
 }
 
 /// Binary reduction of `f` by `split`; `groups` are the fences of each function (structure).
@@ -38,7 +39,7 @@ pub fn binary(r: &mut dyn Remover, f: Ids, split: Split, groups: &[Ids]) -> Resu
 }
 
 fn halves(r: &mut dyn Remover, mut f: Ids) -> Result<Ids> {
-    while f.len() > 1 && !r.out_of_budget() {
+    while f.len() > 1 && !r.should_stop() {
         let v: Vec<FenceId> = f.iter().copied().collect();
         let (h1, h2) = v.split_at(v.len() / 2);
         if let Some(rest) = r.try_remove(&f, h1)? {
@@ -56,7 +57,7 @@ fn halves(r: &mut dyn Remover, mut f: Ids) -> Result<Ids> {
 /// units; on success go on with the rest and n - 1 chunks, else refine n up to single units.
 fn ddmin(r: &mut dyn Remover, mut f: Ids, mut units: Vec<Vec<FenceId>>) -> Result<Ids> {
     let mut n = 2;
-    while units.len() >= 2 && !r.out_of_budget() {
+    while units.len() >= 2 && !r.should_stop() {
         let mut removed = false;
         for (start, end) in chunks(units.len(), n) {
             let drop: Vec<FenceId> = units[start..end].concat();
@@ -121,7 +122,7 @@ mod tests {
             let rest: Ids = f.iter().copied().filter(|x| !remove.contains(x)).collect();
             Ok(self.required.is_subset(&rest).then_some(rest))
         }
-        fn out_of_budget(&self) -> bool {
+        fn should_stop(&self) -> bool {
             false
         }
     }
