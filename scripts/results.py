@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
 
-Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost|peer|stress ...]
+Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost|peer|stress|gpus ...]
 
 Every file there is {"meta": {gpu, driver, nvcc, commit, command, date}, "result": ...}; each
 table ends with the GPU, driver, commit and dates it was measured with. Cells that a step did not
@@ -502,7 +502,41 @@ def builds(folder):
         print(f"| {study} | {what} | {fences} | {b} | {cell(folder, d, metas)} |")
     print(provenance(metas))
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress}
+def gpus(folder):
+    """One GPU against two (gpus-N-test-STUDY, gpus-N-reduce-STUDY): runs an hour of `wmfix test`
+    (from each summary's runs and seconds; a test cut by its bound still gives a rate) and the
+    reductions' wall time, with the ratio of two GPUs to one."""
+    metas = []
+    def rate(d):
+        s = (load(folder, d, "summary.json") or {})
+        if s:
+            metas.append(s["meta"])
+        rows = (s.get("result") or {}).get("rows") or []
+        runs, secs = sum(r["runs"] for r in rows), sum(r["seconds"] for r in rows)
+        return 3600 * runs / secs if secs > 0 else None
+    def walls(d):
+        r = load(folder, d, "reduce.json")
+        if not r:
+            return None
+        metas.append(r["meta"])
+        # A reduction resumed in a later call: its journal's checks, every call's.
+        rows = [json.loads(l) for l in read(folder, d, "journal.jsonl").splitlines()[1:]]
+        return sum(x["tally"]["seconds"] for x in rows if "tally" in x)
+    def ratio(a, b):
+        return f"x{b / a:.2f}" if a and b else "-"
+    print("Runs an hour of `wmfix test` (sys-str+, 8 runs at a time a GPU) and seconds of the "
+          "reduction's checks, on one GPU and on two of one machine:\n")
+    print("| study | test, 1 GPU | test, 2 GPUs | ratio | reduce, 1 GPU | reduce, 2 GPUs | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    studies = sorted({m.group(1) for d in os.listdir(folder) for m in [re.match(r"gpus-\d+-(?:test|reduce)-(.+)$", d)] if m})
+    for s in studies:
+        t1, t2 = rate(f"gpus-1-test-{s}"), rate(f"gpus-2-test-{s}")
+        r1, r2 = walls(f"gpus-1-reduce-{s}"), walls(f"gpus-2-reduce-{s}")
+        f = lambda v, fmt: fmt.format(v) if v is not None else "-"
+        print(f"| {s} | {f(t1, '{:,.0f}')} | {f(t2, '{:,.0f}')} | {ratio(t1, t2)} | {f(r1, '{:.0f} s')} | {f(r2, '{:.0f} s')} | {ratio(r1, r2)} |")
+    print(provenance(metas))
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus}
 
 
 def main(argv):

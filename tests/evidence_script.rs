@@ -265,3 +265,33 @@ fn a_cost_step_can_cost_another_steps_reduction() {
     );
     assert!(m.results.join("cost-ct-octree-steps10/cost.json").is_file());
 }
+
+#[test]
+fn the_gpus_steps_run_one_gpu_and_two_with_eight_runs_at_a_time_a_gpu() {
+    let m = Machine::new();
+    let calls = m.run(&["gpus-*-test-cbe-dot", "gpus-*-reduce-ls-bh-nf"]);
+    assert_eq!(calls.len(), 4, "{calls:#?}");
+    let has = |call: &str, words: &[&str]| words.iter().all(|w| call.contains(w));
+    assert!(
+        calls[0].starts_with("test case-studies/cbe-dot ")
+            && has(&calls[0], &["--jobs 8 ", "--gpus 0 ", "--runs 240 "]),
+        "{calls:#?}"
+    );
+    assert!(
+        calls[1].starts_with("test case-studies/cbe-dot ")
+            && has(&calls[1], &["--jobs 16 ", "--gpus 0,1 ", "--runs 240 "]),
+        "{calls:#?}"
+    );
+    assert!(
+        calls[2].starts_with("reduce case-studies/ls-bh-nf ")
+            && has(&calls[2], &["--jobs 8 "])
+            && calls[2].ends_with("--gpus 0"),
+        "{calls:#?}"
+    );
+    assert!(
+        calls[3].starts_with("reduce case-studies/ls-bh-nf ")
+            && has(&calls[3], &["--jobs 16 "])
+            && calls[3].ends_with("--gpus 0,1"),
+        "{calls:#?}"
+    );
+}

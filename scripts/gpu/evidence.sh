@@ -599,6 +599,20 @@ cli_checks() {
 }
 add cli-checks cli_checks
 
+# Issue 29: one GPU against two, on a two-GPU machine, in the same call (TAG names a folder of its
+# own: results/<TAG>-<gpu>). Each study's `wmfix test` (240 sys-str+ runs, runs an hour from its
+# summary's seconds) and `wmfix reduce` (its defaults: ten steps a run for ct-octree and ls-bh-nf)
+# on GPU 0 with 8 runs at a time, then on GPUs 0 and 1 with 8 a GPU; seed 1 both times.
+gpu_list() { seq -s, 0 $(($1 - 1)); } # gpu_list N: 0,1,...,N-1
+gpus_test() { JOBS=$((8 * $2)) test_cell "$1" sys-str+ "${GPUS_RUNS:-240}" -- --gpus "$(gpu_list "$2")"; } # gpus_test STUDY N
+gpus_reduce() { JOBS=$((8 * $2)) reduce_study "$1" --gpus "$(gpu_list "$2")"; } # gpus_reduce STUDY N
+for s in cbe-dot ls-bh-nf ct-octree; do
+  for n in 1 2; do add "gpus-$n-test-$s" gpus_test "$s" "$n"; done
+done
+for s in ls-bh-nf ct-octree cbe-dot; do
+  for n in 1 2; do add "gpus-$n-reduce-$s" gpus_reduce "$s" "$n"; done
+done
+
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
 matches() { # matches NAME PATTERN...: no pattern, or one is a glob matching NAME
