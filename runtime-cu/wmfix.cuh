@@ -62,6 +62,10 @@ namespace wmfix {
 constexpr unsigned kFenceWords = (WMFIX_NUM_FENCES + 31) / 32;
 // aim-str: the address slots this program's fence ids fill.
 constexpr unsigned kAimSites = WMFIX_NUM_FENCES < kAimSlots ? WMFIX_NUM_FENCES : kAimSlots;
+// Coverage filter words (two bits a fence id); a block keeps its own filter in shared memory up
+// to 4,096 fences, beyond that only the device's.
+constexpr unsigned kCoverWords = (WMFIX_NUM_FENCES + 15) / 16;
+constexpr bool kBlockCover = kCoverWords <= 256;
 
 // What a block's threads need after entry, in active environments: warp 0 writes it at
 // WMFIX_KERNEL_ENTRY, a barrier publishes it.
@@ -76,6 +80,7 @@ struct BlockState {
   unsigned exited;          // application threads of the block that have left the kernel
   unsigned stop;            // stressing block: time to stop
   unsigned aim_seen[kAimSlots / 32];  // aim-str: fence ids whose address this block recorded
+  unsigned cover[kBlockCover ? kCoverWords : 1];  // coverage: this block's filter
   unsigned char vwarp[32];  // virtual warp of each physical warp
 };
 
@@ -101,6 +106,7 @@ static __shared__ BlockState block_state;  // whole-program mode: a kernel sees 
 inline __constant__ TuConst tu_const;
 inline __constant__ unsigned fence_off[kFenceWords];
 inline __constant__ unsigned fence_in_loop_off[kFenceWords];
+inline __device__ unsigned cover_seen[kCoverWords];  // coverage: the device's filter
 #endif
 
 namespace {  // per-TU state and everything that reads it: internal linkage
@@ -109,6 +115,7 @@ namespace {  // per-TU state and everything that reads it: internal linkage
 __constant__ TuConst tu_const;
 __constant__ unsigned fence_off[kFenceWords];
 __constant__ unsigned fence_in_loop_off[kFenceWords];  // bit set: the in-body placement is off
+__device__ unsigned cover_seen[kCoverWords];            // coverage: the device's filter
 #endif
 
 // Uploads this TU's constants; called by the runtime at the first launch on each device.
@@ -129,7 +136,7 @@ cudaError_t tu_init(const TuConst& c, const Settings& s, cudaStream_t stream) {
   return e;
 }
 
-[[maybe_unused]] const bool tu_registered = register_tu(&tu_init);
+[[maybe_unused]] const bool tu_registered = register_tu(&tu_init, WMFIX_NUM_FENCES);
 
 __device__ __forceinline__ void scope_fence() {
 #if WMFIX_FENCE_SCOPE == 0
@@ -188,12 +195,6 @@ struct after_type<const volatile T[N], false> { typedef const volatile T* type; 
 template <class T>
 struct after_result : after_type<T, is_object<typename unref<T>::type>::value> {};
 
-template <unsigned Id, class T>
-__host__ __device__ __forceinline__ typename after_result<T>::type after_ref(T&& value) {
-  typename after_result<T>::type read = static_cast<T&&>(value);
-  fence_if<Id>();
-  return read;
-}
 
 __device__ __forceinline__ unsigned long long grid_id() {
   unsigned long long g;
@@ -236,6 +237,8 @@ __device__ __forceinline__ void setup_block(LaunchTable* t, BlockState& s, unsig
     s.grid[0] = gx, s.grid[1] = gy, s.grid[2] = t->grid[2];
   }
   if (lane < kAimSlots / 32) s.aim_seen[lane] = 0;
+  if (kBlockCover)
+    for (unsigned w = lane; w < kCoverWords; w += 32) s.cover[w] = 0;
   if (lane == 0) {
     s.recip[0] = small_recip(blockDim.x), s.recip[1] = small_recip(blockDim.y);
     s.stress = 0;
@@ -285,6 +288,32 @@ __device__ __forceinline__ const volatile void* address_of(const T&&) {
   return nullptr;
 }
 __device__ __forceinline__ const volatile void* address_of(...) { return nullptr; }
+
+struct DeviceOr {
+  __device__ unsigned operator()(unsigned* w, unsigned bits) const { return atomicOr(w, bits); }
+};
+
+// A fence site after an access at `p` (null: the space is not known, as after a call or a
+// bit-field): fenced, and counted as global, only when the access may be on global memory. The
+// fences are for ordering global accesses across blocks; no other block sees a shared or local
+// access.
+template <unsigned Id>
+__device__ __forceinline__ void fence_at(const volatile void* p) {
+  const bool global = p == nullptr || __isGlobal((const void*)p);
+  if (tu_const.coverage != nullptr)
+    cover_site(kBlockCover && block_state_valid() ? block_state.cover : nullptr, cover_seen, tu_const.coverage, Id,
+               global, DeviceOr());
+  if (global) fence_if<Id>();
+}
+
+template <unsigned Id, class T>
+__host__ __device__ __forceinline__ typename after_result<T>::type after_ref(T&& value) {
+  typename after_result<T>::type read = static_cast<T&&>(value);
+#if defined(__CUDA_ARCH__)
+  fence_at<Id>(address_of(static_cast<T&&>(value)));
+#endif
+  return read;
+}
 
 // Records where fence `id`'s access went, for the stressing blocks to aim at: the first time a
 // block runs the access (one lane; later runs and other lanes only test a shared bit), so a hot
@@ -339,17 +368,19 @@ class ExitGuard {
 // aim-str the address of the access it follows, recorded for the stressing blocks. The address
 // expression is evaluated only then, after the fence, and never read or written through.
 #if defined(__CUDA_ARCH__)
-#define WMFIX_FENCE(id) ::wmfix::fence_if<(id)>()
-#define WMFIX_FENCE_EXPR(id) ((void)::wmfix::fence_if<(id)>())
-#define WMFIX_FENCE_AT(id, ...)                                                         \
-  do {                                                                                  \
-    ::wmfix::fence_if<(id)>();                                                          \
-    if (::wmfix::aiming()) ::wmfix::aim_sample((id), ::wmfix::address_of(__VA_ARGS__)); \
+#define WMFIX_FENCE(id) ::wmfix::fence_at<(id)>(nullptr)
+#define WMFIX_FENCE_EXPR(id) ((void)::wmfix::fence_at<(id)>(nullptr))
+#define WMFIX_FENCE_AT(id, ...)                                                  \
+  do {                                                                           \
+    const volatile void* const wmfix_at_ = ::wmfix::address_of(__VA_ARGS__);   \
+    ::wmfix::fence_at<(id)>(wmfix_at_);                                          \
+    if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
   } while (0)
-#define WMFIX_FENCE_PTR(id, ...)                                                                  \
-  do {                                                                                            \
-    ::wmfix::fence_if<(id)>();                                                                    \
-    if (::wmfix::aiming()) ::wmfix::aim_sample((id), (const volatile void*)(__VA_ARGS__)); \
+#define WMFIX_FENCE_PTR(id, ...)                                                 \
+  do {                                                                           \
+    const volatile void* const wmfix_at_ = (const volatile void*)(__VA_ARGS__); \
+    ::wmfix::fence_at<(id)>(wmfix_at_);                                          \
+    if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
   } while (0)
 #else
 #define WMFIX_FENCE(id) ((void)0)

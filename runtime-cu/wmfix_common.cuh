@@ -28,6 +28,27 @@ enum StressKind : unsigned { kNoStress = 0, kSysStress = 1, kRandStress = 2, kCa
 constexpr unsigned kAimSlots = 256;
 constexpr unsigned kAimPageWords = (2U << 20) / 4;
 
+// Coverage (WMFIX_COVERAGE): two bits a fence id in the filters, `executed` and `global` (on
+// global memory, or on memory whose space is not known), and two host bytes a fence id.
+// One execution of fence `id`'s site sets its bits in the block's filter (when there is one),
+// then in the device's, and writes the host bytes only when the device had not seen them, so a
+// hot loop costs a shared-memory test and the host gets one write a site. Returns whether it
+// wrote. `Or` is an atomic or returning the old word (atomicOr; a plain one in the host model of
+// runtime-cu/tests/host_test.cu).
+template <class Or>
+__host__ __device__ inline bool cover_site(unsigned* block_bits, unsigned* device_bits, unsigned char* host,
+                                           unsigned id, bool global, Or atomic_or) {
+  const unsigned bits = (global ? 3U : 1U) << (2 * (id % 16));
+  if (block_bits) {
+    unsigned* w = block_bits + id / 16;
+    if ((*(volatile unsigned*)w & bits) == bits || (atomic_or(w, bits) & bits) == bits) return false;
+  }
+  if ((atomic_or(device_bits + id / 16, bits) & bits) == bits) return false;
+  ((volatile unsigned char*)host)[2 * id] = 1;
+  if (global) ((volatile unsigned char*)host)[2 * id + 1] = 1;
+  return true;
+}
+
 // Written by the host before every launch in an active environment (one cudaMemcpyAsync on the
 // launch's stream), read by the launch's blocks. The ticket counter sits alone in the first
 // 128-byte line because stressing blocks add to it while others read the rest.

@@ -39,6 +39,7 @@ struct Settings {
   unsigned long long max_us = 100000;
   std::string fences = "all";
   std::string fences_in_loop = "all";  // ids whose placement at the top of a loop body is on
+  std::string coverage_path;            // WMFIX_COVERAGE: where the coverage file goes at exit
   bool verbose = false;
 };
 
@@ -145,6 +146,7 @@ inline Settings settings_from_env() {
     s.max_us = v;
   }
 
+  s.coverage_path = trim(getenv_or("WMFIX_COVERAGE", ""));
   s.fences = getenv_or("WMFIX_FENCES", "all");
   s.fences_in_loop = getenv_or("WMFIX_FENCES_IN_LOOP", "all");
   const std::string verbose = trim(getenv_or("WMFIX_VERBOSE", "0"));
@@ -288,6 +290,7 @@ struct TuConst {
   unsigned rand_threads;    // 1 in the `+` environments
   LaunchTable* table;       // this device's launch table
   unsigned long long* aim;  // aim-str: where instrumented accesses record addresses; else null
+  unsigned char* coverage;  // WMFIX_COVERAGE: two bytes a fence id, mapped host memory; else null
 };
 
 // Uploads one TU's constants (and its fence mask, built from s.fences) on `stream`.
@@ -318,8 +321,41 @@ struct DeviceState {
   bool have_last = false;
 };
 
+// WMFIX_COVERAGE: which fence sites ran, and which of them on global memory (or on memory of
+// unknown space), over the whole process. Kernels write two bytes a fence id (executed, global)
+// into host memory mapped for the device; the file is written at exit, with no CUDA call, so a
+// program that resets its device first still has its coverage written.
+struct Coverage {
+  std::string path;
+  unsigned fences = 0;
+  unsigned char* host = nullptr;    // 2 * fences bytes
+  unsigned char* device = nullptr;  // the same memory, as the device sees it
+};
+
+// The coverage file: `executed` and `global` as fence sets (0-3,7), `fences` the ids covered.
+inline std::string fence_ranges(const unsigned char* bytes, unsigned n, unsigned which) {
+  std::string out;
+  for (unsigned i = 0; i < n;) {
+    if (!bytes[2 * i + which]) { ++i; continue; }
+    unsigned j = i;
+    while (j + 1 < n && bytes[2 * (j + 1) + which]) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(i);
+    if (j > i) out += '-' + std::to_string(j);
+    i = j + 1;
+  }
+  return out.empty() ? "none" : out;
+}
+
+inline std::string coverage_text(const unsigned char* bytes, unsigned n) {
+  return "wmfix-coverage 1\nfences " + std::to_string(n) + "\nexecuted " + fence_ranges(bytes, n, 0) +
+         "\nglobal " + fence_ranges(bytes, n, 1) + "\n";
+}
+
 struct Runtime {
   std::mutex mu;
+  Coverage coverage;
+  unsigned max_fences = 0;  // the largest WMFIX_NUM_FENCES of a registered TU
   bool parsed = false;
   Settings settings;
   unsigned generation = 1;
@@ -335,16 +371,50 @@ inline Runtime& runtime() {
 
 // Runs in each TU's static initialisation, and again for a library loaded later (dlopen),
 // perhaps while another thread launches: hence the lock.
-inline bool register_tu(TuInitFn fn) {
+inline bool register_tu(TuInitFn fn, unsigned fences) {
   std::lock_guard<std::mutex> lock(runtime().mu);
   tu_registry().push_back(fn);
+  runtime().max_fences = std::max(runtime().max_fences, fences);
   return true;
 }
+
+inline void write_coverage() {
+  const Coverage& c = runtime().coverage;
+  if (!c.host) return;
+  if (FILE* f = std::fopen(c.path.c_str(), "w")) {
+    const std::string text = coverage_text(c.host, c.fences);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  }
+}
+
 
 inline bool cuda_ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return true;
   std::fprintf(stderr, "wmfix: warning: %s failed: %s; this launch runs unchanged\n", what, cudaGetErrorString(e));
   return false;
+}
+
+// The coverage buffer, made at the first launch when WMFIX_COVERAGE names a file. Coverage is
+// recorded in the active environments only (no-str- stays native: no per-block filter there).
+inline void start_coverage(Runtime& rt) {
+  const Settings& s = rt.settings;
+  Coverage& c = rt.coverage;
+  if (c.host || s.coverage_path.empty() || !s.active || rt.max_fences == 0) return;
+  const size_t bytes = 2 * (size_t)rt.max_fences;
+  unsigned char* h = static_cast<unsigned char*>(std::calloc(bytes, 1));
+  void* dptr = nullptr;
+  if (!h) return;
+  if (!cuda_ok(cudaHostRegister(h, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), "cudaHostRegister(coverage)") ||
+      !cuda_ok(cudaHostGetDevicePointer(&dptr, h, 0), "cudaHostGetDevicePointer(coverage)")) {
+    std::free(h);
+    return;
+  }
+  c.path = s.coverage_path;
+  c.fences = rt.max_fences;
+  c.host = h;
+  c.device = static_cast<unsigned char*>(dptr);
+  std::atexit(write_coverage);
 }
 
 inline bool is_capturing(cudaStream_t stream) {
@@ -360,7 +430,7 @@ inline bool upload_tus(const Settings& s, DeviceState& d, size_t from, cudaStrea
   // Accesses record addresses only under aim-str (a scratchpad kept from an earlier aim-str
   // generation keeps its slots).
   const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table,
-                  s.stress == kAimStress ? d.scratch.aim : nullptr};
+                  s.stress == kAimStress ? d.scratch.aim : nullptr, runtime().coverage.device};
   const std::vector<TuInitFn>& reg = tu_registry();
   for (size_t i = from; i < reg.size(); ++i)
     if (!cuda_ok(reg[i](c, s, stream), "uploading wmfix constants")) return false;
@@ -372,6 +442,7 @@ inline bool upload_tus(const Settings& s, DeviceState& d, size_t from, cudaStrea
 // constants and fence mask. Synchronises `stream` so that kernels on any stream see them.
 inline bool init_device(Runtime& rt, DeviceState& d, int dev, cudaStream_t stream) {
   const Settings& s = rt.settings;
+  start_coverage(rt);
   if (s.active) {
     if (!d.table) {
       if (!cuda_ok(cudaMalloc(&d.table, sizeof(LaunchTable)), "cudaMalloc(launch table)")) return false;

@@ -858,3 +858,83 @@ fn a_fence_whose_absence_errs_rarely_is_added_back_and_named() {
         "{out}"
     );
 }
+
+/// The runs leave coverage (`WMFIX_COVERAGE`, written here by the stand-in as the runtime
+/// does): fences 0, 5-7 and 9 ran on shared or local memory only.
+const GLOBAL: &str = "1-4,8";
+
+#[test]
+fn fences_never_run_on_global_memory_are_dropped_after_the_check_with_every_fence() {
+    let (_tmp, dir) = standin(10);
+    let o = reduce_cmd(&dir, "out", "3,8", 100, &["--jobs", "2"])
+        .env("STANDIN_FENCES", "10")
+        .env("STANDIN_GLOBAL", GLOBAL)
+        .output()
+        .unwrap();
+    ok(&o);
+    let r = report(&dir, "out");
+    assert_eq!(kept(&r), [3, 8], "{}", stdout(&o));
+    let dropped: Vec<u64> = r["off_global"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(dropped, [0, 5, 6, 7, 9], "{r}");
+    assert_eq!(r["result"]["off_global"], serde_json::json!([0, 5, 6, 7, 9]));
+    assert!(
+        stdout(&o).contains("off global memory: 5 fences dropped"),
+        "{}",
+        stdout(&o)
+    );
+    // After the check with every fence, no check enabled a dropped fence.
+    for e in journal(&dir, "out").iter().skip(2) {
+        let Some(f) = e["fences"].as_str() else {
+            continue;
+        };
+        let on = |id: u64| {
+            f.split(',').any(|p| match p.split_once('-') {
+                Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).contains(&id),
+                None => p.parse() == Ok(id),
+            })
+        };
+        for id in [0, 5, 6, 7, 9] {
+            assert!(f == "none" || !on(id), "fence {id} in {f}");
+        }
+    }
+}
+
+#[test]
+fn a_test_records_each_runs_coverage_and_their_union_by_environment() {
+    let (tmp, dir) = standin(10);
+    let o = wmfix()
+        .current_dir(tmp.path())
+        .args(["test", dir.to_str().unwrap(), "--out", "out", "--runs", "6"])
+        .env("STANDIN_REQUIRED", "3")
+        .env("STANDIN_PERCENT", "0")
+        .env("STANDIN_FENCES", "10")
+        .env("STANDIN_GLOBAL", GLOBAL)
+        .output()
+        .unwrap();
+    ok(&o);
+    let out = tmp.path().join("out/test");
+    let runs = std::fs::read_to_string(out.join("runs.jsonl")).unwrap();
+    for line in runs.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            r["coverage"],
+            serde_json::json!({"fences": 10, "executed": "0-9", "global": "1-4,8"}),
+            "{r}"
+        );
+    }
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["rows"][0]["coverage"]["global"], "1-4,8", "{s}");
+    assert!(
+        stdout(&o).contains(
+            "sys-str+: 10 of 10 fence sites ran, 5 on global memory; on shared or local memory only (not fenced): 0, 5, 6, 7, 9\n"
+        ),
+        "{}",
+        stdout(&o)
+    );
+}

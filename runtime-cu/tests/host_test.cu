@@ -474,6 +474,43 @@ static void test_launch_configs() {
   CHECK(none == nullptr, "a null config changed");
 }
 
+// The coverage filters (wmfix_common.cuh's cover_site) with a plain or: what reaches the host,
+// a site at a time, as blocks run it; and the file the runtime writes at exit.
+struct PlainOr {
+  __host__ __device__ unsigned operator()(unsigned* w, unsigned bits) const {
+    const unsigned old = *w;
+    *w |= bits;
+    return old;
+  }
+};
+
+static void test_coverage() {
+  const PlainOr plain_or;
+  unsigned block0[4] = {}, block1[4] = {}, device[4] = {};
+  unsigned char host[2 * 64] = {};
+  // Site 5 on shared memory in block 0: executed, not global; once only.
+  CHECK(wmfix::cover_site(block0, device, host, 5, false, plain_or), "first run of site 5");
+  CHECK(host[10] == 1 && host[11] == 0, "site 5: executed %d global %d", host[10], host[11]);
+  CHECK(!wmfix::cover_site(block0, device, host, 5, false, plain_or), "site 5 again in block 0");
+  // Another block: its own filter passes, the device's stops it.
+  CHECK(!wmfix::cover_site(block1, device, host, 5, false, plain_or), "site 5 in block 1");
+  // The same site on global memory (a pointer that is sometimes global) does reach the host.
+  CHECK(wmfix::cover_site(block1, device, host, 5, true, plain_or), "site 5 global");
+  CHECK(host[11] == 1, "site 5 global not recorded");
+  // No block filter (a block without wmfix's entry): the device's alone.
+  CHECK(wmfix::cover_site(nullptr, device, host, 33, true, plain_or), "site 33");
+  CHECK(!wmfix::cover_site(nullptr, device, host, 33, true, plain_or), "site 33 again");
+  // Sites 16 apart share a word, not bits.
+  CHECK(wmfix::cover_site(block0, device, host, 21, true, plain_or), "site 21 after site 5");
+  const std::string text = wmfix::coverage_text(host, 64);
+  CHECK(text == "wmfix-coverage 1\nfences 64\nexecuted 5,21,33\nglobal 5,21,33\n", "%s", text.c_str());
+  unsigned char runs[2 * 6] = {1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};
+  CHECK(wmfix::coverage_text(runs, 6) == "wmfix-coverage 1\nfences 6\nexecuted 0-2,4\nglobal 0,2\n", "%s",
+        wmfix::coverage_text(runs, 6).c_str());
+  unsigned char none[4] = {};
+  CHECK(wmfix::coverage_text(none, 2) == "wmfix-coverage 1\nfences 2\nexecuted none\nglobal none\n", "empty");
+}
+
 int main(int argc, char** argv) {
   test_permute();
   test_map_warp();
@@ -484,6 +521,7 @@ int main(int argc, char** argv) {
   test_variant_plans();
   test_env_errors();
   test_launch_configs();
+  test_coverage();
   std::printf("host_test: %d checks, %d failures: %s\n", g_checks, g_failures, g_failures ? "FAIL" : "PASS");
   return g_failures ? 1 : 0;
 }

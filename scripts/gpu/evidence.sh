@@ -613,6 +613,14 @@ for s in ls-bh-nf ct-octree cbe-dot; do
   for n in 1 2; do add "gpus-$n-reduce-$s" gpus_reduce "$s" "$n"; done
 done
 
+# Issue 26: fence sites on shared or local memory, told at run time (the runtime fences and counts
+# a site only when its access is on global memory; WMFIX_COVERAGE). sdk-red-tmpl (the SDK's
+# threadFenceReduction shape: shared memory through a call with explicit template arguments, a
+# struct in local memory) tested and reduced; each fence-less study tested with the runtime that
+# skips such sites (its summary.json rows carry the coverage). TAG: a folder of its own.
+for s in sdk-red-tmpl $FENCELESS; do add "coverage-test-$s" test_cell "$s" sys-str+ 100; done
+add coverage-reduce-sdk-red-tmpl reduce_study sdk-red-tmpl
+
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
 matches() { # matches NAME PATTERN...: no pattern, or one is a glob matching NAME

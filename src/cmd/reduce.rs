@@ -181,6 +181,11 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             .iter()
             .map(|id| Dropped::unreachable(&records[id.0]))
             .collect(),
+        off_global: result
+            .off_global
+            .iter()
+            .map(|id| Dropped::off_global(&records[id.0]))
+            .collect(),
         result,
         replayed_checks: replayed,
         wall_seconds: started.elapsed().as_secs_f64(),
@@ -313,6 +318,7 @@ fn interrupted_result(p: &Progress) -> Reduced {
         // Before the check with every fence and the unfenced runs ended, nothing was decided.
         after_loop_only: Default::default(),
         added_back: Default::default(),
+        off_global: p.off_global.clone(),
         undecided: matches!(
             p.phase,
             algorithm::Phase::Sanity | algorithm::Phase::Calibrate
@@ -385,7 +391,16 @@ pub fn summary(r: &Report) -> String {
             k.id, k.location, k.function, k.kind, k.access
         );
     }
-    if let Some(line) = unreachable_line(&r.unreachable) {
+    if let Some(line) = dropped_line(
+        &r.unreachable,
+        "unreachable: {} fences dropped without runs, in functions no launched kernel reaches",
+    ) {
+        s += &line;
+    }
+    if let Some(line) = dropped_line(
+        &r.off_global,
+        "off global memory: {} fences dropped after the check with every fence, whose runs never executed them on global memory",
+    ) {
         s += &line;
     }
     if let (Some((e, n)), Some(p)) = (res.unfenced, res.assumed_rate) {
@@ -452,8 +467,9 @@ pub fn summary(r: &Report) -> String {
     s
 }
 
-/// The fences dropped as unreachable, by function: `unreachable: 3 fences ... : f (2, 3), k (7)`.
-fn unreachable_line(dropped: &[Dropped]) -> Option<String> {
+/// Dropped fences by function, after `what` with `{}` their number: `unreachable: 3 fences ...:
+/// f (2, 3), k (7)`.
+fn dropped_line(dropped: &[Dropped], what: &str) -> Option<String> {
     if dropped.is_empty() {
         return None;
     }
@@ -469,8 +485,8 @@ fn unreachable_line(dropped: &[Dropped]) -> Option<String> {
         .map(|(f, ids)| format!("{f} ({})", ids.join(", ")))
         .collect();
     Some(format!(
-        "unreachable: {} fences dropped without runs, in functions no launched kernel reaches: {}\n",
-        dropped.len(),
+        "{}: {}\n",
+        what.replace("{}", &dropped.len().to_string()),
         each.join(", ")
     ))
 }

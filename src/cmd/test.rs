@@ -10,6 +10,7 @@ use crate::out_dir::{OutDir, TestFiles};
 use crate::run::batch::{self, Batch, Budget};
 use crate::run::environment::TestEnv;
 use crate::run::profile::ProfileUsed;
+use crate::run::coverage::{self, Coverage};
 use crate::run::trial::{self, Outcome, RunRecord};
 use crate::stats;
 use anyhow::Result;
@@ -56,6 +57,10 @@ pub struct Row {
     #[serde(flatten)]
     pub counts: Counts,
     pub seconds: f64,
+    /// The fence sites its runs executed, and which on global memory: the union of the runs
+    /// that left coverage (`run::coverage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
 }
 
 impl Counts {
@@ -222,6 +227,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
                 ..Counts::default()
             },
             seconds: previous.seconds.get(k).copied().unwrap_or(0.0),
+            coverage: coverage::union(done.iter().filter_map(|r| r.coverage.as_ref())),
         };
         for r in &done {
             row.counts.add(r.outcome);
@@ -244,6 +250,9 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
             id_end = id_end.max(rec.id + 1);
             let row = summary.rows.last_mut().expect("row pushed");
             row.counts.add(rec.outcome);
+            if let Some(c) = &rec.coverage {
+                row.coverage = coverage::union(row.coverage.iter().chain([c]));
+            }
             row.seconds = earlier + start.elapsed().as_secs_f64();
             let _ = writeln!(
                 jsonl,
@@ -512,7 +521,35 @@ pub fn table(s: &Summary) -> String {
             each.join(", ")
         );
     }
+    for r in &s.rows {
+        if let Some(c) = &r.coverage {
+            out += &coverage_line(&r.counts.env, c);
+        }
+    }
     out
+}
+
+/// `sys-str+: 12 of 15 fence sites ran, 9 on global memory; on shared or local memory only: 4, 7, 9`.
+fn coverage_line(env: &str, c: &Coverage) -> String {
+    let executed = c.executed.ids(c.fences);
+    let global = c.global.ids(c.fences);
+    let local: Vec<String> = executed
+        .difference(&global)
+        .map(|id| id.to_string())
+        .collect();
+    let mut line = format!(
+        "{env}: {} of {} fence sites ran, {} on global memory",
+        executed.len(),
+        c.fences,
+        global.len()
+    );
+    if !local.is_empty() {
+        line += &format!(
+            "; on shared or local memory only (not fenced): {}",
+            local.join(", ")
+        );
+    }
+    line + "\n"
 }
 
 /// What `wmfix test --replay ID --json` prints: the run as recorded and as run again.
@@ -729,6 +766,7 @@ mod tests {
                 crash: 1,
             },
             seconds: 20.0,
+            coverage: None,
         };
         assert_eq!(
             serde_json::to_string(&row).unwrap(),

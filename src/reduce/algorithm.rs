@@ -73,6 +73,8 @@ pub struct Progress {
     pub checks: usize,
     pub cached_checks: usize,
     pub runs: usize,
+    /// Fences dropped after the check with every fence (`Reduced::off_global`).
+    pub off_global: Ids,
 }
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -93,6 +95,10 @@ pub struct Reduced {
     /// errs rarely, so a few test runs would not show it.
     #[serde(default)]
     pub added_back: Ids,
+    /// Fences dropped after the check with every fence: its runs never executed them on global
+    /// memory (`run::coverage`), so they order nothing across blocks.
+    #[serde(default, skip_serializing_if = "Ids::is_empty")]
+    pub off_global: Ids,
     /// Runs per check at the end.
     pub iterations: usize,
     pub checks: usize,
@@ -200,6 +206,8 @@ struct Reducer<'a> {
     /// The set being reduced erred when checked again: its own pass missed a needed fence, and
     /// add-back looks for it without the stability check.
     base_failed: bool,
+    /// Fences the check with every fence never ran on global memory: dropped after it.
+    off_global: Ids,
 }
 
 /// Rejected removals in a row (that ran) after which the set they come from is checked again.
@@ -251,6 +259,7 @@ pub fn reduce_structured(
         needed: Ids::new(),
         streak: 0,
         base_failed: false,
+        off_global: Ids::new(),
     };
     r.run(&all)
 }
@@ -276,6 +285,7 @@ impl Reducer<'_> {
             );
             return Ok(self.undecided(all, note));
         }
+        let all = &self.drop_off_global(all, &sanity);
         let calibrate = matches!(self.settings.stability, Stability::Statistical { .. })
             || matches!(self.settings.checks, Checks::Adaptive { .. });
         if calibrate {
@@ -388,6 +398,18 @@ impl Reducer<'_> {
         }))
     }
 
+    /// `all` less the fences that the runs of `sanity` (every fence on) never executed on
+    /// global memory, as far as their coverage says; those are kept in `off_global`.
+    fn drop_off_global(&mut self, all: &Ids, sanity: &Tally) -> Ids {
+        let Some(coverage) = &sanity.coverage else {
+            return all.clone();
+        };
+        self.off_global = coverage.never_global(all);
+        let rest: Ids = all.difference(&self.off_global).copied().collect();
+        self.held = rest.clone();
+        rest
+    }
+
     fn undecided(&self, all: &Ids, note: String) -> Reduced {
         let mut r = self.result(all.clone(), false, 0, note);
         r.undecided = true;
@@ -399,6 +421,7 @@ impl Reducer<'_> {
         let iterations = self.runs_per_check();
         Reduced {
             added_back: fences.intersection(&self.needed).copied().collect(),
+            off_global: self.off_global.clone(),
             fences,
             complete,
             undecided: false,
@@ -640,6 +663,7 @@ impl Reducer<'_> {
             checks: self.checks,
             cached_checks: self.cached_checks,
             runs: self.runs,
+            off_global: self.off_global.clone(),
         });
     }
 

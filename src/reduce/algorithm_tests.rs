@@ -686,3 +686,76 @@ fn a_set_whose_removals_all_fail_is_checked_again_and_its_missing_fence_added_ba
     // recheck, one of these seeds had 18 in a row.
     assert!(longest <= 7, "{longest} failing checks in a row");
 }
+
+/// A simulated application whose runs leave coverage (`run::coverage`): sites `global` ran on
+/// global memory, the others of `0..n` on shared or local memory only. Keeps every set asked.
+struct Covered {
+    app: Simulated,
+    coverage: crate::run::coverage::Coverage,
+    asked: Vec<Ids>,
+}
+
+impl Oracle for Covered {
+    fn run_placed(
+        &mut self,
+        enabled: &Ids,
+        body_off: &Ids,
+        request: Request,
+        nonce: u64,
+        seconds_left: f64,
+    ) -> anyhow::Result<Tally> {
+        self.asked.push(enabled.clone());
+        let mut t = self
+            .app
+            .run_placed(enabled, body_off, request, nonce, seconds_left)?;
+        t.coverage = (t.runs > 0).then(|| self.coverage.clone());
+        Ok(t)
+    }
+}
+
+#[test]
+fn fences_the_full_check_never_ran_on_global_memory_are_dropped_after_it() {
+    use crate::fences::set::FenceSet;
+    let coverage = crate::run::coverage::Coverage {
+        fences: 12,
+        executed: FenceSet::parse("0-9").unwrap(),
+        global: FenceSet::parse("1-3,7").unwrap(),
+    };
+    let mut o = Covered {
+        app: sim(&[2, 7], 0.3, 5),
+        coverage,
+        asked: vec![],
+    };
+    let stability = Stability::Statistical { confidence: 0.99 };
+    let r = reduce(
+        &mut o,
+        &FenceId::all(12),
+        settings(Split::Structure, stability, true),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.fences, set(&[2, 7]), "{r:?}");
+    assert!(r.complete);
+    // 0, 4-6, 8, 9 ran on shared or local memory only, 10 and 11 never ran.
+    assert_eq!(r.off_global, set(&[0, 4, 5, 6, 8, 9, 10, 11]));
+    // The first request had every fence; no later one had a dropped fence.
+    assert_eq!(o.asked[0], FenceId::all(12));
+    for asked in &o.asked[1..] {
+        assert!(asked.is_disjoint(&r.off_global), "{asked:?}");
+    }
+}
+
+#[test]
+fn without_coverage_no_fence_is_dropped_for_its_memory() {
+    let mut o = sim(&[2, 7], 0.3, 5);
+    let stability = Stability::Statistical { confidence: 0.99 };
+    let r = reduce(
+        &mut o,
+        &FenceId::all(12),
+        settings(Split::Structure, stability, true),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.fences, set(&[2, 7]));
+    assert!(r.off_global.is_empty());
+}

@@ -127,12 +127,13 @@ impl Oracle for Journaled<'_> {
             self.rewrite()?;
         }
         let rest = request.rest_after(&done);
+        let seconds_done = done.seconds;
         let tally = done.then(self.inner.run_placed(
             enabled,
             body_off,
             rest,
             nonce,
-            seconds_left - done.seconds,
+            seconds_left - seconds_done,
         )?);
         // A request that ctrl-c stopped before its first run taught nothing: not journaled.
         if tally.runs > 0 || request.finished_by(&tally) {
@@ -145,6 +146,7 @@ impl Oracle for Journaled<'_> {
             };
             writeln!(self.file, "{}", serde_json::to_string(&e)?)?;
             self.file.sync_data()?;
+            return Ok(e.tally);
         }
         Ok(tally)
     }

@@ -6,6 +6,7 @@ use crate::app::config::App;
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::set::FenceSet;
 use crate::run::batch::{self, Batch, Budget};
+use crate::run::coverage::{self, Coverage};
 use crate::run::environment::TestEnv;
 use crate::run::trial::{Outcome, TrialSpec};
 use anyhow::Result;
@@ -71,7 +72,7 @@ impl Request {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tally {
     pub runs: usize,
     pub errors: usize,
@@ -80,6 +81,10 @@ pub struct Tally {
     #[serde(default)]
     pub timeouts: usize,
     pub seconds: f64,
+    /// The fence sites the runs executed, and which on global memory (`run::coverage`): the
+    /// union of the runs that left coverage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
 }
 
 impl Tally {
@@ -90,6 +95,7 @@ impl Tally {
             errors: self.errors + more.errors,
             timeouts: self.timeouts + more.timeouts,
             seconds: self.seconds + more.seconds,
+            coverage: coverage::union(self.coverage.iter().chain(&more.coverage)),
         }
     }
 }
@@ -163,6 +169,9 @@ impl Oracle for Program<'_> {
         let mut tally = Tally::default();
         let mut on_record = |rec: crate::run::trial::RunRecord| {
             tally.runs += 1;
+            if let Some(c) = &rec.coverage {
+                tally.coverage = coverage::union(tally.coverage.iter().chain([c]));
+            }
             if rec.outcome.is_error() {
                 tally.errors += 1;
                 tally.timeouts += usize::from(rec.outcome == Outcome::Timeout);

@@ -75,6 +75,16 @@ impl Dropped {
             ),
         }
     }
+
+    /// `r`, which the runs with every fence never executed on global memory.
+    pub fn off_global(r: &FenceRecord) -> Dropped {
+        Dropped {
+            id: r.id,
+            location: r.location(),
+            function: r.function.clone(),
+            reason: "the runs with every fence never executed it on global memory (only on shared or local memory, or not at all)".into(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -95,6 +105,10 @@ pub struct Report {
     /// reductions made before wmfix looked).
     #[serde(default)]
     pub unreachable: Vec<Dropped>,
+    /// Fences dropped after the check with every fence: its runs never executed them on global
+    /// memory (`run::coverage`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub off_global: Vec<Dropped>,
     pub replayed_checks: usize,
     pub wall_seconds: f64,
     pub patch: PathBuf,

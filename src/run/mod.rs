@@ -1,7 +1,9 @@
 //! Running the program under stress: testing environments, one run and its outcome, many runs
-//! at once, the held CUDA context, the chip profile the runs get, the sanity check before them.
+//! at once, the held CUDA context, the chip profile the runs get, the sanity check before them,
+//! which fence sites the runs executed on global memory.
 
 pub mod batch;
+pub mod coverage;
 pub mod environment;
 pub mod hold;
 pub mod profile;

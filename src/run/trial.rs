@@ -127,6 +127,10 @@ pub struct RunRecord {
     pub gpu: Option<String>,
     /// The run's output, kept for runs that erred (relative to the test directory).
     pub log: Option<PathBuf>,
+    /// Which fence sites ran, and which on global memory (`run::coverage`); absent when the
+    /// run left no coverage file (no-str-, killed, or a runtime before coverage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<crate::run::coverage::Coverage>,
 }
 
 impl RunRecord {
@@ -229,7 +233,17 @@ pub fn run_trial(
     if let Some(g) = gpu {
         env.push(("CUDA_VISIBLE_DEVICES".to_string(), g.to_string()));
     }
-    let Some((outcome, exit, duration)) = run_once(app, tree, &env, log)? else {
+    // The run's coverage file, beside its log (the run's directory is the tree: absolute).
+    let cov_file = std::path::absolute(log.with_extension("coverage"))?;
+    let _ = std::fs::remove_file(&cov_file);
+    env.push((
+        crate::run::coverage::VAR.to_string(),
+        cov_file.display().to_string(),
+    ));
+    let ran = run_once(app, tree, &env, log)?;
+    let coverage = crate::run::coverage::Coverage::read(&cov_file);
+    let _ = std::fs::remove_file(&cov_file);
+    let Some((outcome, exit, duration)) = ran else {
         return Ok(None);
     };
     let (exit_code, signal) = match exit {
@@ -246,6 +260,7 @@ pub fn run_trial(
         duration_s: duration.as_secs_f64(),
         gpu: gpu.map(str::to_string),
         log: None,
+        coverage,
     }))
 }
 
