@@ -887,8 +887,11 @@ fn fences_never_run_on_global_memory_are_dropped_after_the_check_with_every_fenc
         "{}",
         stdout(&o)
     );
-    // After the check with every fence, no check enabled a dropped fence.
-    for e in journal(&dir, "out").iter().skip(2) {
+    // Only the check with every fence recorded coverage; no later check enabled a dropped fence.
+    let j = journal(&dir, "out");
+    assert_eq!(j[0]["tally"]["coverage"]["global"], GLOBAL, "{j:?}");
+    assert!(j[1..].iter().all(|e| e["tally"]["coverage"].is_null()), "{j:?}");
+    for e in j.iter().skip(2) {
         let Some(f) = e["fences"].as_str() else {
             continue;
         };
@@ -904,12 +907,12 @@ fn fences_never_run_on_global_memory_are_dropped_after_the_check_with_every_fenc
     }
 }
 
-#[test]
-fn a_test_records_each_runs_coverage_and_their_union_by_environment() {
-    let (tmp, dir) = standin(10);
+/// `wmfix test` of the stand-in with `args`, whose runs would leave coverage.
+fn test_covered(tmp: &Path, dir: &Path, out: &str, args: &[&str]) -> Output {
     let o = wmfix()
-        .current_dir(tmp.path())
-        .args(["test", dir.to_str().unwrap(), "--out", "out", "--runs", "6"])
+        .current_dir(tmp)
+        .args(["test", dir.to_str().unwrap(), "--out", out, "--runs", "6"])
+        .args(args)
         .env("STANDIN_REQUIRED", "3")
         .env("STANDIN_PERCENT", "0")
         .env("STANDIN_FENCES", "10")
@@ -917,6 +920,17 @@ fn a_test_records_each_runs_coverage_and_their_union_by_environment() {
         .output()
         .unwrap();
     ok(&o);
+    o
+}
+
+#[test]
+fn a_test_records_each_runs_coverage_and_their_union_by_environment() {
+    let (tmp, dir) = standin(10);
+    // Unasked, the runs record none (they get no WMFIX_COVERAGE).
+    test_covered(tmp.path(), &dir, "plain", &[]);
+    let plain = std::fs::read_to_string(tmp.path().join("plain/test/runs.jsonl")).unwrap();
+    assert!(!plain.contains("coverage"), "{plain}");
+    let o = test_covered(tmp.path(), &dir, "out", &["--coverage"]);
     let out = tmp.path().join("out/test");
     let runs = std::fs::read_to_string(out.join("runs.jsonl")).unwrap();
     for line in runs.lines() {

@@ -620,6 +620,12 @@ done
 # skips such sites (its summary.json rows carry the coverage). TAG: a folder of its own.
 for s in sdk-red-tmpl $FENCELESS; do add "coverage-test-$s" test_cell "$s" sys-str+ 100; done
 add coverage-reduce-sdk-red-tmpl reduce_study sdk-red-tmpl
+# Does recording coverage change what stress shows? (cub-scan-nf erred in 57/100 runs recording it,
+# wmfix d8d157c, against 78/100 with the runtime before.) Each study without and with --coverage.
+for s in cub-scan-nf:200 cbe-ht:100 ct-octree:100; do
+  add "coverage-off-test-${s%:*}" test_cell "${s%:*}" sys-str+ "${s#*:}"
+  add "coverage-on-test-${s%:*}" test_cell "${s%:*}" sys-str+ "${s#*:}" -- --coverage
+done
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }

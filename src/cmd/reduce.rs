@@ -103,6 +103,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         gpus: opts.gpus.clone(),
         seed: opts.seed,
         run_env: profile.env(),
+        every_fence: all.difference(&structure.unreachable).copied().collect(),
     };
     let resume = opts.resume || opts.resume_from.is_some();
     let mut journal = Journaled::open(&mut program, &files.journal(), &header, resume)?;

@@ -38,6 +38,8 @@ pub struct Options {
     pub resume: bool,
     /// Steps a run in place of wmfix.toml's (`--steps`).
     pub steps: Option<u32>,
+    /// Each run records which fence sites ran on global memory (`--coverage`).
+    pub coverage: bool,
 }
 
 /// How the runs of one environment ended.
@@ -117,6 +119,9 @@ pub struct Plan {
     /// Steps a run (absent: 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<u32>,
+    /// The runs record their coverage (`--coverage`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub coverage: bool,
 }
 
 /// Runs the test; returns its summary and the folder of its records.
@@ -169,6 +174,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         build: crate::digest::Fnv::of(&std::fs::read(out.build_stamp())?),
         profile: Some(profile.clone()),
         steps: (app.config.steps > 1).then_some(app.config.steps),
+        coverage: opts.coverage,
     };
     let previous = if opts.resume {
         previous_runs(&files, opts, &plan)?
@@ -239,9 +245,12 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         let start = Instant::now();
         let earlier = summary.rows[k].seconds;
         let fences = opts.fences.clone();
+        let coverage = opts.coverage;
         let spec = move |j| {
             let i = todo.as_ref().map_or(j, |t| t[j]);
-            trial::TrialSpec::new(*env, seed_of(i), &fences)
+            let mut spec = trial::TrialSpec::new(*env, seed_of(i), &fences);
+            spec.coverage = coverage;
+            spec
         };
         // Ids follow run indices, which a deadline can leave with gaps: the next environment
         // starts after the largest id given, not after the count of runs.
@@ -670,6 +679,10 @@ pub struct Args {
     /// Steps a run, in place of wmfix.toml's `steps` (its `run` must say `{steps}`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::app::config::MAX_STEPS)))]
     steps: Option<u32>,
+    /// Record in each run which fence sites ran, and which on global memory (the runtime fences
+    /// only those); the table then lists the sites that ran on shared or local memory only.
+    #[arg(long)]
+    coverage: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -713,6 +726,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         scope: args.app.fence,
         resume: args.resume,
         steps: args.steps,
+        coverage: args.coverage,
     };
     let (summary, records) = test_app(&opts)?;
     let sanity = summary

@@ -128,6 +128,9 @@ pub struct Program<'a> {
     pub seed: u64,
     /// Variables every run gets (the chip profile: `run::profile`).
     pub run_env: Vec<(String, String)>,
+    /// Every fence a launched kernel reaches: runs with all of them on record their coverage
+    /// (the check with every fence, which `Reducer` drops fences after).
+    pub every_fence: Ids,
 }
 
 impl Oracle for Program<'_> {
@@ -160,9 +163,11 @@ impl Oracle for Program<'_> {
         let in_loop = (!body_off.is_empty())
             .then(|| FenceSet::Ids(enabled.difference(body_off).copied().collect()));
         let (env, seed, first) = (self.env, self.seed, request.first_run);
+        let coverage = body_off.is_empty() && enabled.is_superset(&self.every_fence);
         let spec = move |i| {
             let mut spec = TrialSpec::new(env, crate::rng::seed(seed, nonce, first + i), &fences);
             spec.fences_in_loop = in_loop.clone();
+            spec.coverage = coverage;
             spec
         };
         let start = Instant::now();

@@ -248,6 +248,7 @@ mod tests {
             seed: i as u64,
             fences: crate::fences::set::FenceSet::All,
             fences_in_loop: None,
+            coverage: false,
         };
         let mut judged = 0;
         run(&batch, Budget::Runs(100), 0, &spec, &mut |_| {

@@ -83,6 +83,10 @@ pub struct TrialSpec {
     /// placement phase).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fences_in_loop: Option<FenceSet>,
+    /// Whether the run records which fence sites ran on global memory (`run::coverage`). Off
+    /// unless asked: the runs that expose errors stay as close to the program as they can.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub coverage: bool,
 }
 
 impl TrialSpec {
@@ -108,6 +112,7 @@ impl TrialSpec {
             seed,
             fences: fences.clone(),
             fences_in_loop: None,
+            coverage: false,
         }
     }
 }
@@ -235,13 +240,18 @@ pub fn run_trial(
     }
     // The run's coverage file, beside its log (the run's directory is the tree: absolute).
     let cov_file = std::path::absolute(log.with_extension("coverage"))?;
-    let _ = std::fs::remove_file(&cov_file);
-    env.push((
-        crate::run::coverage::VAR.to_string(),
-        cov_file.display().to_string(),
-    ));
+    if spec.coverage {
+        let _ = std::fs::remove_file(&cov_file);
+        env.push((
+            crate::run::coverage::VAR.to_string(),
+            cov_file.display().to_string(),
+        ));
+    }
     let ran = run_once(app, tree, &env, log)?;
-    let coverage = crate::run::coverage::Coverage::read(&cov_file);
+    let coverage = spec
+        .coverage
+        .then(|| crate::run::coverage::Coverage::read(&cov_file))
+        .flatten();
     let _ = std::fs::remove_file(&cov_file);
     let Some((outcome, exit, duration)) = ran else {
         return Ok(None);
