@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
 
-Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost|peer|stress|gpus ...]
+Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost|peer|stress|gpus|coverage ...]
 
 Every file there is {"meta": {gpu, driver, nvcc, commit, command, date}, "result": ...}; each
 table ends with the GPU, driver, commit and dates it was measured with. Cells that a step did not
@@ -536,7 +536,36 @@ def gpus(folder):
         print(f"| {s} | {f(t1, '{:,.0f}')} | {f(t2, '{:,.0f}')} | {ratio(t1, t2)} | {f(r1, '{:.0f} s')} | {f(r2, '{:.0f} s')} | {ratio(r1, r2)} |")
     print(provenance(metas))
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus}
+def coverage(folder):
+    """Fence sites by the memory their accesses ran on (coverage-test-STUDY, `wmfix test` with the
+    runs recording coverage), and what recording costs the stress (coverage-off/on-test-STUDY)."""
+    metas = []
+    print("Under sys-str+, fences off: the fence sites each study's runs executed, and on which memory:\n")
+    print("| study | errors/runs | sites | ran | on global memory | on shared or local memory only |")
+    print("|---|---|---|---|---|---|")
+    for d in steps(folder, "coverage-test-"):
+        s = load(folder, d, "summary.json")
+        if not s:
+            continue
+        metas.append(s["meta"])
+        row = s["result"]["rows"][0]
+        c = row.get("coverage")
+        if not c:
+            continue
+        ids = lambda text: set() if text == "none" else {i for p in text.split(",") for i in (range(int(p.split("-")[0]), int(p.split("-")[-1]) + 1))}
+        ran, glob = ids(c["executed"]), ids(c["global"])
+        only = ", ".join(str(i) for i in sorted(ran - glob)) or "-"
+        e = row["fail"] + row["timeout"] + row["crash"]
+        print(f"| {d[len('coverage-test-'):]} | {e}/{row['runs']} | {c['fences']} | {len(ran)} | {len(glob)} | {only} |")
+    print("\nThe same runs without and with the recording (`wmfix test` and `wmfix test --coverage`):\n")
+    print("| study | without | with |")
+    print("|---|---|---|")
+    for d in steps(folder, "coverage-off-test-"):
+        study = d[len("coverage-off-test-"):]
+        print(f"| {study} | {cell(folder, d, metas)} | {cell(folder, 'coverage-on-test-' + study, metas)} |")
+    print(provenance(metas))
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage}
 
 
 def main(argv):
