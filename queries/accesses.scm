@@ -43,6 +43,10 @@
 ; is read, and in `&a[i]->f` so is `a[i]`.
 (pointer_expression operator: "&" argument: (_) @not_access)
 (pointer_expression operator: "&" argument: (field_expression argument: (_) @not_access operator: "."))
+; A method called through a pointer (`o->clear()`, `o->a.clear()`) reads no memory at the
+; callee: what the method reads is instrumented in its own body.
+(call_expression function: (field_expression operator: "->") @not_access)
+(call_expression function: (field_expression argument: (field_expression operator: "->") @not_access operator: "."))
 (sizeof_expression) @unevaluated
 (decltype) @unevaluated
 

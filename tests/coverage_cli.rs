@@ -106,3 +106,53 @@ fn typeid_explicit_instantiations_and_vulkan_macros_parse() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Rewrites that broke the build of code that compiles (issue 26): a reference-returning
+/// operator in a class, `return typename T::U(...)`, a method called through a pointer.
+const BUILD_BREAKERS: &str = r#"struct Vec3 {
+  float d[3];
+  __device__ float& operator[](int i) { return d[i]; }
+};
+template <class T> struct W { typedef T type; };
+template <class T> __device__ typename W<T>::type conv(const T* p) { return typename W<T>::type(*p); }
+struct Obj {
+  int n;
+  __device__ void clear() { n = 0; }
+  Obj* next;
+};
+__global__ void k(Vec3* v, Obj* o, int* p) {
+  v[0][1] = 2.0f;
+  o->clear();
+  o->next->clear();
+  p[0] = conv(p + 1);
+}
+"#;
+
+#[test]
+fn reference_returns_typename_casts_and_methods_through_pointers_still_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("app")).unwrap();
+    std::fs::write(tmp.path().join("app/k.cu"), BUILD_BREAKERS).unwrap();
+    let o = run(tmp.path(), &["insert", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tree = tmp.path().join("out/tree");
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    // The reference handed out is not read; `typename` is inside the wrap; a callee is no access,
+    // but the pointer read on the way to it (`o->next`) is.
+    assert!(
+        k.contains("float& operator[](int i) { return d[i]; }"),
+        "{k}"
+    );
+    assert!(
+        k.contains("return WMFIX_AFTER(0, typename W<T>::type(*p));"),
+        "{k}"
+    );
+    assert!(k.contains("  o->clear();\n"), "{k}");
+    assert!(k.contains("o->next->clear(); WMFIX_FENCE_AT("), "{k}");
+    assert!(!k.contains("->clear)"), "{k}");
+    let o = nvcc_command(&tree)
+        .args(["-c", "nvcc -arch=sm_90 -c k.cu -o /dev/null"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

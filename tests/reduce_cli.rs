@@ -881,7 +881,10 @@ fn fences_never_run_on_global_memory_are_dropped_after_the_check_with_every_fenc
         .map(|d| d["id"].as_u64().unwrap())
         .collect();
     assert_eq!(dropped, [0, 5, 6, 7, 9], "{r}");
-    assert_eq!(r["result"]["off_global"], serde_json::json!([0, 5, 6, 7, 9]));
+    assert_eq!(
+        r["result"]["off_global"],
+        serde_json::json!([0, 5, 6, 7, 9])
+    );
     assert!(
         stdout(&o).contains("off global memory: 5 fences dropped"),
         "{}",
@@ -890,7 +893,10 @@ fn fences_never_run_on_global_memory_are_dropped_after_the_check_with_every_fenc
     // Only the check with every fence recorded coverage; no later check enabled a dropped fence.
     let j = journal(&dir, "out");
     assert_eq!(j[0]["tally"]["coverage"]["global"], GLOBAL, "{j:?}");
-    assert!(j[1..].iter().all(|e| e["tally"]["coverage"].is_null()), "{j:?}");
+    assert!(
+        j[1..].iter().all(|e| e["tally"]["coverage"].is_null()),
+        "{j:?}"
+    );
     for e in j.iter().skip(2) {
         let Some(f) = e["fences"].as_str() else {
             continue;

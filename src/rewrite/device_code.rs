@@ -57,7 +57,7 @@ pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFuncti
 /// Whether a function definition's return type is a reference, as written before its name:
 /// `T& f()`, `auto&& f()`, `decltype(auto) f()`, or a `reference` typedef (`typename B::reference`).
 fn returns_ref(function: Node, text: &str) -> bool {
-    let head = &text[function.start_byte()..name_node(function).start_byte()];
+    let head = &text[function.start_byte()..function_name(function, text).start_byte()];
     head.contains('&') || head.contains("reference") || head.contains("decltype(auto)")
 }
 
@@ -71,7 +71,18 @@ fn in_return(node: Node, text: &str) -> bool {
 
 /// The name a declaration declares: follow `declarator` fields to the innermost one.
 pub fn declared_name<'s>(node: Node, text: &'s str) -> &'s str {
-    &text[name_node(node).byte_range()]
+    &text[function_name(node, text).byte_range()]
+}
+
+/// `name_node`, also through the reference declarator of a function returning a reference
+/// (`T& operator[](int i)`), which holds its function declarator in no field.
+pub fn function_name<'t>(node: Node<'t>, text: &str) -> Node<'t> {
+    let mut n = name_node(node);
+    while text[n.byte_range()].starts_with('&') && n.named_child_count() > 0 {
+        let last = n.named_child_count() - 1;
+        n = name_node(n.named_child(last as u32).expect("counted"));
+    }
+    n
 }
 
 pub fn name_node(node: Node) -> Node {

@@ -384,6 +384,21 @@ fn brace_edits(body: Deep) -> [Edit; 2] {
     ]
 }
 
+/// Where a wrapped value starts: before the syntax errors just before it, which belong to it
+/// (`return typename W<T>::type(*p);` parses as `return`, an error holding `typename`, and the
+/// call: the wrap must take `typename` in, or the result would not compile).
+fn wrap_start(node: Node) -> usize {
+    let mut start = node.start_byte();
+    let mut prev = node.prev_sibling();
+    while let Some(p) = prev.filter(|p| p.is_error() || p.is_extra()) {
+        if p.is_error() {
+            start = p.start_byte();
+        }
+        prev = p.prev_sibling();
+    }
+    start
+}
+
 fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> {
     let mut out = Vec::new();
     let after = |n: Deep, out: &mut Vec<Spot>, wrap: &mut dyn FnMut(Deep)| {
@@ -402,7 +417,7 @@ fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> 
         Role::After => after(found.site, &mut out, wrap),
         Role::Wrap => {
             out.push(Spot {
-                at: node.start_byte(),
+                at: wrap_start(node),
                 slot: Slot::open(d, false),
                 piece: Piece::WrapOpen,
             });

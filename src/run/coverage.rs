@@ -84,10 +84,9 @@ impl Coverage {
 
 /// The union of some runs' coverage; None when no run left one.
 pub fn union<'a>(runs: impl IntoIterator<Item = &'a Coverage>) -> Option<Coverage> {
-    runs.into_iter()
-        .fold(None, |acc: Option<Coverage>, c| {
-            Some(acc.map_or_else(|| c.clone(), |a| a.union(c)))
-        })
+    runs.into_iter().fold(None, |acc: Option<Coverage>, c| {
+        Some(acc.map_or_else(|| c.clone(), |a| a.union(c)))
+    })
 }
 
 #[cfg(test)]
@@ -100,7 +99,8 @@ mod tests {
 
     #[test]
     fn the_runtimes_file_is_read_and_runs_join() {
-        let a = Coverage::parse("wmfix-coverage 1\nfences 8\nexecuted 0-2,5\nglobal 0,2\n").unwrap();
+        let a =
+            Coverage::parse("wmfix-coverage 1\nfences 8\nexecuted 0-2,5\nglobal 0,2\n").unwrap();
         let b = Coverage::parse("wmfix-coverage 1\nfences 8\nexecuted 1,6\nglobal 1\n").unwrap();
         let both = union([&a, &b]).unwrap();
         assert_eq!(both.executed.ids(8), ids("0-2,5-6"));
@@ -113,7 +113,8 @@ mod tests {
 
     #[test]
     fn ids_the_file_does_not_cover_are_not_called_off_global() {
-        let c = Coverage::parse("wmfix-coverage 1\nfences 4\nexecuted none\nglobal none\n").unwrap();
+        let c =
+            Coverage::parse("wmfix-coverage 1\nfences 4\nexecuted none\nglobal none\n").unwrap();
         assert_eq!(c.never_global(&ids("2-5")), ids("2-3"));
     }
 
