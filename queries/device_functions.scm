@@ -3,3 +3,6 @@
 (function_definition "__device__" body: (compound_statement) @device.body) @device
 ; Also compiled for the host: plain CUDA fences there need `#ifdef __CUDA_ARCH__`.
 (function_definition "__host__" body: (compound_statement) @host.body)
+; Every function with a body: one whose head held a device qualifier macro (blanked before
+; parsing, `rewrite/macros.rs`) is device code too.
+(function_definition body: (compound_statement) @function.body)

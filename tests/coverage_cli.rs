@@ -156,3 +156,102 @@ fn reference_returns_typename_casts_and_methods_through_pointers_still_build() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Qualifier and namespace macros (issue 26): learnt from the tree's `#define`s, a name too short
+/// to say `__device__` in its place included; a header whose only device code is declared
+/// through one is parsed too.
+const DEFS: &str = "#pragma once
+#define MY_DEVICE __device__ __forceinline__
+#define HD __host__ __device__
+#define CUTLASS_DEVICE __forceinline__ __device__
+#define BEGIN_NS namespace lib {
+#define END_NS }
+#define KERN __global__
+";
+const UTIL: &str = "#pragma once
+#include \"defs.h\"
+BEGIN_NS
+MY_DEVICE void publish(int* data, volatile int* flag, int v) {
+  data[0] = v;
+  *flag = 1;
+}
+HD int twice(const int* p) { return p[0] * 2; }
+template <class T> CUTLASS_DEVICE T load(const T* p, int i) { return p[i]; }
+END_NS
+";
+const KERNEL: &str = "#include \"util.h\"
+KERN void k(int* data, volatile int* flag, int* out) {
+  lib::publish(data, flag, 7);
+  out[0] = lib::twice(data) + lib::load(data, 1);
+}
+int main() { k<<<1, 1>>>(nullptr, nullptr, nullptr); return 0; }
+";
+
+#[test]
+fn functions_declared_through_qualifier_macros_are_instrumented_and_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    for (name, text) in [("defs.h", DEFS), ("util.h", UTIL), ("k.cu", KERNEL)] {
+        std::fs::write(app.join(name), text).unwrap();
+    }
+    let o = run(
+        tmp.path(),
+        &["insert", "app", "--out", "out", "--on-parse-error", "fail"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tree = tmp.path().join("out/tree");
+    let util = std::fs::read_to_string(tree.join("util.h")).unwrap();
+    for fenced in [
+        "data[0] = v; WMFIX_FENCE_AT(",
+        "*flag = 1; WMFIX_FENCE_AT(",
+        "return WMFIX_AFTER(3, p[0] * 2);",
+        "return WMFIX_AFTER(4, p[i]);",
+    ] {
+        assert!(util.contains(fenced), "{fenced}:\n{util}");
+    }
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    assert!(
+        k.contains("KERN void k(int* data, volatile int* flag, int* out) { WMFIX_KERNEL_ENTRY();"),
+        "{k}"
+    );
+    // The original text around the edits: the macros are still there.
+    assert!(
+        util.contains("\nBEGIN_NS\nMY_DEVICE void publish("),
+        "{util}"
+    );
+    let o = nvcc_command(&tree)
+        .args(["-c", "nvcc -arch=sm_90 -o k k.cu"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_macro_defined_outside_the_tree_is_given_in_wmfix_toml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    // GPU_FN comes from the build's command line: nothing in the tree defines it.
+    std::fs::write(
+        app.join("k.cu"),
+        "GPU_FN void put(int* p) { p[0] = 1; }\n__global__ void k(int* p) { put(p); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("wmfix.toml"),
+        "build = \"nvcc -arch=sm_90 -DGPU_FN=__device__ -c k.cu -o k.o\"\nrun = \"true\"\ngpu = false\nmacros = { GPU_FN = \"__device__\" }\n",
+    )
+    .unwrap();
+    let o = wmfix()
+        .current_dir(tmp.path())
+        .args(["build", "app", "--out", "out"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let k = std::fs::read_to_string(tmp.path().join("out/tree/k.cu")).unwrap();
+    assert!(
+        k.contains("GPU_FN void put(int* p) { p[0] = 1; WMFIX_FENCE_AT("),
+        "{k}"
+    );
+}

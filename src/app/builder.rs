@@ -102,6 +102,12 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
                 .map(|s| app.root.join(s))
                 .collect(),
         ),
+        macros: app
+            .config
+            .macros
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         preprocess: app
             .config
             .preprocess

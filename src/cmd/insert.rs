@@ -81,6 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fence: args.fence,
         on_parse_error: args.on_parse_error,
         only: None,
+        macros: vec![],
         preprocess: args.preprocess.map(|c| insert::Preprocessor {
             command: c.split_whitespace().map(str::to_string).collect(),
             env: crate::app::toolchain::build_env(),

@@ -532,33 +532,10 @@ pub fn table(s: &Summary) -> String {
     }
     for r in &s.rows {
         if let Some(c) = &r.coverage {
-            out += &coverage_line(&r.counts.env, c);
+            out += &c.line(&r.counts.env);
         }
     }
     out
-}
-
-/// `sys-str+: 12 of 15 fence sites ran, 9 on global memory; on shared or local memory only: 4, 7, 9`.
-fn coverage_line(env: &str, c: &Coverage) -> String {
-    let executed = c.executed.ids(c.fences);
-    let global = c.global.ids(c.fences);
-    let local: Vec<String> = executed
-        .difference(&global)
-        .map(|id| id.to_string())
-        .collect();
-    let mut line = format!(
-        "{env}: {} of {} fence sites ran, {} on global memory",
-        executed.len(),
-        c.fences,
-        global.len()
-    );
-    if !local.is_empty() {
-        line += &format!(
-            "; on shared or local memory only (not fenced): {}",
-            local.join(", ")
-        );
-    }
-    line + "\n"
 }
 
 /// What `wmfix test --replay ID --json` prints: the run as recorded and as run again.
@@ -765,63 +742,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_row_is_written_and_shown_field_by_field_in_order() {
-        let row = Row {
-            counts: Counts {
-                env: "sys-str+".into(),
-                runs: 40,
-                pass: 30,
-                fail: 8,
-                timeout: 1,
-                crash: 1,
-            },
-            seconds: 20.0,
-            coverage: None,
-        };
-        assert_eq!(
-            serde_json::to_string(&row).unwrap(),
-            r#"{"env":"sys-str+","runs":40,"pass":30,"fail":8,"timeout":1,"crash":1,"seconds":20.0}"#
-        );
-        let summary = Summary {
-            app: "/app".into(),
-            fences: FenceSet::All,
-            seed: 1,
-            jobs: 1,
-            plan: Plan::default(),
-            rows: vec![row],
-            interrupted: false,
-            resumed_runs: 0,
-            profile: None,
-            sanity: Default::default(),
-            steps: 1,
-        };
-        assert_eq!(
-            serde_json::to_string(&table_rows(&summary)).unwrap(),
-            r#"[{"env":"sys-str+","runs":40,"pass":30,"fail":8,"timeout":1,"crash":1,"errors":10,"error_rate":0.25,"ci95":[0.14187118639096302,0.40193961420768026],"effective":true,"runs_per_hour":7200.0,"seconds":20.0}]"#
-        );
-        assert_eq!(
-            table(&summary),
-            "env           runs   pass   fail timeout  crash  errors            95% CI effective    runs/h\n\
-             sys-str+        40     30      8       1      1   25.0%    [14.2%, 40.2%]       yes      7200\n"
-        );
-        assert_eq!(status(&summary.rows[0]), "errors 10 (25.0%), 2.0 runs/s");
-        // Ten steps a run: 25% of runs is 2.84% a step, were steps independent.
-        let ten = Summary {
-            steps: 10,
-            ..summary
-        };
-        let rows = table_rows(&ten);
-        assert!((rows[0].step_error_rate.unwrap() - 0.028_35).abs() < 1e-4);
-        assert!(
-            table(&ten).ends_with(
-                "runs of 10 steps; errors a step, were steps independent: sys-str+ 2.84%\n"
-            ),
-            "{}",
-            table(&ten)
-        );
-    }
-}
+#[path = "test_tests.rs"]
+mod tests;

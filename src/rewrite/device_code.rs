@@ -1,6 +1,8 @@
 //! Device code: the `__global__`/`__device__` functions of a file, and the expressions in them
 //! that may access global memory.
 
+use crate::rewrite::macros::Meaning;
+use crate::rewrite::mask::Qualified;
 use crate::rewrite::queries::{self, Capture, Captures, IdMap, IdSet};
 use crate::rewrite::ranges::Nested;
 use crate::rewrite::scopes::{Bindings, Scopes};
@@ -28,16 +30,41 @@ pub struct Access<'t> {
     pub function: usize,
 }
 
-pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFunction<'t>> {
+/// The device functions of a file: those that say `__global__` or `__device__`, and those whose
+/// head held a device qualifier macro that masking left blank (`qualified`).
+pub fn device_functions<'t>(
+    caps: &Captures<'t>,
+    text: &str,
+    qualified: &[Qualified],
+) -> Vec<DeviceFunction<'t>> {
     let kernels = caps.ids(Capture::KernelBody);
     let host = caps.ids(Capture::HostBody);
     let mut seen = IdSet::default();
     let mut out = Vec::new();
-    for body in caps
+    // A blanked macro is in the function's head, or just before it (the function then starts
+    // at the next token: `MY_DEVICE int f()`, `template <class T> HD T g()`).
+    let by_macro = |body: &Node| -> Option<Meaning> {
+        let function = body.parent()?;
+        let head = function.start_byte()..body.start_byte();
+        let next = |end: usize| end + text[end..].len() - text[end..].trim_start().len();
+        qualified
+            .iter()
+            .filter(|q| head.contains(&q.at.start) || next(q.at.end) == function.start_byte())
+            .map(|q| q.meaning)
+            .max()
+    };
+    let candidates = caps
         .get(Capture::KernelBody)
         .iter()
         .chain(caps.get(Capture::DeviceBody))
-    {
+        .map(|b| (b, None))
+        .chain(
+            caps.get(Capture::FunctionBody)
+                .iter()
+                .filter(|_| !qualified.is_empty())
+                .filter_map(|b| by_macro(b).map(|m| (b, Some(m)))),
+        );
+    for (body, meaning) in candidates {
         if !seen.insert(body.id()) {
             continue;
         }
@@ -45,8 +72,8 @@ pub fn device_functions<'t>(caps: &Captures<'t>, text: &str) -> Vec<DeviceFuncti
         out.push(DeviceFunction {
             body: *body,
             name: declared_name(function, text).to_string(),
-            kernel: kernels.contains(&body.id()),
-            host: host.contains(&body.id()),
+            kernel: kernels.contains(&body.id()) || meaning == Some(Meaning::Kernel),
+            host: host.contains(&body.id()) || meaning == Some(Meaning::Device { host: true }),
             returns_ref: returns_ref(function, text),
         });
     }
@@ -389,6 +416,8 @@ pub struct Program {
     /// Names of the `__device__` variables (not arrays) that headers declare: a file that
     /// includes one reads the variable by its name.
     pub header_globals: HashSet<String>,
+    /// Qualifier and namespace macros learnt from the whole tree (`macros.rs`).
+    pub macros: crate::rewrite::macros::Macros,
 }
 
 /// What `accesses` found beyond the accesses themselves, for `--stats`.

@@ -8,6 +8,7 @@ use crate::fences::scope::FenceScope;
 use crate::out_dir;
 use crate::out_dir::OutDir;
 use crate::rewrite::device_code::Precision;
+use crate::rewrite::macros::Macros;
 use crate::rewrite::preprocess;
 pub use crate::rewrite::preprocess::Preprocessor;
 use crate::rewrite::render::{self, Planned};
@@ -40,6 +41,8 @@ pub struct Options {
     /// Preprocessed mode: each `.cu` file is run through this first and the preprocessed
     /// translation unit instrumented (headers are then part of it, not instrumented alone).
     pub preprocess: Option<Preprocessor>,
+    /// Macros given besides those learnt from the tree (wmfix.toml's `macros`): name, expansion.
+    pub macros: Vec<(String, String)>,
 }
 
 pub struct Summary {
@@ -171,10 +174,10 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     crate::rewrite::queries::check()
         .map_err(|e| crate::exit_code::fail(crate::exit_code::INTERNAL, e))?;
     let query_time = t0.elapsed();
-    let (sources, mut copies) = read_candidates(opts, &input)?;
+    let (sources, mut copies, macros) = read_candidates(opts, &input)?;
     let cuda_bytes = sources.iter().map(|f| f.text.len()).sum();
     let t0 = Instant::now();
-    let parsed = render::plan_files(sources);
+    let parsed = render::plan_files(sources, macros);
     let cuda_time = t0.elapsed();
     let mut warnings = Vec::new();
     let mut planned = Vec::new();
@@ -218,16 +221,18 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     })
 }
 
-/// The files to instrument, read, and the files to copy as they are. Any bytes are read
-/// (`Encoding::decode`: not UTF-8 is Latin-1, written back byte for byte). A header (not
-/// `.cu`/`.cuh`) that names no CUDA qualifier holds no device code: it is copied without being
-/// parsed, so host-only headers cause no parse-error noise.
+/// The files to instrument, read, the files to copy as they are, and the macros learnt from
+/// every candidate's `#define`s. Any bytes are read (`Encoding::decode`: not UTF-8 is Latin-1,
+/// written back byte for byte). A header (not `.cu`/`.cuh`) that names no CUDA qualifier, nor
+/// a device qualifier macro, holds no device code: it is copied without being parsed, so
+/// host-only headers cause no parse-error noise.
 fn read_candidates(
     opts: &Options,
     input: &walk::InputTree,
-) -> Result<(Vec<SourceFile>, Vec<PathBuf>)> {
+) -> Result<(Vec<SourceFile>, Vec<PathBuf>, Macros)> {
     let mut sources = Vec::new();
     let mut copies = Vec::new();
+    let mut read: Vec<(PathBuf, PathBuf, Vec<u8>)> = Vec::new();
     for rel in &input.files {
         let abs = input.root.join(rel);
         let selected = opts
@@ -251,8 +256,24 @@ fn read_candidates(
         }
         let bytes = std::fs::read(&abs)
             .map_err(|e| fail(exit_code::NO_INPUT, format!("{}: {e}", abs.display())))?;
-        if !walk::is_cuda_source(rel) && !names_cuda_qualifier(&bytes) {
-            copies.push(rel.clone());
+        read.push((rel.clone(), abs, bytes));
+    }
+    let texts: Vec<std::borrow::Cow<str>> = read
+        .iter()
+        .map(|(_, _, b)| String::from_utf8_lossy(b))
+        .collect();
+    let macros = Macros::learn(texts.iter().map(|t| t.as_ref()), &opts.macros);
+    let device: Vec<bool> = read
+        .iter()
+        .zip(&texts)
+        .map(|((rel, _, bytes), text)| {
+            walk::is_cuda_source(rel) || names_cuda_qualifier(bytes) || macros.named_in(text)
+        })
+        .collect();
+    drop(texts);
+    for ((rel, abs, bytes), device) in read.into_iter().zip(device) {
+        if !device {
+            copies.push(rel);
             continue;
         }
         let shown = opts
@@ -260,10 +281,10 @@ fn read_candidates(
             .iter()
             .find(|p| p.is_file() && abs.ends_with(p))
             .cloned()
-            .unwrap_or_else(|| display_path(&opts.paths, &input.root, rel));
-        sources.push(SourceFile::from_bytes(rel.clone(), shown, bytes));
+            .unwrap_or_else(|| display_path(&opts.paths, &input.root, &rel));
+        sources.push(SourceFile::from_bytes(rel, shown, bytes));
     }
-    Ok((sources, copies))
+    Ok((sources, copies, macros))
 }
 
 /// Whether a header's bytes name a qualifier only device code has.

@@ -191,11 +191,7 @@ pub fn first_branches(text: &str) -> (String, Option<usize>) {
     (bytes_to_string(out), first)
 }
 
-fn whole_word(text: &str, at: usize, len: usize) -> bool {
-    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    !text[..at].chars().next_back().is_some_and(is_word)
-        && !text[at + len..].chars().next().is_some_and(is_word)
-}
+use crate::rewrite::macros::whole_word;
 
 /// The byte after the `)` closing the `(` that starts at `from` (after spaces), if any.
 fn balanced_parens(text: &str, from: usize) -> Option<usize> {
@@ -234,6 +230,69 @@ fn blank(bytes: &mut [u8], range: std::ops::Range<usize>) {
 fn bytes_to_string(bytes: Vec<u8>) -> String {
     // Only whole characters become spaces: the result is UTF-8 when the input is.
     String::from_utf8(bytes).expect("blanking keeps UTF-8")
+}
+
+/// A qualifier macro's use that the text could not say in its place (a name shorter than
+/// `__device__`): blanked, and the function whose head holds it is device code all the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Qualified {
+    /// The macro's name, blanked.
+    pub at: std::ops::Range<usize>,
+    pub meaning: crate::rewrite::macros::Meaning,
+}
+
+/// `text` with the uses of learnt macros (`macros.rs`) masked, outside preprocessor lines: a
+/// device or kernel qualifier macro as `__device__`/`__host__ __device__`/`__global__` padded
+/// with spaces where its name is long enough, else blanked and listed; the others blanked.
+/// `None` where there is none.
+pub fn macros(
+    text: &str,
+    macros: &crate::rewrite::macros::Macros,
+) -> Option<(String, Vec<Qualified>)> {
+    use crate::rewrite::macros::{Meaning, identifiers};
+    let mut out: Option<Vec<u8>> = None;
+    let mut listed = Vec::new();
+    for (at, word) in identifiers(text) {
+        let Some(&meaning) = macros.by_name.get(word) else {
+            continue;
+        };
+        if on_directive(text, at) {
+            continue;
+        }
+        let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
+        let len = word.len();
+        let say: &[u8] = match meaning {
+            Meaning::Device { host: true } if len >= 19 => b"__host__ __device__",
+            Meaning::Device { .. } if len >= 10 => b"__device__",
+            Meaning::Kernel if len >= 10 => b"__global__",
+            _ => b"",
+        };
+        blank(o, at..at + len);
+        o[at..at + say.len()].copy_from_slice(say);
+        if say.is_empty() && matches!(meaning, Meaning::Device { .. } | Meaning::Kernel) {
+            listed.push(Qualified {
+                at: at..at + len,
+                meaning,
+            });
+        }
+    }
+    out.map(|o| (bytes_to_string(o), listed))
+}
+
+/// Whether the line holding `at` is a preprocessor directive (its own or one it continues).
+fn on_directive(text: &str, at: usize) -> bool {
+    let mut end = at;
+    loop {
+        let start = text[..end].rfind('\n').map_or(0, |i| i + 1);
+        if text[start..].trim_start().starts_with('#') {
+            return true;
+        }
+        // The line before ends with `\`: this one continues it.
+        if start == 0 || !text[..start - 1].trim_end_matches('\r').ends_with('\\') {
+            return false;
+        }
+        end = start - 1;
+    }
 }
 
 #[cfg(test)]

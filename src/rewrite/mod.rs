@@ -6,6 +6,7 @@ pub mod device_code;
 pub mod dump;
 pub mod edits;
 pub mod insert;
+pub mod macros;
 pub mod mask;
 pub mod parallel;
 pub mod parse;

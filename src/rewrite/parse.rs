@@ -1,5 +1,6 @@
 //! Parsing CUDA with tree-sitter, and finding the first syntax error.
 
+use crate::rewrite::macros::Macros;
 use crate::rewrite::mask;
 use tree_sitter::{Node, Parser, Tree};
 
@@ -18,13 +19,22 @@ pub struct Masked {
     /// Where the first `#else`/`#elif` branch was left out because the text parses only with
     /// each `#if` group's first branch (a group that splits a statement).
     pub first_branch_only: Option<usize>,
+    /// Uses of device qualifier macros blanked without a qualifier in their place.
+    pub qualified: Vec<mask::Qualified>,
 }
 
 /// Parses `text` as `parse` does, with the attributes the grammar lacks blanked; when that
 /// leaves a syntax error and the file has `#else`/`#elif`, again with only each `#if` group's
 /// first branch, kept if it has fewer unparsed bytes.
-pub fn parse_masked(text: &str) -> Masked {
+pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     let mut pragmas = blank_pragmas(text);
+    let mut qualified = Vec::new();
+    if !macros.is_empty() {
+        if let Some((m, q)) = mask::macros(&pragmas, macros) {
+            pragmas = m.into();
+            qualified = q;
+        }
+    }
     if pragmas.contains("__attribute__((") {
         pragmas = mask::gnu_attributes(&pragmas).into();
     }
@@ -56,6 +66,7 @@ pub fn parse_masked(text: &str) -> Masked {
         tree,
         attribute,
         first_branch_only: None,
+        qualified,
     };
     if !out.tree.root_node().has_error() || !(masked.contains("#else") || masked.contains("#elif"))
     {

@@ -5,6 +5,7 @@
 use crate::rewrite::calls;
 use crate::rewrite::device_code::{self, DeviceFunction, Locality, Precision, Program};
 use crate::rewrite::edits::{Edit, Slot};
+use crate::rewrite::mask::Qualified;
 use crate::rewrite::parse;
 use crate::rewrite::queries::{self, Capture, Captures};
 use crate::rewrite::ranges::Nested;
@@ -46,11 +47,16 @@ impl FilePlan {
     }
 }
 
-pub fn plan(file: &SourceFile, tree: &Tree, program: &Program) -> FilePlan {
+pub fn plan(
+    file: &SourceFile,
+    tree: &Tree,
+    program: &Program,
+    qualified: &[Qualified],
+) -> FilePlan {
     let text = file.text.as_str();
     let errors = Nested::new(parse::error_ranges(tree));
     let caps = Captures::run(queries::all(), tree.root_node(), text.as_bytes());
-    let functions = device_code::device_functions(&caps, text);
+    let functions = device_code::device_functions(&caps, text, qualified);
     let bodies = device_code::bodies(&functions);
     // Pointer parameters that every call passes local memory are local too: found with what
     // is local without them, then locality again with them.

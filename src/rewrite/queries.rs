@@ -75,6 +75,8 @@ pub enum Capture {
     CoopGrid,
     CoopLaunch,
     DeviceBody,
+    /// Every function body (`rewrite/macros.rs`: a device qualifier macro in its head).
+    FunctionBody,
     FunctionName,
     GlobalArray,
     GlobalTop,
@@ -113,7 +115,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 52] = [
+    pub const ALL: [Capture; 53] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -131,6 +133,7 @@ impl Capture {
         Capture::CoopGrid,
         Capture::CoopLaunch,
         Capture::DeviceBody,
+        Capture::FunctionBody,
         Capture::FunctionName,
         Capture::GlobalArray,
         Capture::GlobalTop,
@@ -187,6 +190,7 @@ impl Capture {
             Capture::CoopGrid => "coop.grid",
             Capture::CoopLaunch => "coop.launch",
             Capture::DeviceBody => "device.body",
+            Capture::FunctionBody => "function.body",
             Capture::FunctionName => "function.name",
             Capture::GlobalArray => "global.array",
             Capture::GlobalTop => "global.top",

@@ -13,7 +13,7 @@ fn reach(files: &[(&str, &str)], copies: &[(&str, &[u8])]) -> Vec<String> {
         .iter()
         .map(|(rel, text)| SourceFile::new(rel.into(), rel.into(), text.to_string()))
         .collect();
-    let mut planned = plan_files(sources);
+    let mut planned = plan_files(sources, Default::default());
     let copied: Vec<PathBuf> = copies.iter().map(|(rel, _)| rel.into()).collect();
     mark(&mut planned, dir.path(), &copied);
     planned

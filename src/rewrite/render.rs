@@ -7,6 +7,7 @@ use crate::fences::scope::FenceScope;
 use crate::rewrite::aim::AimForm;
 use crate::rewrite::device_code::{self, Program};
 use crate::rewrite::edits::{self, Edit};
+use crate::rewrite::macros::Macros;
 use crate::rewrite::parse::{self, SyntaxError};
 use crate::rewrite::plan::{self, FilePlan};
 use crate::rewrite::queries::{self, Captures};
@@ -46,8 +47,9 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
         tree,
         attribute: _,
         first_branch_only,
-    } = parse::parse_masked(&file.text);
-    let mut plan = plan::plan(&file, &tree, program);
+        qualified,
+    } = parse::parse_masked(&file.text, &program.macros);
+    let mut plan = plan::plan(&file, &tree, program, &qualified);
     let syntax_error = parse::syntax_error(&tree, &file.text);
     // A big file's tree takes a while to free (tree-sitter frees node by node): on another
     // thread, while this one renders.
@@ -70,7 +72,7 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
 /// Parses and plans every file on all cores, in input order: fences are numbered afterwards,
 /// so the result does not depend on which thread planned which file. Headers are read first
 /// for the `__device__` variables they declare, which every file may use.
-pub fn plan_files(files: Vec<SourceFile>) -> Vec<Planned> {
+pub fn plan_files(files: Vec<SourceFile>, macros: Macros) -> Vec<Planned> {
     let headers: Vec<&SourceFile> = files.iter().filter(|f| !is_source(f)).collect();
     let names = crate::rewrite::parallel::map(headers, |f| {
         let tree = parse::parse(&f.text);
@@ -83,6 +85,7 @@ pub fn plan_files(files: Vec<SourceFile>) -> Vec<Planned> {
     });
     let program = Program {
         header_globals: names.into_iter().flatten().collect(),
+        macros,
     };
     crate::rewrite::parallel::map(files, |f| plan_file(f, &program))
 }
@@ -407,7 +410,7 @@ mod tests {
 
     fn hardened(text: &str, kept: &[usize], after_loop: &[usize]) -> String {
         let file = SourceFile::new("k.cu".into(), "k.cu".into(), text.to_string());
-        let mut files = plan_files(vec![file]);
+        let mut files = plan_files(vec![file], Default::default());
         let ids = |v: &[usize]| v.iter().copied().map(FenceId).collect::<Ids>();
         let texts =
             render_hardened_placed(&mut files, &ids(kept), &ids(after_loop), FenceScope::Device)

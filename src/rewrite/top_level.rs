@@ -81,7 +81,7 @@ pub(crate) mod tests {
     fn instrumented(text: &str, forced: Option<(usize, usize)>) -> (String, String, String) {
         FORCED.set(forced);
         let file = SourceFile::new("all.cu".into(), "all.cu".into(), text.to_string());
-        let mut files = render::plan_files(vec![file]);
+        let mut files = render::plan_files(vec![file], Default::default());
         FORCED.set(None);
         let warnings = files[0].plan.warnings.join("\n");
         let done = render::render(&mut files, FenceScope::Device, |_| "wmfix.cuh".into()).unwrap();

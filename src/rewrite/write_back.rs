@@ -524,7 +524,7 @@ mod tests {
             lib.display()
         );
         let file = SourceFile::new("k.cu".into(), "k.cu".into(), tu);
-        let mut planned = render::plan_files(vec![file]);
+        let mut planned = render::plan_files(vec![file], Default::default());
         let kept = kept.iter().copied().map(FenceId).collect();
         harden(&root, &mut planned, &kept, &Ids::new(), FenceScope::Device).unwrap()
     }

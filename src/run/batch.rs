@@ -232,6 +232,7 @@ mod tests {
                 gpu: false,
                 preprocess: None,
                 steps: 1,
+                macros: Default::default(),
             },
         };
         let logs = tmp.path().join("logs");

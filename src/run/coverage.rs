@@ -80,6 +80,30 @@ impl Coverage {
     pub fn ran(&self, id: FenceId) -> bool {
         self.executed.ids(self.fences).contains(&id)
     }
+
+    /// `sys-str+: 12 of 15 fence sites ran, 9 on global memory; on shared or local memory only
+    /// (not fenced): 4, 7, 9`, for the runs of `env`.
+    pub fn line(&self, env: &str) -> String {
+        let executed = self.executed.ids(self.fences);
+        let global = self.global.ids(self.fences);
+        let local: Vec<String> = executed
+            .difference(&global)
+            .map(|id| id.to_string())
+            .collect();
+        let mut line = format!(
+            "{env}: {} of {} fence sites ran, {} on global memory",
+            executed.len(),
+            self.fences,
+            global.len()
+        );
+        if !local.is_empty() {
+            line += &format!(
+                "; on shared or local memory only (not fenced): {}",
+                local.join(", ")
+            );
+        }
+        line + "\n"
+    }
 }
 
 /// The union of some runs' coverage; None when no run left one.
