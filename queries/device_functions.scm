@@ -6,3 +6,5 @@
 ; Every function with a body: one whose head held a device qualifier macro (blanked before
 ; parsing, `rewrite/macros.rs`) is device code too.
 (function_definition body: (compound_statement) @function.body)
+; An extended lambda (`[=] __device__ (int i) {...}`), its qualifier blanked before parsing.
+(lambda_expression body: (compound_statement) @function.body)

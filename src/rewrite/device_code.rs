@@ -69,9 +69,16 @@ pub fn device_functions<'t>(
             continue;
         }
         let function = body.parent().expect("a body has a function");
+        // A lambda declares no name: its parameter list is what a declarator leads to.
+        let name = match declared_name(function, text) {
+            n if n.starts_with('(') => {
+                format!("lambda at line {}", function.start_position().row + 1)
+            }
+            n => n.to_string(),
+        };
         out.push(DeviceFunction {
             body: *body,
-            name: declared_name(function, text).to_string(),
+            name,
             kernel: kernels.contains(&body.id()) || meaning == Some(Meaning::Kernel),
             host: host.contains(&body.id()) || meaning == Some(Meaning::Device { host: true }),
             returns_ref: returns_ref(function, text),

@@ -35,6 +35,25 @@ const QUALIFIERS: &[&str] = &[
     "__launch_bounds__",
 ];
 
+/// Keywords a header may redefine that are not qualifiers of ours either.
+const KEYWORDS: &[&str] = &[
+    "const",
+    "volatile",
+    "register",
+    "auto",
+    "noexcept",
+    "restrict",
+    "__restrict__",
+    "__restrict",
+    "mutable",
+    "explicit",
+    "virtual",
+    "friend",
+    "typename",
+    "template",
+    "thread_local",
+];
+
 #[derive(Clone, Debug, Default)]
 pub struct Macros {
     pub by_name: HashMap<String, Meaning>,
@@ -49,11 +68,21 @@ impl Macros {
         given: &[(String, String)],
     ) -> Macros {
         let mut bodies: Vec<(String, String)> = given.to_vec();
+        let mut function_like = std::collections::HashSet::new();
         for text in texts {
             if text.contains("#define") || text.contains("# define") {
-                bodies.extend(defines(text));
+                let (objects, functions) = defines(text);
+                bodies.extend(objects);
+                function_like.extend(functions);
             }
         }
+        // A keyword defined as itself (`#define extern extern`, in an OpenGL header), or a name
+        // also defined with parameters elsewhere, is no qualifier to mask.
+        bodies.retain(|(name, _)| {
+            !QUALIFIERS.contains(&name.as_str())
+                && !KEYWORDS.contains(&name.as_str())
+                && !function_like.contains(name)
+        });
         let mut m = Macros::default();
         // Macros defined through others (`#define CUB_NAMESPACE_BEGIN _CCCL_BEGIN_NAMESPACE_CUB`):
         // until nothing new is learnt.
@@ -230,9 +259,11 @@ fn strip_comments(body: &str) -> String {
     }
 }
 
-/// The object-like `#define NAME BODY` lines of `text` (continued lines joined), as (NAME, BODY).
-fn defines(text: &str) -> Vec<(String, String)> {
+/// The object-like `#define NAME BODY` lines of `text` (continued lines joined), as (NAME, BODY),
+/// and the names of its function-like ones.
+fn defines(text: &str) -> (Vec<(String, String)>, Vec<String>) {
     let mut out = Vec::new();
+    let mut functions = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let t = line.trim_start();
@@ -260,12 +291,16 @@ fn defines(text: &str) -> Vec<(String, String)> {
         let end = full
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or(full.len());
-        if end == 0 || full[end..].starts_with('(') {
+        if end == 0 {
+            continue;
+        }
+        if full[end..].starts_with('(') {
+            functions.push(full[..end].to_string());
             continue;
         }
         out.push((full[..end].to_string(), full[end..].to_string()));
     }
-    out
+    (out, functions)
 }
 
 /// The identifiers of `text` (words not starting with a digit), with their offsets.
@@ -336,6 +371,17 @@ mod tests {
         assert_eq!(get("WIDTH"), None);
         assert_eq!(get("F"), None, "function-like macros are not learnt");
         assert!(m.named_in("MY_DEVICE int f();") && !m.named_in("MY_DEVICEX int f();"));
+    }
+
+    #[test]
+    fn keywords_defined_as_themselves_and_function_like_names_are_not_learnt() {
+        let m = learnt(
+            "#define extern extern\n#define const const\n#ifdef A\n#define CALL(x) f(x)\n#else\n#define CALL\n#endif\n#define API\n",
+        );
+        assert_eq!(m.by_name.get("extern"), None);
+        assert_eq!(m.by_name.get("const"), None);
+        assert_eq!(m.by_name.get("CALL"), None);
+        assert_eq!(m.by_name.get("API"), Some(&Meaning::Plain));
     }
 
     #[test]

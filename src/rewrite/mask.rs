@@ -232,6 +232,53 @@ fn bytes_to_string(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).expect("blanking keeps UTF-8")
 }
 
+/// `text` with the `__device__`/`__host__` of extended lambdas (`[=] __device__ (int i) {...}`,
+/// which the grammar does not parse) blanked, so the file parses, and the `__device__` ones
+/// listed: the lambda's body is device code. `None` where there is none.
+pub fn lambda_qualifiers(text: &str) -> Option<(String, Vec<Qualified>)> {
+    use crate::rewrite::macros::Meaning;
+    let mut out: Option<Vec<u8>> = None;
+    let mut listed: Vec<Qualified> = Vec::new();
+    let mut blanked_to = usize::MAX;
+    for (at, word) in crate::rewrite::macros::identifiers(text) {
+        if word != "__device__" && word != "__host__" {
+            continue;
+        }
+        let before = text[..at].trim_end();
+        let after_lambda = before.ends_with(']') || before.len() == blanked_to;
+        if after_lambda {
+            blank(
+                out.get_or_insert_with(|| text.as_bytes().to_vec()),
+                at..at + word.len(),
+            );
+            blanked_to = at + word.len();
+            let host = text[..at].trim_end().ends_with("__host__") || word == "__host__";
+            match listed.last_mut() {
+                // `__host__ __device__`, `__device__ __host__`: one lambda.
+                Some(q) if before.len() == q.at.end => {
+                    q.at.end = blanked_to;
+                    if host {
+                        q.meaning = Meaning::Device { host: true };
+                    }
+                }
+                _ if word == "__device__"
+                    || text[at..]
+                        .trim_start_matches("__host__")
+                        .trim_start()
+                        .starts_with("__device__") =>
+                {
+                    listed.push(Qualified {
+                        at: at..blanked_to,
+                        meaning: Meaning::Device { host },
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    out.map(|o| (bytes_to_string(o), listed))
+}
+
 /// A qualifier macro's use that the text could not say in its place (a name shorter than
 /// `__device__`): blanked, and the function whose head holds it is device code all the same.
 #[derive(Clone, Debug, PartialEq, Eq)]

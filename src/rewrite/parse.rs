@@ -47,6 +47,15 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     } else {
         (pragmas, None)
     };
+    let masked = match (masked.contains("__device__") || masked.contains("__host__"))
+        .then(|| mask::lambda_qualifiers(&masked))
+    {
+        Some(Some((m, q))) => {
+            qualified.extend(q);
+            std::borrow::Cow::Owned(m)
+        }
+        _ => masked,
+    };
     let masked = match masked
         .contains("typeid")
         .then(|| mask::typeid_types(&masked))
