@@ -62,7 +62,7 @@ fn instrument(files: &[(PathBuf, String)], runs: usize) -> (f64, usize) {
             .iter()
             .map(|(rel, text)| SourceFile::new(rel.clone(), rel.clone(), text.clone()))
             .collect();
-        let mut planned = render::plan_files(sources);
+        let mut planned = render::plan_files(sources, Default::default());
         // As `insert` does; nothing is copied here.
         wmfix::rewrite::reach::mark(&mut planned, std::path::Path::new("."), &[]);
         let done =

@@ -107,6 +107,29 @@ fn typeid_explicit_instantiations_and_vulkan_macros_parse() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// `app/` holding `files`, instrumented (`insert`, with `args`), which must succeed: the temporary
+/// folder and the instrumented tree.
+fn inserted(files: &[(&str, &str)], args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    for (name, text) in files {
+        std::fs::write(app.join(name), text).unwrap();
+    }
+    let mut all = vec!["insert", "app", "--out", "out"];
+    all.extend_from_slice(args);
+    let o = run(tmp.path(), &all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tree = tmp.path().join("out/tree");
+    (tmp, tree)
+}
+
+/// `command` (an nvcc line) in `dir`, which must succeed.
+fn builds(dir: &std::path::Path, command: &str) {
+    let o = nvcc_command(dir).args(["-c", command]).output().unwrap();
+    assert!(o.status.success(), "{command}: {}", stderr(&o));
+}
+
 /// Rewrites that broke the build of code that compiles (issue 26): a reference-returning
 /// operator in a class, `return typename T::U(...)`, a method called through a pointer.
 const BUILD_BREAKERS: &str = r#"struct Vec3 {
@@ -130,31 +153,20 @@ __global__ void k(Vec3* v, Obj* o, int* p) {
 
 #[test]
 fn reference_returns_typename_casts_and_methods_through_pointers_still_build() {
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::create_dir(tmp.path().join("app")).unwrap();
-    std::fs::write(tmp.path().join("app/k.cu"), BUILD_BREAKERS).unwrap();
-    let o = run(tmp.path(), &["insert", "app", "--out", "out"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let tree = tmp.path().join("out/tree");
+    let (_tmp, tree) = inserted(&[("k.cu", BUILD_BREAKERS)], &[]);
     let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
     // The reference handed out is not read; `typename` is inside the wrap; a callee is no access,
     // but the pointer read on the way to it (`o->next`) is.
-    assert!(
-        k.contains("float& operator[](int i) { return d[i]; }"),
-        "{k}"
-    );
-    assert!(
-        k.contains("return WMFIX_AFTER(0, typename W<T>::type(*p));"),
-        "{k}"
-    );
-    assert!(k.contains("  o->clear();\n"), "{k}");
-    assert!(k.contains("o->next->clear(); WMFIX_FENCE_AT("), "{k}");
+    for text in [
+        "float& operator[](int i) { return d[i]; }",
+        "return WMFIX_AFTER(0, typename W<T>::type(*p));",
+        "  o->clear();\n",
+        "o->next->clear(); WMFIX_FENCE_AT(",
+    ] {
+        assert!(k.contains(text), "{text}:\n{k}");
+    }
     assert!(!k.contains("->clear)"), "{k}");
-    let o = nvcc_command(&tree)
-        .args(["-c", "nvcc -arch=sm_90 -c k.cu -o /dev/null"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    builds(&tree, "nvcc -arch=sm_90 -c k.cu -o /dev/null");
 }
 
 /// Qualifier and namespace macros (issue 26): learnt from the tree's `#define`s, a name too short
@@ -189,42 +201,23 @@ int main() { k<<<1, 1>>>(nullptr, nullptr, nullptr); return 0; }
 
 #[test]
 fn functions_declared_through_qualifier_macros_are_instrumented_and_build() {
-    let tmp = tempfile::tempdir().unwrap();
-    let app = tmp.path().join("app");
-    std::fs::create_dir(&app).unwrap();
-    for (name, text) in [("defs.h", DEFS), ("util.h", UTIL), ("k.cu", KERNEL)] {
-        std::fs::write(app.join(name), text).unwrap();
-    }
-    let o = run(
-        tmp.path(),
-        &["insert", "app", "--out", "out", "--on-parse-error", "fail"],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let tree = tmp.path().join("out/tree");
+    let files = [("defs.h", DEFS), ("util.h", UTIL), ("k.cu", KERNEL)];
+    let (_tmp, tree) = inserted(&files, &["--on-parse-error", "fail"]);
     let util = std::fs::read_to_string(tree.join("util.h")).unwrap();
     for fenced in [
         "data[0] = v; WMFIX_FENCE_AT(",
         "*flag = 1; WMFIX_FENCE_AT(",
         "return WMFIX_AFTER(3, p[0] * 2);",
         "return WMFIX_AFTER(4, p[i]);",
+        // The original text around the edits: the macros are still there.
+        "\nBEGIN_NS\nMY_DEVICE void publish(",
     ] {
         assert!(util.contains(fenced), "{fenced}:\n{util}");
     }
     let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
-    assert!(
-        k.contains("KERN void k(int* data, volatile int* flag, int* out) { WMFIX_KERNEL_ENTRY();"),
-        "{k}"
-    );
-    // The original text around the edits: the macros are still there.
-    assert!(
-        util.contains("\nBEGIN_NS\nMY_DEVICE void publish("),
-        "{util}"
-    );
-    let o = nvcc_command(&tree)
-        .args(["-c", "nvcc -arch=sm_90 -o k k.cu"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let entry = "KERN void k(int* data, volatile int* flag, int* out) { WMFIX_KERNEL_ENTRY();";
+    assert!(k.contains(entry), "{k}");
+    builds(&tree, "nvcc -arch=sm_90 -o k k.cu");
 }
 
 #[test]
@@ -253,5 +246,35 @@ fn a_macro_defined_outside_the_tree_is_given_in_wmfix_toml() {
     assert!(
         k.contains("GPU_FN void put(int* p) { p[0] = 1; WMFIX_FENCE_AT("),
         "{k}"
+    );
+}
+
+/// Extended lambdas (`[=] __device__ (int i) {...}`, moderngpu's `[=]MGPU_DEVICE(...)`), which the
+/// grammar does not parse: their qualifiers are blanked for the parse, their bodies instrumented.
+const LAMBDAS: &str = "#define MGPU_DEVICE __device__
+template <class F> __global__ void run(F f) { f(threadIdx.x); }
+void host(int* p) {
+  auto k = [=] __host__ __device__ (int i) { p[i] = i; };
+  run<<<1, 32>>>(k);
+  auto m = [p]MGPU_DEVICE(int i) { p[i] += 1; };
+  run<<<1, 32>>>(m);
+}
+";
+
+#[test]
+fn extended_lambdas_parse_and_their_bodies_are_instrumented() {
+    let (tmp, tree) = inserted(&[("k.cu", LAMBDAS)], &["--on-parse-error", "fail"]);
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    for text in [
+        "(int i) { p[i] = i; WMFIX_FENCE_AT(0, p[i]); };",
+        "[p]MGPU_DEVICE(int i) { p[i] += 1; WMFIX_FENCE_AT(1, p[i]); };",
+    ] {
+        assert!(k.contains(text), "{text}:\n{k}");
+    }
+    let fences = std::fs::read_to_string(tmp.path().join("out/fences.json")).unwrap();
+    assert!(fences.contains("\"lambda at line 4\""), "{fences}");
+    builds(
+        &tree,
+        "nvcc -arch=sm_90 --extended-lambda -c k.cu -o /dev/null",
     );
 }

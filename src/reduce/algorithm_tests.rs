@@ -713,6 +713,19 @@ impl Oracle for Covered {
     }
 }
 
+/// Fences 0-11 reduced with the default split and a statistical stability check.
+fn reduce_twelve(o: &mut dyn Oracle) -> Reduced {
+    let stability = Stability::Statistical { confidence: 0.99 };
+    let all = FenceId::all(12);
+    reduce(
+        o,
+        &all,
+        settings(Split::Structure, stability, true),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
 #[test]
 fn fences_the_full_check_never_ran_on_global_memory_are_dropped_after_it() {
     use crate::fences::set::FenceSet;
@@ -726,14 +739,7 @@ fn fences_the_full_check_never_ran_on_global_memory_are_dropped_after_it() {
         coverage,
         asked: vec![],
     };
-    let stability = Stability::Statistical { confidence: 0.99 };
-    let r = reduce(
-        &mut o,
-        &FenceId::all(12),
-        settings(Split::Structure, stability, true),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = reduce_twelve(&mut o);
     assert_eq!(r.fences, set(&[2, 7]), "{r:?}");
     assert!(r.complete);
     // 0, 4-6, 8, 9 ran on shared or local memory only, 10 and 11 never ran.
@@ -747,15 +753,7 @@ fn fences_the_full_check_never_ran_on_global_memory_are_dropped_after_it() {
 
 #[test]
 fn without_coverage_no_fence_is_dropped_for_its_memory() {
-    let mut o = sim(&[2, 7], 0.3, 5);
-    let stability = Stability::Statistical { confidence: 0.99 };
-    let r = reduce(
-        &mut o,
-        &FenceId::all(12),
-        settings(Split::Structure, stability, true),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = reduce_twelve(&mut sim(&[2, 7], 0.3, 5));
     assert_eq!(r.fences, set(&[2, 7]));
     assert!(r.off_global.is_empty());
 }

@@ -166,16 +166,9 @@ impl Macros {
                 rest = &rest[balanced(rest, open)?..];
             }
             meaning = meaning.max(m);
-            if word == "__host__" {
-                if let Meaning::Device { .. } = meaning {
-                    meaning = Meaning::Device { host: true };
-                }
-            }
         }
-        if body.contains("__host__") {
-            if let Meaning::Device { .. } = meaning {
-                meaning = Meaning::Device { host: true };
-            }
+        if body.contains("__host__") && matches!(meaning, Meaning::Device { .. }) {
+            meaning = Meaning::Device { host: true };
         }
         Some(meaning)
     }

@@ -29,11 +29,12 @@ pub struct Masked {
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     let mut pragmas = blank_pragmas(text);
     let mut qualified = Vec::new();
-    if !macros.is_empty() {
-        if let Some((m, q)) = mask::macros(&pragmas, macros) {
-            pragmas = m.into();
-            qualified = q;
-        }
+    if let Some((m, q)) = (!macros.is_empty())
+        .then(|| mask::macros(&pragmas, macros))
+        .flatten()
+    {
+        pragmas = m.into();
+        qualified = q;
     }
     if pragmas.contains("__attribute__((") {
         pragmas = mask::gnu_attributes(&pragmas).into();
