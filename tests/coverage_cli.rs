@@ -221,6 +221,21 @@ fn functions_declared_through_qualifier_macros_are_instrumented_and_build() {
 }
 
 #[test]
+fn a_macro_defined_outside_the_tree_is_given_on_the_command_line() {
+    let k = "GPU_FN void put(int* p) { p[0] = 1; }\n__global__ void k(int* p) { put(p); }\n";
+    let (_tmp, tree) = inserted(&[("k.cu", k)], &["--macro", "GPU_FN=__device__"]);
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    assert!(
+        k.contains("GPU_FN void put(int* p) { p[0] = 1; WMFIX_FENCE_AT("),
+        "{k}"
+    );
+    builds(
+        &tree,
+        "nvcc -arch=sm_90 -DGPU_FN=__device__ -c k.cu -o /dev/null",
+    );
+}
+
+#[test]
 fn a_macro_defined_outside_the_tree_is_given_in_wmfix_toml() {
     let tmp = tempfile::tempdir().unwrap();
     let app = tmp.path().join("app");

@@ -28,6 +28,8 @@ fn bad_option_values_exit_64_naming_the_option() {
         (&["reduce", "--jobs", "0"], "--jobs"),
         (&["cost", "--rounds", "0"], "--rounds"),
         (&["cost", "--fences", "abc"], "--fences"),
+        (&["insert", "--macro", "1X=__device__"], "--macro"),
+        (&["insert", "--macro", "NO_EXPANSION"], "--macro"),
     ];
     for (args, option) in cases {
         let mut all = vec![args[0], "standin", "--out", "out"];

@@ -35,6 +35,10 @@ pub struct Args {
     /// the file:line they came from, those in library headers are listed as findings
     #[arg(long, value_name = "COMMAND")]
     preprocess: Option<String>,
+    /// A qualifier or namespace macro defined outside the tree (a header elsewhere, the build's
+    /// -D): `--macro MY_DEVICE=__device__`; repeatable. Those the tree defines are learnt.
+    #[arg(long = "macro", value_name = "NAME=EXPANSION")]
+    macros: Vec<super::values::MacroDef>,
 }
 
 /// What `wmfix insert --json` prints.
@@ -81,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fence: args.fence,
         on_parse_error: args.on_parse_error,
         only: None,
-        macros: vec![],
+        macros: args.macros.into_iter().map(|m| (m.0, m.1)).collect(),
         preprocess: args.preprocess.map(|c| insert::Preprocessor {
             command: c.split_whitespace().map(str::to_string).collect(),
             env: crate::app::toolchain::build_env(),

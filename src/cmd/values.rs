@@ -59,6 +59,30 @@ impl FromStr for Probability {
     }
 }
 
+/// `--macro NAME=EXPANSION` (insert): a macro defined outside the tree, as wmfix.toml's `macros`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MacroDef(pub String, pub String);
+
+impl FromStr for MacroDef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MacroDef, String> {
+        let ident = |n: &str| {
+            n.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        match s.split_once('=') {
+            Some((name, body)) if ident(name.trim()) => {
+                Ok(MacroDef(name.trim().to_string(), body.to_string()))
+            }
+            _ => Err(format!(
+                "expected NAME=EXPANSION with NAME an identifier (`MY_DEVICE=__device__`), not `{s}`"
+            )),
+        }
+    }
+}
+
 /// `--gpus`: `all` (resolved with the driver when the runs start), or device ordinals or UUIDs
 /// as CUDA_VISIBLE_DEVICES takes them.
 #[derive(Clone, Debug, PartialEq)]

@@ -23,8 +23,8 @@ pub struct Masked {
     pub qualified: Vec<mask::Qualified>,
 }
 
-/// Parses `text` as `parse` does, with the attributes the grammar lacks blanked; when that
-/// leaves a syntax error and the file has `#else`/`#elif`, again with only each `#if` group's
+/// Parses `text` as `parse` does, with the learnt macros (`macros.rs`), the qualifiers of
+/// extended lambdas and the attributes the grammar lacks masked; when that leaves a syntax error and the file has `#else`/`#elif`, again with only each `#if` group's
 /// first branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     let mut pragmas = blank_pragmas(text);
