@@ -7,7 +7,8 @@
 # MIRRORS holds owner+name/repo git directories (the search tool's fetch); each repository is
 # taken at its mirror's HEAD (the commit is printed), with the folders below, into OUT/src, and
 # instrumented into OUT/<name>. Prints one line a repository: files parsed (.cu/.cuh and headers
-# with device code), files with a parse error, fences, seconds; and the commits.
+# with device code), files with a parse error, fences, seconds, device functions declared through
+# qualifier macros (or extended lambdas) and how many of them got a fence; and the commits.
 set -euo pipefail
 W=$1 MIRRORS=$2 OUT=$3
 mkdir -p "$OUT"
@@ -21,7 +22,7 @@ REPOS=(
   "mattsinc+heterosync ."
   "b0nes164+GPUPrefixSums ."
 )
-printf '%-24s %-12s %8s %8s %6s %9s %7s\n' repo commit parsed errors "err%" fences seconds
+printf '%-24s %-12s %8s %8s %6s %9s %7s %s\n' repo commit parsed errors "err%" fences seconds "macro-declared functions (with fences)"
 for entry in "${REPOS[@]}"; do
   read -r repo folders <<< "$entry"
   git_dir=$MIRRORS/$repo/repo
@@ -53,6 +54,7 @@ repo, commit, path = sys.argv[1:]
 d = json.load(open(path))
 err = {w.split(":")[0] for w in d["warnings"] if "syntax error" in w}
 n = d["instrumented"]
-print(f"{repo:<24} {commit:<12} {n:>8} {len(err):>8} {100 * len(err) / max(n, 1):>5.1f}% {d['fences']:>9} {d['seconds']:>7.1f}")
+macro = f"{d['macro_functions']} ({d['macro_functions_fenced']})" if "macro_functions" in d else "-"
+print(f"{repo:<24} {commit:<12} {n:>8} {len(err):>8} {100 * len(err) / max(n, 1):>5.1f}% {d['fences']:>9} {d['seconds']:>7.1f} {macro}")
 PY
 done

@@ -202,7 +202,15 @@ int main() { k<<<1, 1>>>(nullptr, nullptr, nullptr); return 0; }
 #[test]
 fn functions_declared_through_qualifier_macros_are_instrumented_and_build() {
     let files = [("defs.h", DEFS), ("util.h", UTIL), ("k.cu", KERNEL)];
-    let (_tmp, tree) = inserted(&files, &["--on-parse-error", "fail"]);
+    let (tmp, tree) = inserted(&files, &["--on-parse-error", "fail"]);
+    // Counted: publish, twice, load and the kernel k, each with a fence.
+    let o = run(tmp.path(), &["insert", "app", "--out", "out", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&doc["macro_functions"], &doc["macro_functions_fenced"]),
+        (&serde_json::json!(4), &serde_json::json!(4)),
+        "{doc}"
+    );
     let util = std::fs::read_to_string(tree.join("util.h")).unwrap();
     for fenced in [
         "data[0] = v; WMFIX_FENCE_AT(",

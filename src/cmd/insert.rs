@@ -65,6 +65,12 @@ pub struct InsertJson {
     /// Pointer parameters that every call passes shared or per-thread memory (no fence).
     #[serde(default)]
     pub local_params: usize,
+    /// Device functions declared through a qualifier macro (or extended lambdas), and those of
+    /// them with a fence.
+    #[serde(default)]
+    pub macro_functions: usize,
+    #[serde(default)]
+    pub macro_functions_fenced: usize,
     /// Preprocessed mode: fences inside library headers, `path:line (fence N)`.
     #[serde(default)]
     pub library_fences: Vec<String>,
@@ -128,8 +134,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             s.query_time.as_secs_f64() * 1e3
         );
         human += &format!(
-            "wmfix: {} uses of __device__ variables declared in include guards, namespaces or headers; {} pointer parameters passed only shared or per-thread memory (no fence)\n",
-            s.precision.hidden_globals, s.precision.local_params
+            "wmfix: {} uses of __device__ variables declared in include guards, namespaces or headers; {} pointer parameters passed only shared or per-thread memory (no fence); {} device functions declared through qualifier macros or extended lambdas, {} of them with fences\n",
+            s.precision.hidden_globals,
+            s.precision.local_params,
+            s.precision.macro_functions,
+            s.precision.macro_functions_fenced
         );
     }
     let doc = InsertJson {
@@ -145,6 +154,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         library_fences: s.library_fences.clone(),
         hidden_globals: s.precision.hidden_globals,
         local_params: s.precision.local_params,
+        macro_functions: s.precision.macro_functions,
+        macro_functions_fenced: s.precision.macro_functions_fenced,
     };
     super::report(args.json, &doc, &human);
     Ok(exit_code::OK)

@@ -21,6 +21,8 @@ pub struct DeviceFunction<'t> {
     pub host: bool,
     /// Returns a reference (`T&`, `auto&&`, a `reference` typedef): what it returns is not read.
     pub returns_ref: bool,
+    /// Declared through a qualifier macro (`MY_DEVICE int f()`), or an extended lambda.
+    pub by_macro: bool,
 }
 
 pub struct Access<'t> {
@@ -82,6 +84,7 @@ pub fn device_functions<'t>(
             kernel: kernels.contains(&body.id()) || meaning == Some(Meaning::Kernel),
             host: host.contains(&body.id()) || meaning == Some(Meaning::Device { host: true }),
             returns_ref: returns_ref(function, text),
+            by_macro: meaning.is_some() || by_macro(body).is_some(),
         });
     }
     out.sort_by_key(|f| f.body.start_byte());
@@ -435,6 +438,10 @@ pub struct Precision {
     pub hidden_globals: usize,
     /// Pointer parameters found to point into shared or per-thread memory at every call.
     pub local_params: usize,
+    /// Device functions declared through a qualifier macro (or extended lambdas), and those of
+    /// them with a fence.
+    pub macro_functions: usize,
+    pub macro_functions_fenced: usize,
 }
 
 /// Every expression in device code that may access global memory.

@@ -153,6 +153,9 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         precision: planned.iter().fold(Precision::default(), |a, p| Precision {
             hidden_globals: a.hidden_globals + p.plan.precision.hidden_globals,
             local_params: a.local_params + p.plan.precision.local_params,
+            macro_functions: a.macro_functions + p.plan.precision.macro_functions,
+            macro_functions_fenced: a.macro_functions_fenced
+                + p.plan.precision.macro_functions_fenced,
         }),
         warnings,
         library_fences,

@@ -270,6 +270,7 @@ pub fn lambda_qualifiers(text: &str) -> Option<(String, Vec<Qualified>)> {
                     listed.push(Qualified {
                         at: at..blanked_to,
                         meaning: Meaning::Device { host },
+                        in_place: false,
                     })
                 }
                 _ => {}
@@ -279,13 +280,17 @@ pub fn lambda_qualifiers(text: &str) -> Option<(String, Vec<Qualified>)> {
     out.map(|o| (bytes_to_string(o), listed))
 }
 
-/// A qualifier macro's use that the text could not say in its place (a name shorter than
-/// `__device__`): blanked, and the function whose head holds it is device code all the same.
+/// A device or kernel qualifier macro's use (or an extended lambda's qualifier): where the text
+/// could not say the qualifier in its place (a name shorter than `__device__`, a lambda's), the
+/// function whose head holds it is device code all the same; every use counts the function as
+/// declared through a macro.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Qualified {
-    /// The macro's name, blanked.
+    /// The macro's name, masked.
     pub at: std::ops::Range<usize>,
     pub meaning: crate::rewrite::macros::Meaning,
+    /// The masked text says the qualifier in its place (`__device__`): the grammar sees it.
+    pub in_place: bool,
 }
 
 /// `text` with the uses of learnt macros (`macros.rs`) masked, outside preprocessor lines: a
@@ -316,10 +321,11 @@ pub fn macros(
         };
         blank(o, at..at + len);
         o[at..at + say.len()].copy_from_slice(say);
-        if say.is_empty() && matches!(meaning, Meaning::Device { .. } | Meaning::Kernel) {
+        if matches!(meaning, Meaning::Device { .. } | Meaning::Kernel) {
             listed.push(Qualified {
                 at: at..at + len,
                 meaning,
+                in_place: !say.is_empty(),
             });
         }
     }

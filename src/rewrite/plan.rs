@@ -96,6 +96,11 @@ pub fn plan(
     fixed.retain(|e| !errors.overlaps(e.start..e.end));
     warnings.extend(macro_warnings(&bodies, &caps, file));
     warnings.extend(grid_sync_warnings(&caps, file));
+    let mut precision = precision;
+    precision.macro_functions = functions.iter().filter(|f| f.by_macro).count();
+    precision.macro_functions_fenced = (0..functions.len())
+        .filter(|&i| functions[i].by_macro && placed.sites.iter().any(|s| s.function == i))
+        .count();
     FilePlan {
         fixed,
         sites: placed.sites,
