@@ -627,6 +627,30 @@ for s in cub-scan-nf:200 cbe-ht:100 ct-octree:100; do
   add "coverage-on-test-${s%:*}" test_cell "${s%:*}" sys-str+ "${s#*:}" -- --coverage
 done
 
+# Issue 29: where a short CUDA process's start goes (scripts/gpu/ctx_probe.cu: driver init,
+# context, first kernel), alone and 16 at a time, with and without a context held by another
+# process (as wmfix holds one while runs go).
+ctx_probe() {
+  local f=$STEP_DIR/probe.txt exe=$WORK/ctx_probe
+  nvcc -O2 -arch=sm_90 -o "$exe" scripts/gpu/ctx_probe.cu >> "$STEP_DIR/log.txt" 2>&1 || return 1
+  header "scripts/gpu/ctx_probe.cu: 8 alone, then 48 at 16 at a time; then again with a context held" > "$f"
+  probe_round() { # probe_round LABEL
+    echo "## $1: one at a time" >> "$f"
+    for i in $(seq 8); do "$exe" >> "$f" 2>&1; done
+    echo "## $1: 48 processes, 16 at a time" >> "$f"
+    local s; s=$(date +%s.%N)
+    seq 48 | xargs -P 16 -I{} "$exe" >> "$f" 2>&1
+    echo "## $1: 48 in $(python3 -c "import time; print(round(time.time() - $s, 2))") s" >> "$f"
+  }
+  probe_round "nothing held"
+  python3 -c "import ctypes, time; c = ctypes.CDLL('libcuda.so.1'); c.cuInit(0); d = ctypes.c_int(); c.cuDeviceGet(ctypes.byref(d), 0); x = ctypes.c_void_p(); c.cuDevicePrimaryCtxRetain(ctypes.byref(x), d); time.sleep(120)" &
+  local holder=$!
+  sleep 2
+  probe_round "a context held"
+  kill $holder 2>/dev/null
+}
+add context-probe ctx_probe
+
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
 matches() { # matches NAME PATTERN...: no pattern, or one is a glob matching NAME
