@@ -12,6 +12,15 @@
   (#match? @access.atomic.name "^atomic[A-Z]"))
 ((call_expression function: (identifier) @access.cached.name) @access.cached
   (#match? @access.cached.name "^__(ld|st)(g|cg|ca|cs|cv|lu|wb|wt)$"))
+; CUB's documented cache-modified and strong loads and stores take the address first, like
+; __stcg, and hide the access in inline PTX of macro-generated overloads where no fence can go:
+; `ThreadStore<STORE_CG>(p, v)`, `cub::ThreadLoad<LOAD_CG>(p)`, `detail::store_relaxed(p, v)`.
+((call_expression function: (template_function name: (identifier) @access.cached.name)) @access.cached
+  (#match? @access.cached.name "^Thread(Load|Store)$"))
+((call_expression function: (qualified_identifier name: (template_function name: (identifier) @access.cached.name))) @access.cached
+  (#match? @access.cached.name "^Thread(Load|Store)$"))
+((call_expression function: (qualified_identifier name: (identifier) @access.cached.name)) @access.cached
+  (#match? @access.cached.name "^(load|store)_(relaxed|acquire|release)$"))
 
 ; The way from an access to the variable whose memory it touches (`base` in
 ; src/device_code.rs), so that __shared__ and local arrays can be excluded: `a` in `a[i][j][k]`,

@@ -143,7 +143,12 @@ struct Obj {
   __device__ void clear() { n = 0; }
   Obj* next;
 };
+template <int... Is> __device__ void unrolled(int* dst, const int* src) {
+  int dummy[] = {(dst[Is] = src[Is], 0)...};
+  (void)dummy;
+}
 __global__ void k(Vec3* v, Obj* o, int* p) {
+  unrolled<0, 1>(p, p + 2);
   v[0][1] = 2.0f;
   o->clear();
   o->next->clear();
@@ -152,7 +157,7 @@ __global__ void k(Vec3* v, Obj* o, int* p) {
 "#;
 
 #[test]
-fn reference_returns_typename_casts_and_methods_through_pointers_still_build() {
+fn reference_returns_typename_casts_methods_through_pointers_and_packs_still_build() {
     let (_tmp, tree) = inserted(&[("k.cu", BUILD_BREAKERS)], &[]);
     let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
     // The reference handed out is not read; `typename` is inside the wrap; a callee is no access,
@@ -162,6 +167,8 @@ fn reference_returns_typename_casts_and_methods_through_pointers_still_build() {
         "return WMFIX_AFTER(0, typename W<T>::type(*p));",
         "  o->clear();\n",
         "o->next->clear(); WMFIX_FENCE_AT(",
+        // `Is` outside its pack expansion would not compile: the fence names no address.
+        "{(dst[Is] = src[Is], 0)...}; WMFIX_FENCE(",
     ] {
         assert!(k.contains(text), "{text}:\n{k}");
     }

@@ -651,6 +651,57 @@ ctx_probe() {
 }
 add context-probe ctx_probe
 
+# Issue 26: a library case study with a fence removed. cub-scan-lib-nf: CUB's DeviceScan over a
+# struct (its two-word tile state) with the status release taken out of a copy of CUB's header
+# (the study's prepare.sh, from the CUB this nvcc ships); as it is (must err), with every fence
+# (must not), reduced (the fences after SetPartial's and SetInclusive's value stores are the ones
+# the release gave); and CUB as shipped (the same harness on the toolkit's header: must not err).
+lib_nf() { # lib_nf FUNCTION ARGS...: after prepare.sh
+  sh case-studies/cub-scan-lib-nf/prepare.sh >> "$STEP_DIR/log.txt" 2>&1 || return 1
+  "$@"
+}
+lib_shipped() { # the study with CUB's own header: no nf-include/ on the include path
+  local dir=$WORK/cub-scan-lib-shipped
+  rm -rf "$dir" && mkdir -p "$dir" && cp case-studies/cub-scan-lib-nf/scan.cu "$dir/"
+  sed 's/-Inf-include/-DWMFIX_CUB_SCAN_LIB_NF=0/' case-studies/cub-scan-lib-nf/wmfix.toml > "$dir/wmfix.toml"
+  STUDY_DIR=$dir fenced_cell cub-scan-lib-shipped sys-str+ 200
+}
+add lib-nf-test-none lib_nf test_cell cub-scan-lib-nf sys-str+ 100 -- --fences none
+add lib-nf-test-all lib_nf fenced_cell cub-scan-lib-nf sys-str+ 200 -- --fences all
+add lib-shipped-test lib_shipped
+add reduce-cub-scan-lib-nf lib_nf reduce_study cub-scan-lib-nf
+
+# Issue 29: does a private MPS server (nvidia-cuda-mps-control, its pipe and log folders under
+# $WORK; quit after) take CUDA context creation off the host's serial path? The probe as above
+# under it, then cbe-dot's test (as gpus-1-test-cbe-dot) under it.
+with_mps() { # with_mps CMD...: CMD with an MPS server of its own
+  command -v nvidia-cuda-mps-control > /dev/null || { echo "no nvidia-cuda-mps-control" >> "$STEP_DIR/log.txt"; return 1; }
+  export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps-pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d >> "$STEP_DIR/log.txt" 2>&1 || return 1
+  "$@"
+  local rc=$?
+  echo quit | timeout 20 nvidia-cuda-mps-control >> "$STEP_DIR/log.txt" 2>&1
+  sleep 1
+  cp "$CUDA_MPS_LOG_DIRECTORY"/*.log "$STEP_DIR/" 2>/dev/null
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  return $rc
+}
+ctx_probe_mps() {
+  local f=$STEP_DIR/probe.txt exe=$WORK/ctx_probe
+  nvcc -O2 -arch=sm_90 -o "$exe" scripts/gpu/ctx_probe.cu >> "$STEP_DIR/log.txt" 2>&1 || return 1
+  header "scripts/gpu/ctx_probe.cu under MPS: 8 alone, then 48 at 16 at a time" > "$f"
+  echo "## MPS: one at a time" >> "$f"
+  for i in $(seq 8); do "$exe" >> "$f" 2>&1; done
+  echo "## MPS: 48 processes, 16 at a time" >> "$f"
+  local s; s=$(date +%s.%N)
+  seq 48 | xargs -P 16 -I{} "$exe" >> "$f" 2>&1
+  echo "## MPS: 48 in $(python3 -c "import time; print(round(time.time() - $s, 2))") s" >> "$f"
+}
+add context-probe-mps with_mps ctx_probe_mps
+add mps-1-test-cbe-dot with_mps gpus_test cbe-dot 1
+add nomps-1-test-cbe-dot gpus_test cbe-dot 1
+
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
 matches() { # matches NAME PATTERN...: no pattern, or one is a glob matching NAME

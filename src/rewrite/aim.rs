@@ -6,7 +6,7 @@
 //!
 //! Only text that means after the statement what it meant in it is copied: nothing in it that
 //! does something when evaluated again (calls, assignments, increments, commas, lambdas,
-//! new/delete; `queries/aim.scm`), no name in it that the statement assigns (after `i = a[i];`,
+//! new/delete; `queries/aim.scm`), nothing inside a pack expansion, no name in it that the statement assigns (after `i = a[i];`,
 //! `a[i]` is another element), and nothing that would not survive being copied onto one line
 //! (line breaks, comments, preprocessor lines, quotes).
 
@@ -37,6 +37,8 @@ pub struct Facts<'t> {
     calls: IdSet,
     /// Byte ranges of impure expressions, by start.
     impure: Vec<Range<usize>>,
+    /// Byte ranges of pack expansions, by start.
+    packed: Vec<Range<usize>>,
     /// Assigned names, by start.
     assigned: Vec<(usize, &'t str)>,
     /// Every identifier, by start.
@@ -70,6 +72,7 @@ impl<'t> Facts<'t> {
         Facts {
             calls,
             impure: sorted_ranges(caps.get(Capture::AimImpure)),
+            packed: sorted_ranges(caps.get(Capture::AimPacked)),
             assigned,
             idents: sorted_ranges(caps.get(Capture::Ident)),
             text,
@@ -112,6 +115,10 @@ impl<'t> Facts<'t> {
             .iter()
             .any(|i| i.end <= r.end)
         {
+            return false;
+        }
+        let before = self.packed.partition_point(|p| p.start <= r.start);
+        if self.packed[..before].iter().any(|p| p.end >= r.end) {
             return false;
         }
         let assigned = starting_in(&self.assigned, |x| x.0, statement);
@@ -167,6 +174,7 @@ mod tests {
             "a[g(i)] = 0;",
             "a[i\n] = 1;",
             "a[i /* c */] = 1;",
+            "int d[] = {(a[I] = 0, 0)...};",
         ] {
             let t = instrument(body);
             assert!(

@@ -63,6 +63,7 @@ pub enum Capture {
     AccessCached,
     AimAssigned,
     AimImpure,
+    AimPacked,
     AliasDecl,
     AliasValue,
     Block,
@@ -115,12 +116,13 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 53] = [
+    pub const ALL: [Capture; 54] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
         Capture::AimAssigned,
         Capture::AimImpure,
+        Capture::AimPacked,
         Capture::AliasDecl,
         Capture::AliasValue,
         Capture::Block,
@@ -178,6 +180,7 @@ impl Capture {
             Capture::AccessCached => "access.cached",
             Capture::AimAssigned => "aim.assigned",
             Capture::AimImpure => "aim.impure",
+            Capture::AimPacked => "aim.packed",
             Capture::AliasDecl => "alias.decl",
             Capture::AliasValue => "alias.value",
             Capture::Block => "block",
