@@ -656,20 +656,21 @@ add context-probe ctx_probe
 # (the study's prepare.sh, from the CUB this nvcc ships); as it is (must err), with every fence
 # (must not), reduced (the fences after SetPartial's and SetInclusive's value stores are the ones
 # the release gave); and CUB as shipped (the same harness on the toolkit's header: must not err).
-lib_nf() { # lib_nf FUNCTION ARGS...: after prepare.sh
+lib_nf() { # lib_nf LIMIT FUNCTION ARGS...: after prepare.sh (a first build takes a minute)
+  local limit=$1; shift
   sh case-studies/cub-scan-lib-nf/prepare.sh >> "$STEP_DIR/log.txt" 2>&1 || return 1
-  "$@"
+  LIMIT=$limit "$@"
 }
 lib_shipped() { # the study with CUB's own header: no nf-include/ on the include path
   local dir=$WORK/cub-scan-lib-shipped
   rm -rf "$dir" && mkdir -p "$dir" && cp case-studies/cub-scan-lib-nf/scan.cu "$dir/"
   sed 's/-Inf-include/-DWMFIX_CUB_SCAN_LIB_NF=0/' case-studies/cub-scan-lib-nf/wmfix.toml > "$dir/wmfix.toml"
-  STUDY_DIR=$dir fenced_cell cub-scan-lib-shipped sys-str+ 200
+  STUDY_DIR=$dir LIMIT=200 test_cell cub-scan-lib-shipped sys-str+ 200
 }
-add lib-nf-test-none lib_nf test_cell cub-scan-lib-nf sys-str+ 100 -- --fences none
-add lib-nf-test-all lib_nf fenced_cell cub-scan-lib-nf sys-str+ 200 -- --fences all
+add lib-nf-test-none lib_nf 200 test_cell cub-scan-lib-nf sys-str+ 100 -- --fences none
+add lib-nf-test-all lib_nf 200 test_cell cub-scan-lib-nf sys-str+ 200 -- --fences all
 add lib-shipped-test lib_shipped
-add reduce-cub-scan-lib-nf lib_nf reduce_study cub-scan-lib-nf
+add reduce-cub-scan-lib-nf lib_nf 560 reduce_study cub-scan-lib-nf
 
 # Issue 29: does a private MPS server (nvidia-cuda-mps-control, its pipe and log folders under
 # $WORK; quit after) take CUDA context creation off the host's serial path? The probe as above
