@@ -678,6 +678,10 @@ add lib-nf-minus-none lib_nf 200 test_cell cub-scan-lib-nf sys-str- 100 -- --fen
 add lib-nf-minus-all lib_nf 200 test_cell cub-scan-lib-nf sys-str- 200 -- --fences all
 add lib-shipped-minus lib_shipped sys-str-
 add reduce-cub-scan-lib-nf lib_nf 380 reduce_study cub-scan-lib-nf --env sys-str-
+# The reducer keeping the application's fences over a library header's that order the same
+# accesses (reduce-cub-scan-lib-nf kept CUB's ThreadStore internals, fence 784, for the stores
+# in the study's own copy of the header).
+add reduce-cub-scan-lib-nf-own lib_nf 400 reduce_study cub-scan-lib-nf --env sys-str-
 
 # Issue 29: does a private MPS server (nvidia-cuda-mps-control, its pipe and log folders under
 # $WORK; quit after) take CUDA context creation off the host's serial path? The probe as above

@@ -292,7 +292,8 @@ fn write_model_patch(
 }
 
 /// What `fences.json` says beyond the ids: the fences of each kernel and device function (by
-/// file and function name), the loop-condition fences and the unreachable ones.
+/// file and function name), the loop-condition fences, the unreachable ones and those in library
+/// headers.
 fn structure(records: &[crate::fences::record::FenceRecord]) -> algorithm::Structure {
     let mut by: std::collections::BTreeMap<(PathBuf, &str), crate::fences::id::Ids> =
         Default::default();
@@ -308,6 +309,7 @@ fn structure(records: &[crate::fences::record::FenceRecord]) -> algorithm::Struc
         groups: by.into_values().collect(),
         loop_fences: ids(|r| r.placements.iter().any(|p| p.loop_body)),
         unreachable: ids(|r| r.unreachable),
+        library: ids(|r| r.library),
     }
 }
 

@@ -80,6 +80,10 @@ pub struct FenceRecord {
     /// never needed. Absent (false) in lists written before wmfix looked.
     #[serde(default, skip_serializing_if = "is_false")]
     pub unreachable: bool,
+    /// In a library header outside the application (preprocessed mode): a reduction keeping it
+    /// can report it but not patch it, so it prefers the application's own fences.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub library: bool,
 }
 
 impl FenceRecord {
@@ -151,6 +155,7 @@ mod tests {
                     loop_body: true,
                 }],
                 unreachable: true,
+                library: true,
             }],
         };
         let dir = tempfile::tempdir().unwrap();

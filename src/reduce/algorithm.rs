@@ -175,6 +175,27 @@ pub struct Structure {
     /// Fences in functions no launched kernel reaches: never executed, so dropped before the
     /// first run.
     pub unreachable: Ids,
+    /// Fences in library headers (preprocessed mode): tried for removal first and added back
+    /// last, so that of two fences that order the same accesses the patchable one is kept.
+    pub library: Ids,
+}
+
+impl Structure {
+    /// `f` with its library fences first, each part in id order: the order removals are tried.
+    pub fn library_first(&self, f: &Ids) -> Vec<FenceId> {
+        let (lib, own) = self.by_library(f);
+        lib.into_iter().chain(own).collect()
+    }
+
+    /// `f` with its library fences last: the order fences are added back.
+    pub fn library_last(&self, f: &Ids) -> Vec<FenceId> {
+        let (lib, own) = self.by_library(f);
+        own.into_iter().chain(lib).collect()
+    }
+
+    fn by_library(&self, f: &Ids) -> (Vec<FenceId>, Vec<FenceId>) {
+        f.iter().partition(|x| self.library.contains(x))
+    }
 }
 
 struct Reducer<'a> {
@@ -360,7 +381,8 @@ impl Reducer<'_> {
 
     /// After `f` failed its stability check, a fence it dropped is needed, one whose absence
     /// errs rarely: `f` with one more fence, the last of the shortest prefix of the dropped
-    /// ones (in id order) whose return makes `f` pass a check the size of the stability check.
+    /// ones (in id order, library fences last) whose return makes `f` pass a check the size of
+    /// the stability check.
     /// A search of a few such checks, where the paper reduces again from every fence with
     /// checks that, sized for the common errors, miss the rare one again. It splits at a
     /// quarter, not the middle: a check that fails ends at its first error (about 1/p runs,
@@ -371,7 +393,10 @@ impl Reducer<'_> {
     /// None when nothing was dropped (every fence failed) or the budget ran out first.
     fn add_back(&mut self, f: &Ids, all: &Ids) -> Result<Option<Ids>> {
         self.phase = Phase::AddBack;
-        let dropped: Vec<FenceId> = all.difference(f).copied().collect();
+        // The application's own first: a library fence comes back only if none of them will do.
+        let dropped = self
+            .structure
+            .library_last(&all.difference(f).copied().collect());
         let with = |k: usize| -> Ids { f.iter().chain(&dropped[..k]).copied().collect() };
         // With none of them `f` failed; with all of them (every fence) it passed the sanity check.
         let (mut lo, mut hi) = (0, dropped.len());
@@ -554,14 +579,15 @@ impl Reducer<'_> {
         self.phase = Phase::Binary;
         let groups = std::mem::take(&mut self.structure.groups);
         let split = self.settings.split;
-        let out = splits::binary(self, f, split, &groups);
+        let library = self.structure.library.clone();
+        let out = splits::binary(self, f, split, &groups, &library);
         self.structure.groups = groups;
         out
     }
 
     fn linear(&mut self, mut f: Ids) -> Result<Ids> {
         self.phase = Phase::Linear;
-        for fence in f.clone() {
+        for fence in self.structure.library_first(&f) {
             if self.out_of_budget || self.base_failed {
                 break;
             }

@@ -483,6 +483,7 @@ mod tests {
                 vec![at(false)]
             },
             unreachable: false,
+            library: false,
         }
     }
 

@@ -26,14 +26,21 @@ pub trait Remover {
     fn should_stop(&self) -> bool;
 }
 
-/// Binary reduction of `f` by `split`; `groups` are the fences of each function (structure).
-pub fn binary(r: &mut dyn Remover, f: Ids, split: Split, groups: &[Ids]) -> Result<Ids> {
+/// Binary reduction of `f` by `split`; `groups` are the fences of each function (structure);
+/// ddmin tries the units of `library` (fences in library headers) first.
+pub fn binary(
+    r: &mut dyn Remover,
+    f: Ids,
+    split: Split,
+    groups: &[Ids],
+    library: &Ids,
+) -> Result<Ids> {
     match split {
         Split::Halves => halves(r, f),
-        Split::Ddmin => ddmin(r, f.clone(), singles(&f)),
+        Split::Ddmin => ddmin(r, f.clone(), singles(&f, library)),
         Split::Structure => {
-            let f = ddmin(r, f.clone(), functions(&f, groups))?;
-            ddmin(r, f.clone(), singles(&f))
+            let f = ddmin(r, f.clone(), functions(&f, groups, library))?;
+            ddmin(r, f.clone(), singles(&f, library))
         }
     }
 }
@@ -79,13 +86,20 @@ fn ddmin(r: &mut dyn Remover, mut f: Ids, mut units: Vec<Vec<FenceId>>) -> Resul
     Ok(f)
 }
 
-fn singles(f: &Ids) -> Vec<Vec<FenceId>> {
-    f.iter().map(|x| vec![*x]).collect()
+fn singles(f: &Ids, library: &Ids) -> Vec<Vec<FenceId>> {
+    let mut units: Vec<Vec<FenceId>> = f.iter().map(|x| vec![*x]).collect();
+    library_first(&mut units, library);
+    units
 }
 
-/// The fences of `f` grouped by function, in the order of their first fence; fences in no
-/// group are units of their own.
-fn functions(f: &Ids, groups: &[Ids]) -> Vec<Vec<FenceId>> {
+/// Units wholly in library headers first; otherwise in the order of their first fence.
+fn library_first(units: &mut [Vec<FenceId>], library: &Ids) {
+    units.sort_by_key(|u| (!u.iter().all(|x| library.contains(x)), u[0]));
+}
+
+/// The fences of `f` grouped by function, library functions first, then in the order of their
+/// first fence; fences in no group are units of their own.
+fn functions(f: &Ids, groups: &[Ids], library: &Ids) -> Vec<Vec<FenceId>> {
     let mut units: Vec<Vec<FenceId>> = groups
         .iter()
         .map(|g| g.intersection(f).copied().collect::<Vec<_>>())
@@ -93,7 +107,7 @@ fn functions(f: &Ids, groups: &[Ids]) -> Vec<Vec<FenceId>> {
         .collect();
     let grouped: Ids = units.iter().flatten().copied().collect();
     units.extend(f.difference(&grouped).map(|x| vec![*x]));
-    units.sort_by_key(|u| u[0]);
+    library_first(&mut units, library);
     units
 }
 
@@ -147,7 +161,7 @@ mod tests {
                 required: required.clone(),
                 checks: 0,
             };
-            let f = binary(&mut r, FenceId::all(90), split, &groups).unwrap();
+            let f = binary(&mut r, FenceId::all(90), split, &groups, &Ids::new()).unwrap();
             (f, r.checks)
         };
         let (structure, by_structure) = run(Split::Structure);
@@ -169,7 +183,7 @@ mod tests {
     fn functions_group_fences_and_keep_the_ungrouped_alone() {
         let groups = vec![ids([0, 1, 5]), ids([2, 3])];
         assert_eq!(
-            functions(&ids([0, 2, 3, 5, 7]), &groups),
+            functions(&ids([0, 2, 3, 5, 7]), &groups, &Ids::new()),
             vec![
                 vec![FenceId(0), FenceId(5)],
                 vec![FenceId(2), FenceId(3)],

@@ -129,7 +129,10 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
     };
     let library_fences = if opts.preprocess.is_some() {
         let library = write_back::map_back(&input.root, &planned, &mut fences);
-        let library = fences.iter().filter(|f| library.contains(&f.id));
+        for f in &mut fences {
+            f.library = library.contains(&f.id);
+        }
+        let library = fences.iter().filter(|f| f.library);
         library.map(write_back::finding).collect()
     } else {
         Vec::new()

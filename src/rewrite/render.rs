@@ -401,6 +401,7 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> Fence
             .collect(),
         placements,
         unreachable: !plan.functions[site.function].reachable,
+        library: false,
     }
 }
 
