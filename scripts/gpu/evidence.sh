@@ -713,6 +713,9 @@ ctx_probe_mps() {
 add context-probe-mps with_mps ctx_probe_mps
 add mps-1-test-cbe-dot with_mps gpus_test cbe-dot 1
 add nomps-1-test-cbe-dot gpus_test cbe-dot 1
+# The same on a two-GPU machine (TAG: a folder of its own): one MPS server for both GPUs.
+add mps-2-test-cbe-dot with_mps gpus_test cbe-dot 2
+add nomps-2-test-cbe-dot gpus_test cbe-dot 2
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
