@@ -69,5 +69,7 @@
 (update_expression argument: (field_expression argument: (_) @store operator: "."))
 (update_expression argument: (parenthesized_expression (_) @store))
 
-; Identifiers, to find uses of file-scope __device__ variables.
+; Identifiers, to find uses of file-scope __device__ variables; what a call calls is none
+; (`ns::advance(i, n)`, src/rewrite/device_code.rs `callees`).
 (identifier) @ident
+(call_expression function: (_) @call.function)

@@ -306,11 +306,13 @@ __device__ __forceinline__ void fence_at(const volatile void* p) {
   if (global) fence_if<Id>();
 }
 
+// constexpr: a wrapped value in a constexpr function (libcu++'s <chrono>) must stay a constant
+// expression; constant evaluation fences nothing.
 template <unsigned Id, class T>
-__host__ __device__ __forceinline__ typename after_result<T>::type after_ref(T&& value) {
+__host__ __device__ __forceinline__ constexpr typename after_result<T>::type after_ref(T&& value) {
   typename after_result<T>::type read = static_cast<T&&>(value);
 #if defined(__CUDA_ARCH__)
-  fence_at<Id>(address_of(static_cast<T&&>(value)));
+  if (!__builtin_is_constant_evaluated()) fence_at<Id>(address_of(static_cast<T&&>(value)));
 #endif
   return read;
 }

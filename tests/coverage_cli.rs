@@ -147,8 +147,18 @@ template <int... Is> __device__ void unrolled(int* dst, const int* src) {
   int dummy[] = {(dst[Is] = src[Is], 0)...};
   (void)dummy;
 }
+namespace lib { template <class I> __device__ void advance(I& i, int n) { i += n; } }
+namespace rng { __device__ int advance; }
+struct Y {
+  int v;
+  __host__ __device__ constexpr Y operator+() const { return *this; }
+};
+static_assert((+Y{3}).v == 3, "a constant expression still");
 __global__ void k(Vec3* v, Obj* o, int* p) {
   unrolled<0, 1>(p, p + 2);
+  int* q = p;
+  lib::advance(q, 1);
+  q[0] = rng::advance;
   v[0][1] = 2.0f;
   o->clear();
   o->next->clear();
@@ -157,7 +167,7 @@ __global__ void k(Vec3* v, Obj* o, int* p) {
 "#;
 
 #[test]
-fn reference_returns_typename_casts_methods_through_pointers_and_packs_still_build() {
+fn reference_returns_casts_methods_packs_qualified_calls_and_constexpr_still_build() {
     let (_tmp, tree) = inserted(&[("k.cu", BUILD_BREAKERS)], &[]);
     let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
     // The reference handed out is not read; `typename` is inside the wrap; a callee is no access,
@@ -169,6 +179,10 @@ fn reference_returns_typename_casts_methods_through_pointers_and_packs_still_bui
         "o->next->clear(); WMFIX_FENCE_AT(",
         // `Is` outside its pack expansion would not compile: the fence names no address.
         "{(dst[Is] = src[Is], 0)...}; WMFIX_FENCE(",
+        // A call of `lib::advance` reads no `__device__` object called `advance`.
+        "  lib::advance(q, 1);\n",
+        // In the host pass a wrapped value stays a constant expression.
+        "return WMFIX_AFTER(",
     ] {
         assert!(k.contains(text), "{text}:\n{k}");
     }

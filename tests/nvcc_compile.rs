@@ -546,3 +546,45 @@ int main(int argc, char** argv) {{
     want += "bogus-str+ refused\n";
     assert_eq!(out, want);
 }
+
+/// A public corpus compiled instrumented (issue 26): NVIDIA/cccl's cub, thrust and libcu++
+/// headers as the pinned nvcc wheel ships them, instrumented in text mode as one tree, and a
+/// program using thrust's device_vector and sort, CUB's DeviceScan and BlockReduce and
+/// libcu++'s atomic_ref compiled against the instrumented copies (its original build is checked
+/// by preprocess_cli's build of the same fixture). Every instrumented header it includes must
+/// compile: more than a thousand of them, hundreds with fences.
+#[test]
+fn cccl_instrumented_in_text_mode_still_compiles_a_thrust_and_cub_program() {
+    let cccl = nvcc().parent().unwrap().join("../include/cccl");
+    let cccl = cccl
+        .canonicalize()
+        .expect("the nvcc wheel ships include/cccl");
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(
+        tmp.path(),
+        &["insert", cccl.to_str().unwrap(), "--out", "out"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tree = tmp.path().join("out/tree").canonicalize().unwrap();
+    let app = copy_tree(&repo().join("tests/fixtures/thrust_cub"), tmp.path());
+    let flags = format!("-arch=sm_90 -I{}", tree.display());
+    sh(&app, &format!("nvcc {flags} -M thrust_cub.cu > deps.txt"));
+    let deps = std::fs::read_to_string(app.join("deps.txt")).unwrap();
+    let included: std::collections::BTreeSet<&str> = deps
+        .split([' ', '\\', '\n'])
+        .filter(|p| p.starts_with(tree.to_str().unwrap()))
+        .collect();
+    let fenced = included
+        .iter()
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("WMFIX_FENCE")))
+        .count();
+    assert!(
+        included.len() > 1000 && fenced >= 60,
+        "{} instrumented headers included, {fenced} with fences",
+        included.len()
+    );
+    sh(
+        &app,
+        &format!("nvcc {flags} -c thrust_cub.cu -o thrust_cub.o"),
+    );
+}

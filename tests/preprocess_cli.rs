@@ -172,35 +172,43 @@ fn cub_scan_lib_fences_are_listed_with_cub_paths() {
     );
 }
 
-/// The study as its wmfix.toml says (`preprocess` set): `wmfix build` writes CUB's fences into
-/// the include overlay and builds the instrumented program with nvcc; the device pass compiled
-/// the copy of CUB's tile state, fences included.
+/// thrust's device_vector and sort, CUB's DeviceScan and BlockReduce and libcu++'s atomic_ref in
+/// one program (tests/fixtures/thrust_cub, `preprocess` set): `wmfix build` writes the fences
+/// into the include overlay and builds the original and the instrumented program with nvcc; the
+/// device pass compiled the copies of CUB's tile state, of its onesweep radix sort (thrust's
+/// sort) and of thrust's temporary arrays, fences included.
+/// libcu++'s <chrono> (constexpr functions whose value is wrapped) and thrust's calls of
+/// `ns::advance`, a name libcu++ also gives a `__device__` object, broke this build before.
 #[test]
-fn cub_scan_lib_builds_instrumented_with_cub_fences() {
+fn thrust_and_cub_build_instrumented_in_preprocessed_mode() {
     let tmp = tempfile::tempdir().unwrap();
-    let study = copy_tree(&repo().join("case-studies/cub-scan-lib"), tmp.path());
-    let toml = std::fs::read_to_string(study.join("wmfix.toml")).unwrap();
+    let app = copy_tree(&repo().join("tests/fixtures/thrust_cub"), tmp.path());
+    let toml = std::fs::read_to_string(app.join("wmfix.toml")).unwrap();
     assert!(toml.contains("\npreprocess = "), "{toml}");
     // Keep nvcc's intermediate files, to see which header text the device pass compiled.
-    let toml =
-        toml.replace("-o scan scan.cu", "-o scan scan.cu -keep -keep-dir .") + "gpu = false\n";
-    std::fs::write(study.join("wmfix.toml"), toml).unwrap();
-    let o = wmfix_sh(tmp.path(), &format!("build {} --out out", study.display()))
+    let toml = toml.replace("thrust_cub.cu\"\n", "thrust_cub.cu -keep -keep-dir .\"\n");
+    std::fs::write(app.join("wmfix.toml"), toml).unwrap();
+    let o = wmfix_sh(tmp.path(), &format!("build {} --out out", app.display()))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let tree = tmp.path().join("out/tree");
-    assert!(tree.join("scan").is_file());
-    let copy = ".wmfix-include/0/cub/agent/single_pass_scan_operators.cuh";
+    assert!(tree.join("thrust_cub").is_file());
     let ii = std::fs::read_dir(&tree)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().ends_with(".cpp1.ii"))
         .expect("the device pass's preprocessed text");
     let ii = std::fs::read_to_string(ii).unwrap();
-    assert!(ii.contains(copy), "the device pass did not read {copy}");
-    let text = std::fs::read_to_string(tree.join(copy)).unwrap();
-    assert!(text.contains("WMFIX_FENCE"), "{copy} has no fence");
+    for copy in [
+        ".wmfix-include/0/cub/agent/single_pass_scan_operators.cuh",
+        ".wmfix-include/0/cub/agent/agent_radix_sort_onesweep.cuh",
+        ".wmfix-include/0/thrust/detail/temporary_array.inl",
+    ] {
+        assert!(ii.contains(copy), "the device pass did not read {copy}");
+        let text = std::fs::read_to_string(tree.join(copy)).unwrap();
+        assert!(text.contains("WMFIX_FENCE"), "{copy} has no fence");
+    }
 }
 
 /// The CUB study hardened with every fence kept (what `reduce` and `apply` write): `scan.cu`

@@ -139,6 +139,7 @@ struct Fields {
     arguments: NonZeroU16,
     left: NonZeroU16,
     value: NonZeroU16,
+    name: NonZeroU16,
 }
 
 fn fields() -> &'static Fields {
@@ -155,6 +156,7 @@ fn fields() -> &'static Fields {
             arguments: id("arguments"),
             left: id("left"),
             value: id("value"),
+            name: id("name"),
         }
     })
 }
@@ -514,13 +516,14 @@ pub fn accesses<'t>(
     for n in caps.get(Capture::Access) {
         push(*n, AccessKind::Load, &mut out);
     }
+    let callees = callees(caps);
     for n in caps.get(Capture::Ident) {
         // Name first: `parent()` walks down from the root, too slow for every identifier.
         let name = &text[n.byte_range()];
         if is_global(name)
             && shadowed.lookup(scopes, name, n.start_byte()).is_none()
             && !is_declarator(*n)
-            && !is_callee(*n)
+            && !callees.contains(&n.id())
         {
             let before = out.len();
             push(*n, AccessKind::Load, &mut out);
@@ -540,14 +543,19 @@ fn is_declarator(n: Node) -> bool {
         .is_some_and(|d| d.id() == n.id())
 }
 
-/// The function a call calls (`swap(a, b)`): a `__device__` object called so is a function object
-/// (libcu++'s `cuda::std::swap`), read for no data.
-fn is_callee(n: Node) -> bool {
-    n.parent().is_some_and(|p| {
-        p.child_by_field_name("arguments").is_some()
-            && p.child_by_field_name("function")
-                .is_some_and(|f| f.id() == n.id())
-    })
+/// The names calls call (`swap(a, b)`, `ns::advance(i, n)`, `get<0>(t)`): a `__device__` object
+/// called so is a function object (libcu++'s `cuda::std::ranges::advance`), read for no data,
+/// and a qualified name may not even be that object.
+fn callees(caps: &Captures) -> IdSet {
+    let mut ids = IdSet::default();
+    for f in caps.get(Capture::CallFunction) {
+        let mut n = *f;
+        while let Some(name) = n.child_by_field_id(fields().name.get()) {
+            n = name;
+        }
+        ids.insert(n.id());
+    }
+    ids
 }
 
 fn is_store(node: Node, stores: &IdSet) -> bool {

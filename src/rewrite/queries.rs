@@ -69,6 +69,7 @@ pub enum Capture {
     Block,
     Body,
     CallArgs,
+    CallFunction,
     CallName,
     CalleeBody,
     CalleeName,
@@ -116,7 +117,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 54] = [
+    pub const ALL: [Capture; 55] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -128,6 +129,7 @@ impl Capture {
         Capture::Block,
         Capture::Body,
         Capture::CallArgs,
+        Capture::CallFunction,
         Capture::CallName,
         Capture::CalleeBody,
         Capture::CalleeName,
@@ -186,6 +188,7 @@ impl Capture {
             Capture::Block => "block",
             Capture::Body => "body",
             Capture::CallArgs => "call.args",
+            Capture::CallFunction => "call.function",
             Capture::CallName => "call.name",
             Capture::CalleeBody => "callee.body",
             Capture::CalleeName => "callee.name",
