@@ -32,6 +32,7 @@ struct Settings {
   std::string env = "no-str-";
   StressKind stress = kNoStress;
   bool rand_threads = false;
+  bool keep_block_order = false;  // WMFIX_BLOCK_ORDER=keep: `+` permutes warps, not blocks
   bool active = false;  // anything but no-str-: launches are remapped
   unsigned long long seed = 1;
   std::string profile_path;  // empty: built-in Hopper default
@@ -146,6 +147,11 @@ inline Settings settings_from_env() {
     s.max_us = v;
   }
 
+  const std::string order = trim(getenv_or("WMFIX_BLOCK_ORDER", "random"));
+  if (order != "random" && order != "keep")
+    fatal("WMFIX_BLOCK_ORDER=\"" + order + "\" is not `random` or `keep`");
+  s.keep_block_order = order == "keep";
+
   s.coverage_path = trim(getenv_or("WMFIX_COVERAGE", ""));
   s.fences = getenv_or("WMFIX_FENCES", "all");
   s.fences_in_loop = getenv_or("WMFIX_FENCES_IN_LOOP", "all");
@@ -159,7 +165,8 @@ inline std::string describe(const Settings& s) {
   std::snprintf(buf, sizeof buf, "env=%s seed=%llu fences=%s profile=%s (patch_size=%u ", s.env.c_str(), s.seed,
                 s.fences.c_str(), s.profile_path.empty() ? "<hopper default>" : s.profile_path.c_str(),
                 s.profile.patch_size);
-  return buf + describe_variants(s.profile) + ") stress_max_us=" + std::to_string(s.max_us);
+  return buf + describe_variants(s.profile) + ") stress_max_us=" + std::to_string(s.max_us) +
+         (s.keep_block_order ? " block_order=keep" : "");
 }
 
 // ---- per-launch plan -----------------------------------------------------------------------------
@@ -226,7 +233,7 @@ inline bool plan_launch(const Settings& s, dim3 grid, unsigned long long launch_
   t->grid[0] = grid.x;
   t->grid[1] = grid.y;
   t->grid[2] = grid.z;
-  t->rand_blocks = s.rand_threads ? 1 : 0;
+  t->rand_blocks = s.rand_threads && !s.keep_block_order ? 1 : 0;
   t->rand_warps = s.rand_threads ? 1 : 0;
   for (auto& k : t->block_keys) k = rng.next32();
   t->warp_key = rng.next32();

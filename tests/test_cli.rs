@@ -669,3 +669,40 @@ fn steps_a_run_reach_the_program_and_give_a_rate_a_step() {
     assert!(stdout(&o).contains("args=1\n"), "{}", stdout(&o));
     assert!(doc["rows"][0].get("step_error_rate").is_none(), "{doc}");
 }
+
+/// A program that needs blocks dispatched in blockIdx order (CUB's scans) hangs in the `+`
+/// environments, whose block ids are random; `keep_block_order = true` in wmfix.toml has every
+/// run keep the order (WMFIX_BLOCK_ORDER=keep; the stand-in hangs without it).
+#[test]
+fn keep_block_order_reaches_every_run() {
+    let (tmp, dir) = standin();
+    let env = [("STANDIN_MODE", "blocks")];
+    let toml = std::fs::read_to_string(dir.join("wmfix.toml")).unwrap();
+    std::fs::write(
+        dir.join("wmfix.toml"),
+        toml.replace("timeout_s = 10", "timeout_s = 1"),
+    )
+    .unwrap();
+    let o = test(&dir, &["--runs", "2", "--env", "sys-str+,sys-str-"], &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let timeouts = |out: &Path| {
+        records(out)
+            .iter()
+            .filter(|r| r["outcome"] == "timeout")
+            .map(|r| r["env"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(timeouts(&tmp.path().join("out")), ["sys-str+", "sys-str+"]);
+    assert!(
+        stdout(&o).contains("note: 2 of 2 sys-str+ runs timed out")
+            && stdout(&o).contains("keep_block_order = true"),
+        "{}",
+        stdout(&o)
+    );
+    let toml = std::fs::read_to_string(dir.join("wmfix.toml")).unwrap();
+    std::fs::write(dir.join("wmfix.toml"), toml + "keep_block_order = true\n").unwrap();
+    let o = test(&dir, &["--runs", "2", "--env", "sys-str+,sys-str-"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(timeouts(&tmp.path().join("out")).is_empty());
+    assert!(!stdout(&o).contains("note:"), "{}", stdout(&o));
+}

@@ -106,8 +106,9 @@ static wmfix::Settings settings_for(const char* env) {
 
 // Every physical block is an application block (virtual ids a bijection onto [0, G)) or a
 // stressing block (indices a bijection onto [0, S)); S in range; `-` keeps application order.
-static void check_plan(const char* env, dim3 grid, unsigned long long index) {
-  const wmfix::Settings s = settings_for(env);
+static void check_plan(const char* env, dim3 grid, unsigned long long index, bool keep_order = false) {
+  wmfix::Settings s = settings_for(env);
+  s.keep_block_order = keep_order;
   wmfix::ScratchInfo sc;
   static unsigned fake_scratch;
   sc.scratch = &fake_scratch;
@@ -142,7 +143,8 @@ static void check_plan(const char* env, dim3 grid, unsigned long long index) {
       if (sidx < t.stress_blocks) stress_seen[sidx] = 1;
     }
   }
-  if (!s.rand_threads) CHECK(ordered, "%s: application blocks out of order", env);
+  if (!s.rand_threads || keep_order) CHECK(ordered, "%s: application blocks out of order", env);
+  if (keep_order) CHECK(t.rand_warps == 1 || !s.rand_threads, "%s: warps no longer permuted", env);
   if (s.stress == wmfix::kSysStress)
     for (unsigned i = 0; i < t.spread; ++i) CHECK(t.locs[i] % s.profile.patch_size == 0, "%s loc %u", env, t.locs[i]);
   if (s.stress == wmfix::kAimStress) {  // `spread` distinct pages of the scratchpad
@@ -164,7 +166,10 @@ static void test_plans() {
   for (const char* env : kEnvs) {
     if (!std::strcmp(env, "no-str-")) continue;  // never planned: launches are not remapped
     for (const dim3& g : shapes)
-      for (unsigned long long i = 0; i < 20; ++i) check_plan(env, g, i);
+      for (unsigned long long i = 0; i < 20; ++i) {
+        check_plan(env, g, i);
+        check_plan(env, g, i, true);  // WMFIX_BLOCK_ORDER=keep
+      }
   }
   // S covers its whole range over many launches, and successive launches differ.
   const wmfix::Settings s = settings_for("sys-str-");
@@ -398,7 +403,7 @@ static int run_child(const std::vector<std::pair<const char*, const char*>>& env
   const pid_t pid = fork();
   if (pid == 0) {
     for (const char* name : {"WMFIX_ENV", "WMFIX_SEED", "WMFIX_PROFILE", "WMFIX_STRESS_MAX_US", "WMFIX_FENCES",
-                             "WMFIX_FENCES_IN_LOOP"})
+                             "WMFIX_FENCES_IN_LOOP", "WMFIX_BLOCK_ORDER"})
       unsetenv(name);
     for (auto& kv : env) setenv(kv.first, kv.second, 1);
     if (!freopen("/dev/null", "w", stderr)) std::_Exit(100);
@@ -415,11 +420,12 @@ static void test_env_errors() {
   const std::vector<std::vector<std::pair<const char*, const char*>>> bad = {
       {{"WMFIX_ENV", "bogus"}},          {{"WMFIX_ENV", "sys-str"}},           {{"WMFIX_SEED", "abc"}},
       {{"WMFIX_SEED", "-3"}},            {{"WMFIX_PROFILE", "/nonexistent.toml"}}, {{"WMFIX_STRESS_MAX_US", "0"}},
-      {{"WMFIX_STRESS_MAX_US", "1e5"}},
+      {{"WMFIX_STRESS_MAX_US", "1e5"}},  {{"WMFIX_BLOCK_ORDER", "sorted"}},
   };
   for (auto& env : bad) CHECK(run_child(env, read_env) == 3, "%s=%s did not exit with 3", env[0].first, env[0].second);
   CHECK(run_child({}, read_env) == 0, "defaults rejected");
-  CHECK(run_child({{"WMFIX_ENV", "cache-str+"}, {"WMFIX_SEED", "0xffffffffffffffff"}, {"WMFIX_STRESS_MAX_US", "5"}},
+  CHECK(run_child({{"WMFIX_ENV", "cache-str+"}, {"WMFIX_SEED", "0xffffffffffffffff"}, {"WMFIX_STRESS_MAX_US", "5"},
+                   {"WMFIX_BLOCK_ORDER", "keep"}},
                   read_env) == 0,
         "good values rejected");
   // Fence ids are checked against this TU's WMFIX_NUM_FENCES (12) when its mask is built, before

@@ -682,6 +682,10 @@ add reduce-cub-scan-lib-nf lib_nf 380 reduce_study cub-scan-lib-nf --env sys-str
 # accesses (reduce-cub-scan-lib-nf kept CUB's ThreadStore internals, fence 784, for the stores
 # in the study's own copy of the header).
 add reduce-cub-scan-lib-nf-own lib_nf 400 reduce_study cub-scan-lib-nf --env sys-str-
+# With keep_block_order = true (the studies' wmfix.toml since): `+` keeps blocks in order.
+add lib-nf-keep-none lib_nf 200 test_cell cub-scan-lib-nf sys-str+ 100 -- --fences none
+add lib-nf-keep-all lib_nf 200 test_cell cub-scan-lib-nf sys-str+ 200 -- --fences all
+add cub-scan-lib-keep-none test_cell cub-scan-lib sys-str+ 100 -- --fences none
 
 # Issue 29: does a private MPS server (nvidia-cuda-mps-control, its pipe and log folders under
 # $WORK; quit after) take CUDA context creation off the host's serial path? The probe as above

@@ -48,6 +48,11 @@ pub struct Config {
     /// Qualifier and namespace macros only (`rewrite/macros.rs`); others are ignored.
     #[serde(default)]
     pub macros: std::collections::BTreeMap<String, String>,
+    /// Keep application blocks in `blockIdx` order in the `+` environments (warps are still
+    /// permuted): for programs that need blocks dispatched in order, as CUB's single-pass scans
+    /// and radix sorts wait for the tile of the block before. Randomised ids hang them.
+    #[serde(default)]
+    pub keep_block_order: bool,
 }
 
 fn default_sources() -> Vec<PathBuf> {

@@ -711,9 +711,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .describe("test")
         .map(|s| format!("sanity: {s}\n"))
         .unwrap_or_default();
+    let keep = crate::app::config::App::load(&summary.app)?
+        .config
+        .keep_block_order;
     let human = format!(
-        "{}{sanity}wmfix: fences {}; records in {}\n",
+        "{}{sanity}{}wmfix: fences {}; records in {}\n",
         table(&summary),
+        block_order_note(&summary.rows, keep),
         summary.fences,
         records.display()
     );
@@ -744,3 +748,27 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 #[cfg(test)]
 #[path = "test_tests.rs"]
 mod tests;
+
+/// A hint when runs time out in `+` environments, whose random block ids hang a program that
+/// waits for blocks of lower `blockIdx` (CUB's single-pass scans and radix sorts).
+fn block_order_note(rows: &[Row], keep: bool) -> String {
+    let hung: Vec<String> = rows
+        .iter()
+        .filter(|r| r.counts.env.ends_with('+') && r.counts.timeout > 0)
+        .map(|r| {
+            format!(
+                "{} of {} {} runs",
+                r.counts.timeout, r.counts.runs, r.counts.env
+            )
+        })
+        .collect();
+    if keep || hung.is_empty() {
+        return String::new();
+    }
+    format!(
+        "note: {} timed out. A program that waits for blocks of lower blockIdx (CUB's scans and \
+         sorts) hangs when `+` environments randomise block ids: if the `-` ones do not time \
+         out, set `keep_block_order = true` in wmfix.toml.\n",
+        hung.join(", ")
+    )
+}

@@ -233,6 +233,7 @@ mod tests {
                 preprocess: None,
                 steps: 1,
                 macros: Default::default(),
+                keep_block_order: false,
             },
         };
         let logs = tmp.path().join("logs");

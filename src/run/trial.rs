@@ -159,10 +159,14 @@ pub fn run_once(
     let cfg = &app.config;
     let timeout = Duration::from_secs_f64(cfg.timeout_s);
     let command = cfg.run_command();
+    let mut env = extra_env.to_vec();
+    if cfg.keep_block_order {
+        env.push(("WMFIX_BLOCK_ORDER".to_string(), "keep".to_string()));
+    }
     let f = child::run(&child::Spec {
         command: &command,
         dir: tree,
-        env: extra_env,
+        env: &env,
         timeout,
         log,
     })?;
