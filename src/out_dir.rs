@@ -130,6 +130,10 @@ impl OutDir {
     pub fn tree(&self) -> PathBuf {
         self.at("tree")
     }
+    /// The pipe and log folders of wmfix's MPS server (`--mps`).
+    pub fn mps(&self) -> PathBuf {
+        self.at("mps")
+    }
     /// The runtime headers the instrumented files include.
     pub fn runtime(&self) -> PathBuf {
         self.at("runtime")

@@ -706,3 +706,50 @@ fn keep_block_order_reaches_every_run() {
     assert!(timeouts(&tmp.path().join("out")).is_empty());
     assert!(!stdout(&o).contains("note:"), "{}", stdout(&o));
 }
+
+/// `--mps`: wmfix starts an MPS server of its own (a stand-in `nvidia-cuda-mps-control` here that
+/// records how it was called) with its pipe and log folders in the output folder, every run
+/// gets them, and the server is told to quit at the end (and before the start, in case a killed
+/// wmfix left one).
+#[test]
+fn mps_serves_every_run_from_a_server_in_the_output_folder() {
+    let (tmp, dir) = standin();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let control = bin.join("nvidia-cuda-mps-control");
+    std::fs::write(
+        &control,
+        "#!/bin/sh\nif [ \"$1\" = -d ]; then echo \"start $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY\" >> \"$MPS_RECORD\"; exit 0; fi\nread line; echo \"$line $CUDA_MPS_PIPE_DIRECTORY\" >> \"$MPS_RECORD\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", control.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let record = tmp.path().join("mps.txt");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let env = [
+        ("STANDIN_MODE", "mps"),
+        ("PATH", path.as_str()),
+        ("MPS_RECORD", record.to_str().unwrap()),
+    ];
+    let o = test(&dir, &["--runs", "3"], &env);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "without --mps no run has a pipe: {}",
+        stderr(&o)
+    );
+    assert!(!record.exists());
+    let o = test(&dir, &["--runs", "3", "--mps"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = tmp.path().join("out").canonicalize().unwrap();
+    let pipe = out.join("mps/pipe");
+    let lines = std::fs::read_to_string(&record).unwrap();
+    let want = format!(
+        "quit {p}\nstart {p} {l}\nquit {p}\n",
+        p = pipe.display(),
+        l = out.join("mps/log").display()
+    );
+    assert_eq!(lines, want);
+}

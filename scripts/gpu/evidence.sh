@@ -630,23 +630,24 @@ done
 # Issue 29: where a short CUDA process's start goes (scripts/gpu/ctx_probe.cu: driver init,
 # context, first kernel), alone and 16 at a time, with and without a context held by another
 # process (as wmfix holds one while runs go).
+probe_round() { # probe_round FILE EXE LABEL: 8 processes alone, then 48 at 16 at a time
+  local f=$1 exe=$2
+  echo "## $3: one at a time" >> "$f"
+  for i in $(seq 8); do "$exe" >> "$f" 2>&1; done
+  echo "## $3: 48 processes, 16 at a time" >> "$f"
+  local s; s=$(date +%s.%N)
+  seq 48 | xargs -P 16 -I{} "$exe" >> "$f" 2>&1
+  echo "## $3: 48 in $(python3 -c "import time; print(round(time.time() - $s, 2))") s" >> "$f"
+}
 ctx_probe() {
   local f=$STEP_DIR/probe.txt exe=$WORK/ctx_probe
   nvcc -O2 -arch=sm_90 -o "$exe" scripts/gpu/ctx_probe.cu >> "$STEP_DIR/log.txt" 2>&1 || return 1
   header "scripts/gpu/ctx_probe.cu: 8 alone, then 48 at 16 at a time; then again with a context held" > "$f"
-  probe_round() { # probe_round LABEL
-    echo "## $1: one at a time" >> "$f"
-    for i in $(seq 8); do "$exe" >> "$f" 2>&1; done
-    echo "## $1: 48 processes, 16 at a time" >> "$f"
-    local s; s=$(date +%s.%N)
-    seq 48 | xargs -P 16 -I{} "$exe" >> "$f" 2>&1
-    echo "## $1: 48 in $(python3 -c "import time; print(round(time.time() - $s, 2))") s" >> "$f"
-  }
-  probe_round "nothing held"
+  probe_round "$f" "$exe" "nothing held"
   python3 -c "import ctypes, time; c = ctypes.CDLL('libcuda.so.1'); c.cuInit(0); d = ctypes.c_int(); c.cuDeviceGet(ctypes.byref(d), 0); x = ctypes.c_void_p(); c.cuDevicePrimaryCtxRetain(ctypes.byref(x), d); time.sleep(120)" &
   local holder=$!
   sleep 2
-  probe_round "a context held"
+  probe_round "$f" "$exe" "a context held"
   kill $holder 2>/dev/null
 }
 add context-probe ctx_probe
@@ -707,12 +708,7 @@ ctx_probe_mps() {
   local f=$STEP_DIR/probe.txt exe=$WORK/ctx_probe
   nvcc -O2 -arch=sm_90 -o "$exe" scripts/gpu/ctx_probe.cu >> "$STEP_DIR/log.txt" 2>&1 || return 1
   header "scripts/gpu/ctx_probe.cu under MPS: 8 alone, then 48 at 16 at a time" > "$f"
-  echo "## MPS: one at a time" >> "$f"
-  for i in $(seq 8); do "$exe" >> "$f" 2>&1; done
-  echo "## MPS: 48 processes, 16 at a time" >> "$f"
-  local s; s=$(date +%s.%N)
-  seq 48 | xargs -P 16 -I{} "$exe" >> "$f" 2>&1
-  echo "## MPS: 48 in $(python3 -c "import time; print(round(time.time() - $s, 2))") s" >> "$f"
+  probe_round "$f" "$exe" MPS
 }
 add context-probe-mps with_mps ctx_probe_mps
 add mps-1-test-cbe-dot with_mps gpus_test cbe-dot 1
@@ -720,6 +716,10 @@ add nomps-1-test-cbe-dot gpus_test cbe-dot 1
 # The same on a two-GPU machine (TAG: a folder of its own): one MPS server for both GPUs.
 add mps-2-test-cbe-dot with_mps gpus_test cbe-dot 2
 add nomps-2-test-cbe-dot gpus_test cbe-dot 2
+# wmfix's own server (`--mps`, since 2026-11-26), one GPU: as mps-1-test-cbe-dot, and a reduction.
+wmfix_mps_test() { JOBS=8 test_cell "$1" sys-str+ "${GPUS_RUNS:-240}" -- --gpus 0 --mps; }
+add wmfix-mps-test-cbe-dot wmfix_mps_test cbe-dot
+add wmfix-mps-reduce-ls-bh-nf reduce_study ls-bh-nf --mps
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }

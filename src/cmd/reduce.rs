@@ -28,6 +28,8 @@ pub struct Options {
     pub gpus: Vec<String>,
     /// Hold a CUDA context open while the runs go (`hold`).
     pub hold: bool,
+    /// Runs served by an MPS server of wmfix's own (`run::mps`).
+    pub mps: bool,
     pub seed: u64,
     pub resume: bool,
     /// A journal kept from an earlier run of this reduction (another machine's, say), taken
@@ -84,6 +86,10 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     }
     let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
     eprintln!("wmfix: {}", profile.describe());
+    let mps = opts
+        .mps
+        .then(|| crate::run::mps::Mps::start(&out.mps()))
+        .transpose()?;
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
     let structure = structure(&records);
@@ -102,7 +108,11 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         jobs: opts.jobs,
         gpus: opts.gpus.clone(),
         seed: opts.seed,
-        run_env: profile.env(),
+        run_env: profile
+            .env()
+            .into_iter()
+            .chain(mps.iter().flat_map(|m| m.env()))
+            .collect(),
         every_fence: all.difference(&structure.unreachable).copied().collect(),
     };
     let resume = opts.resume || opts.resume_from.is_some();
@@ -594,6 +604,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         jobs: args.runs_at_once.jobs.get(),
         gpus: args.runs_at_once.gpus()?,
         hold: !args.runs_at_once.no_hold,
+        mps: args.runs_at_once.mps,
         seed: args.seed,
         resume: args.resume,
         resume_from: args.resume_from,

@@ -32,6 +32,8 @@ pub struct Options {
     pub gpus: Vec<String>,
     /// Hold a CUDA context open while the runs go (`hold`).
     pub hold: bool,
+    /// Runs served by an MPS server of wmfix's own (`run::mps`).
+    pub mps: bool,
     pub fences: FenceSet,
     pub scope: FenceScope,
     /// Continue the runs recorded in `out/test/` (same settings), instead of starting afresh.
@@ -164,7 +166,12 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     let dir = files.dir();
     let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
     eprintln!("wmfix: {}", profile.describe());
-    let run_env = profile.env();
+    let mps = opts
+        .mps
+        .then(|| crate::run::mps::Mps::start(&out.mps()))
+        .transpose()?;
+    let mut run_env = profile.env();
+    run_env.extend(mps.iter().flat_map(|m| m.env()));
     let plan = Plan {
         envs: opts.envs.iter().map(|e| e.to_string()).collect(),
         runs: match (opts.runs, opts.minutes) {
@@ -699,6 +706,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         jobs: args.runs_at_once.jobs.get(),
         gpus: args.runs_at_once.gpus()?,
         hold: !args.runs_at_once.no_hold,
+        mps: args.runs_at_once.mps,
         fences,
         scope: args.app.fence,
         resume: args.resume,

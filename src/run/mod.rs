@@ -1,11 +1,12 @@
 //! Running the program under stress: testing environments, one run and its outcome, many runs
 //! at once, the held CUDA context, the chip profile the runs get, the sanity check before them,
-//! which fence sites the runs executed on global memory.
+//! which fence sites the runs executed on global memory, an MPS server of wmfix's own.
 
 pub mod batch;
 pub mod coverage;
 pub mod environment;
 pub mod hold;
+pub mod mps;
 pub mod profile;
 pub mod sanity;
 pub mod trial;
