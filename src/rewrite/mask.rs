@@ -193,6 +193,73 @@ pub fn first_branches(text: &str) -> (String, Option<usize>) {
 
 use crate::rewrite::macros::whole_word;
 
+/// `text` with the invocations of function-like macros that open a line in capitals and are
+/// followed by a body (Catch2's `TEMPLATE_TEST_CASE_SIG("t", "", ((typename K), K), (int)) {`,
+/// googletest's `TEST_F(F, t) {`), which the grammar cannot parse when their arguments are types
+/// or parenthesized lists, made `void m()` and spaces: the body parses as a host function's.
+/// A macro the file defines with `__global__` or `__device__` in it is left alone: its body is
+/// device code. `None` where there is none.
+pub fn body_macros(text: &str) -> Option<String> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let name_len = line
+            .bytes()
+            .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
+            .count();
+        if name_len < 2
+            || !line[name_len..].starts_with('(')
+            || line.starts_with(|c: char| c.is_ascii_digit())
+        {
+            continue;
+        }
+        let Some(close) = closing_paren(text, start + name_len, 4000) else {
+            continue;
+        };
+        if close - start < 8 || text[start..start + 8].contains('\n') {
+            continue;
+        }
+        if !text[close..].trim_start().starts_with('{')
+            || defines_device_code(text, &line[..name_len])
+        {
+            continue;
+        }
+        let bytes = out.get_or_insert_with(|| text.as_bytes().to_vec());
+        blank(bytes, start..close);
+        bytes[start..start + 8].copy_from_slice(b"void m()");
+    }
+    out.map(bytes_to_string)
+}
+
+/// Whether `text` defines macro `name` with `__global__` or `__device__` on its `#define` line.
+fn defines_device_code(text: &str, name: &str) -> bool {
+    text.match_indices("#define").any(|(i, _)| {
+        let line = text[i..].lines().next().unwrap_or("");
+        line["#define".len()..].trim_start().starts_with(name)
+            && (line.contains("__global__") || line.contains("__device__"))
+    })
+}
+
+/// The byte after the `)` closing the `(` at `open`, within `limit` bytes.
+fn closing_paren(text: &str, open: usize, limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text[open..].char_indices().take_while(|(i, _)| *i < limit) {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(open + i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The byte after the `)` closing the `(` that starts at `from` (after spaces), if any.
 fn balanced_parens(text: &str, from: usize) -> Option<usize> {
     let rest = &text[from..];
@@ -351,6 +418,32 @@ fn on_directive(text: &str, at: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn macros_opening_a_body_become_a_function_header() {
+        let t = "TEMPLATE_TEST_CASE_SIG(\"t\", \"\",\n  ((typename K), K), (int))\n{\n  f();\n}\n";
+        let m = body_macros(t).unwrap();
+        assert_eq!(m.len(), t.len());
+        assert!(m.starts_with("void m()"), "{m}");
+        assert_eq!(m.lines().count(), t.lines().count());
+        assert!(
+            m.ends_with("\n{\n  f();\n}\n") && !m.contains("typename"),
+            "{m}"
+        );
+        assert_eq!(
+            body_macros("TEST_F(Fix, t) {}\n").unwrap(),
+            "void m()       {}\n"
+        );
+        // Not before a `;`, not a short or lower-case name, not a macro defining device code.
+        for left in [
+            "CUCO_DEFINE_TYPE(kb, double);\n",
+            "TEST(a) {}\n",
+            "my_macro(a) {}\n",
+            "#define KERNEL_OF(n) __global__ void n()\nKERNEL_OF(k) { }\n",
+        ] {
+            assert_eq!(body_macros(left), None, "{left}");
+        }
+    }
 
     #[test]
     fn explicit_instantiations_are_blanked() {

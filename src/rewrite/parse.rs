@@ -24,7 +24,9 @@ pub struct Masked {
 }
 
 /// Parses `text` as `parse` does, with the learnt macros (`macros.rs`), the qualifiers of
-/// extended lambdas and the attributes the grammar lacks masked; when that leaves a syntax error and the file has `#else`/`#elif`, again with only each `#if` group's
+/// extended lambdas and the attributes the grammar lacks masked; when that leaves a syntax
+/// error, again with the macros that open a body masked (`mask::body_macros`), kept if that
+/// parses without error; and, when the file has `#else`/`#elif`, with only each `#if` group's
 /// first branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     let mut pragmas = blank_pragmas(text);
@@ -71,24 +73,40 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
         Some(Some(m)) => std::borrow::Cow::Owned(m),
         _ => masked,
     };
-    let tree = parse_blanked(&masked);
-    let mut out = Masked {
+    let (tree, first_branch_only) = branches_parsed(&masked);
+    // Macros that open a body (test-case macros) are masked only where that leaves no error.
+    let (tree, first_branch_only) = match first_error(&tree)
+        .is_some()
+        .then(|| mask::body_macros(&masked))
+        .flatten()
+        .map(|m| branches_parsed(&m))
+    {
+        Some((t, at)) if first_error(&t).is_none() => (t, at),
+        _ => (tree, first_branch_only),
+    };
+    Masked {
         tree,
         attribute,
-        first_branch_only: None,
+        first_branch_only,
         qualified,
-    };
-    if !out.tree.root_node().has_error() || !(masked.contains("#else") || masked.contains("#elif"))
-    {
-        return out;
     }
-    let (first, at) = mask::first_branches(&masked);
+}
+
+/// `masked` parsed, or, when that leaves a syntax error and the file has `#else`/`#elif`, with
+/// only each `#if` group's first branch, if that has fewer unparsed bytes (then the offset the
+/// first-branch text starts to differ at).
+fn branches_parsed(masked: &str) -> (Tree, Option<usize>) {
+    let tree = parse_blanked(masked);
+    if !tree.root_node().has_error() || !(masked.contains("#else") || masked.contains("#elif")) {
+        return (tree, None);
+    }
+    let (first, at) = mask::first_branches(masked);
     let retry = parse_blanked(&first);
-    if unparsed(&retry) < unparsed(&out.tree) {
-        out.tree = retry;
-        out.first_branch_only = at;
+    if unparsed(&retry) < unparsed(&tree) {
+        (retry, at)
+    } else {
+        (tree, None)
     }
-    out
 }
 
 const ATTRIBUTE_HINTS: &[&str] = &["__align__", "CUDART_CB", "CUDA_CB", "VKAPI_"];
@@ -235,6 +253,17 @@ pub fn error_ranges(tree: &Tree) -> Vec<std::ops::Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_case_macro_with_type_arguments_parses_once_masked() {
+        let src = "TEMPLATE_TEST_CASE_SIG(\"t\", \"\", ((typename K, int N), K, N), (int, 1))\n{\n  int x = 1;\n}\n";
+        assert!(
+            first_error(&parse(src)).is_some(),
+            "the grammar alone fails"
+        );
+        let m = parse_masked(src, &Macros::default());
+        assert!(first_error(&m.tree).is_none());
+    }
 
     #[test]
     fn pragmas_are_blanked_keeping_offsets() {
