@@ -71,9 +71,14 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
 
 /// Parses and plans every file on all cores, in input order: fences are numbered afterwards,
 /// so the result does not depend on which thread planned which file. Headers are read first
-/// for the `__device__` variables they declare, which every file may use.
+/// for the `__device__` variables they declare, which every file may use: only those that say
+/// `__device__` (what the declaration query matches), which spares CCCL 2,160 of its 2,310
+/// headers a second parse.
 pub fn plan_files(files: Vec<SourceFile>, macros: Macros) -> Vec<Planned> {
-    let headers: Vec<&SourceFile> = files.iter().filter(|f| !is_source(f)).collect();
+    let headers: Vec<&SourceFile> = files
+        .iter()
+        .filter(|f| !is_source(f) && f.text.contains("__device__"))
+        .collect();
     let names = crate::rewrite::parallel::map(headers, |f| {
         let tree = parse::parse(&f.text);
         let caps = Captures::run(queries::all(), tree.root_node(), f.text.as_bytes());
