@@ -180,24 +180,6 @@ pub struct Structure {
     pub library: Ids,
 }
 
-impl Structure {
-    /// `f` with its library fences first, each part in id order: the order removals are tried.
-    pub fn library_first(&self, f: &Ids) -> Vec<FenceId> {
-        let (lib, own) = self.by_library(f);
-        lib.into_iter().chain(own).collect()
-    }
-
-    /// `f` with its library fences last: the order fences are added back.
-    pub fn library_last(&self, f: &Ids) -> Vec<FenceId> {
-        let (lib, own) = self.by_library(f);
-        own.into_iter().chain(lib).collect()
-    }
-
-    fn by_library(&self, f: &Ids) -> (Vec<FenceId>, Vec<FenceId>) {
-        f.iter().partition(|x| self.library.contains(x))
-    }
-}
-
 struct Reducer<'a> {
     oracle: &'a mut dyn Oracle,
     settings: Settings,
@@ -394,9 +376,10 @@ impl Reducer<'_> {
     fn add_back(&mut self, f: &Ids, all: &Ids) -> Result<Option<Ids>> {
         self.phase = Phase::AddBack;
         // The application's own first: a library fence comes back only if none of them will do.
-        let dropped = self
-            .structure
-            .library_last(&all.difference(f).copied().collect());
+        let library = &self.structure.library;
+        let (own, lib): (Vec<FenceId>, Vec<FenceId>) =
+            all.difference(f).partition(|x| !library.contains(x));
+        let dropped: Vec<FenceId> = own.into_iter().chain(lib).collect();
         let with = |k: usize| -> Ids { f.iter().chain(&dropped[..k]).copied().collect() };
         // With none of them `f` failed; with all of them (every fence) it passed the sanity check.
         let (mut lo, mut hi) = (0, dropped.len());
@@ -587,7 +570,7 @@ impl Reducer<'_> {
 
     fn linear(&mut self, mut f: Ids) -> Result<Ids> {
         self.phase = Phase::Linear;
-        for fence in self.structure.library_first(&f) {
+        for fence in splits::library_first(&f, &self.structure.library) {
             if self.out_of_budget || self.base_failed {
                 break;
             }

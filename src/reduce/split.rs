@@ -87,13 +87,21 @@ fn ddmin(r: &mut dyn Remover, mut f: Ids, mut units: Vec<Vec<FenceId>>) -> Resul
 }
 
 fn singles(f: &Ids, library: &Ids) -> Vec<Vec<FenceId>> {
-    let mut units: Vec<Vec<FenceId>> = f.iter().map(|x| vec![*x]).collect();
-    library_first(&mut units, library);
-    units
+    library_first(f, library)
+        .into_iter()
+        .map(|x| vec![x])
+        .collect()
+}
+
+/// `f` with its fences in library headers first, each part in id order: the order removals
+/// are tried, so that of two fences ordering the same accesses the patchable one stays.
+pub fn library_first(f: &Ids, library: &Ids) -> Vec<FenceId> {
+    let (lib, own): (Vec<FenceId>, Vec<FenceId>) = f.iter().partition(|x| library.contains(x));
+    lib.into_iter().chain(own).collect()
 }
 
 /// Units wholly in library headers first; otherwise in the order of their first fence.
-fn library_first(units: &mut [Vec<FenceId>], library: &Ids) {
+fn units_library_first(units: &mut [Vec<FenceId>], library: &Ids) {
     units.sort_by_key(|u| (!u.iter().all(|x| library.contains(x)), u[0]));
 }
 
@@ -107,7 +115,7 @@ fn functions(f: &Ids, groups: &[Ids], library: &Ids) -> Vec<Vec<FenceId>> {
         .collect();
     let grouped: Ids = units.iter().flatten().copied().collect();
     units.extend(f.difference(&grouped).map(|x| vec![*x]));
-    library_first(&mut units, library);
+    units_library_first(&mut units, library);
     units
 }
 
