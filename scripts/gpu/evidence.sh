@@ -720,6 +720,7 @@ add nomps-2-test-cbe-dot gpus_test cbe-dot 2
 wmfix_mps_test() { JOBS=8 test_cell "$1" sys-str+ "${GPUS_RUNS:-240}" -- --gpus 0 --mps; }
 add wmfix-mps-test-cbe-dot wmfix_mps_test cbe-dot
 add wmfix-mps-reduce-ls-bh-nf reduce_study ls-bh-nf --mps
+add wmfix-mps-reduce-ct-octree reduce_study ct-octree --mps
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
