@@ -57,6 +57,36 @@ const KEYWORDS: &[&str] = &[
 #[derive(Clone, Debug, Default)]
 pub struct Macros {
     pub by_name: HashMap<String, Meaning>,
+    /// Function-like macros with a definition that opens or closes namespaces or expands to no
+    /// code (`_CCCL_BEGIN_NAMESPACE(cuda::std)`, `_CCCL_PRAGMA_UNROLL_FULL()`): a use, arguments
+    /// and all, is blanked (`mask.rs`), when every definition is such or the use is not a
+    /// statement of its own (no `;` after it, as `NAME(p[i]);` would be).
+    pub calls: HashMap<String, Call>,
+    /// Function-like macros that stand for C++20 syntax in one of their definitions (the
+    /// concept emulation of libcu++: `_CCCL_TEMPLATE(class T) _CCCL_REQUIRES(C<T>)`).
+    pub shapes: HashMap<String, Shape>,
+    /// Object-like macros with a definition that is one logical operator (`_CCCL_AND`: `&&`).
+    pub operators: HashMap<String, &'static str>,
+}
+
+/// C++20 syntax a function-like macro stands for, masked in place (`mask.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// `template <__VA_ARGS__>`: `NAME(` becomes `template<`, its `)` a `>`.
+    TemplateHead,
+    /// `requires __VA_ARGS__`: `NAME` becomes `requires`, the parenthesised arguments stay.
+    Requires,
+    /// `-> __VA_ARGS__ IMPL` with `IMPL(...)` a requires-clause: `NAME(T)(C)` becomes `-> T`,
+    /// the constraint blanked.
+    TrailingRequires,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// `Plain` (no code) or `Namespace`.
+    pub meaning: Meaning,
+    /// Whether every definition was understood (else some may expand to code).
+    pub every: bool,
 }
 
 impl Macros {
@@ -68,12 +98,14 @@ impl Macros {
         given: &[(String, String)],
     ) -> Macros {
         let mut bodies: Vec<(String, String)> = given.to_vec();
-        let mut function_like = std::collections::HashSet::new();
+        let mut calls: HashMap<String, Vec<String>> = HashMap::new();
         for text in texts {
             if text.contains("#define") || text.contains("# define") {
                 let (objects, functions) = defines(text);
                 bodies.extend(objects);
-                function_like.extend(functions);
+                for (name, body) in functions {
+                    calls.entry(name).or_default().push(body);
+                }
             }
         }
         // A keyword defined as itself (`#define extern extern`, in an OpenGL header), or a name
@@ -81,21 +113,46 @@ impl Macros {
         bodies.retain(|(name, _)| {
             !QUALIFIERS.contains(&name.as_str())
                 && !KEYWORDS.contains(&name.as_str())
-                && !function_like.contains(name)
+                && !calls.contains_key(name)
         });
         let mut m = Macros::default();
+        for (name, defs) in &calls {
+            if let Some(shape) = defs.iter().find_map(|b| shape_of(b, &calls)) {
+                m.shapes.insert(name.clone(), shape);
+            }
+        }
+        for (name, body) in &bodies {
+            if let Some(op) = ["&&", "||"].into_iter().find(|op| body.trim() == *op) {
+                m.operators.insert(name.clone(), op);
+            }
+        }
+        bodies.retain(|(name, _)| !m.operators.contains_key(name));
         // Macros defined through others (`#define CUB_NAMESPACE_BEGIN _CCCL_BEGIN_NAMESPACE_CUB`):
         // until nothing new is learnt.
         loop {
             let mut changed = false;
             for (name, body) in &bodies {
-                let Some(meaning) = m.meaning_of(body) else {
+                let Some(meaning) = m.meaning_of(body, false) else {
                     continue;
                 };
                 let old = m.by_name.get(name).copied();
                 let new = old.map_or(meaning, |o| o.max(meaning));
                 if old != Some(new) {
                     m.by_name.insert(name.clone(), new);
+                    changed = true;
+                }
+            }
+            for (name, defs) in &calls {
+                let meanings: Vec<_> = defs.iter().map(|b| m.meaning_of(b, true)).collect();
+                let Some(meaning) = meanings.iter().flatten().max().copied() else {
+                    continue;
+                };
+                let call = Call {
+                    meaning,
+                    every: meanings.iter().all(Option::is_some),
+                };
+                if meaning <= Meaning::Namespace && m.calls.get(name) != Some(&call) {
+                    m.calls.insert(name.clone(), call);
                     changed = true;
                 }
             }
@@ -107,6 +164,9 @@ impl Macros {
 
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
+            && self.calls.is_empty()
+            && self.shapes.is_empty()
+            && self.operators.is_empty()
     }
 
     /// Whether `bytes` name a learnt device or kernel qualifier macro (a header that does is
@@ -122,20 +182,34 @@ impl Macros {
     }
 
     /// What a macro body means, if it is only qualifiers, attributes and known macros, or only
-    /// opens or closes namespaces.
-    fn meaning_of(&self, body: &str) -> Option<Meaning> {
+    /// opens or closes namespaces (with code-free calls beside: `_CCCL_PROLOGUE_INCLUDE_CHECK()`).
+    /// `call`: the body of a function-like macro, where `;` and unknown words (its parameters,
+    /// say) may stand only inside the code-free calls.
+    fn meaning_of(&self, body: &str, call: bool) -> Option<Meaning> {
         let body = strip_comments(body);
         let body = body.trim();
-        if !body.is_empty() && body.chars().all(|c| c == '}' || c.is_whitespace()) {
-            return Some(Meaning::Namespace);
-        }
-        if opens_namespace(body) {
-            return Some(Meaning::Namespace);
-        }
         let mut meaning = Meaning::Plain;
+        let mut namespace = false;
         let mut rest = body;
         while !rest.is_empty() {
             rest = rest.trim_start();
+            if rest.is_empty() {
+                break;
+            }
+            if let Some(after) = rest.strip_prefix('}') {
+                namespace = true;
+                rest = after;
+                continue;
+            }
+            if let Some(after) = call.then(|| rest.strip_prefix(';')).flatten() {
+                rest = after;
+                continue;
+            }
+            if let Some(after) = open_namespace(rest) {
+                namespace = true;
+                rest = after;
+                continue;
+            }
             if let Some(after) = skip_attribute(rest) {
                 rest = after;
                 continue;
@@ -148,6 +222,20 @@ impl Macros {
             }
             let word = &rest[..end];
             rest = &rest[end..];
+            let open = rest.len() - rest.trim_start().len();
+            if rest[open..].starts_with('(') {
+                let args_end = balanced(rest, open);
+                let m = match word {
+                    "_Pragma" | "__pragma" | "static_assert" => Some(Meaning::Plain),
+                    "__launch_bounds__" => Some(Meaning::Plain),
+                    w => self.calls.get(w).map(|c| c.meaning),
+                };
+                if let (Some(m), Some(args_end)) = (m, args_end) {
+                    namespace |= m == Meaning::Namespace;
+                    rest = &rest[args_end..];
+                    continue;
+                }
+            }
             let m = match word {
                 "__device__" => Meaning::Device { host: false },
                 "__global__" => Meaning::Kernel,
@@ -155,17 +243,19 @@ impl Macros {
                 w if QUALIFIERS.contains(&w) => Meaning::Plain,
                 w => match self.by_name.get(w) {
                     // `#define CUB_NAMESPACE_BEGIN _CCCL_BEGIN_NAMESPACE_CUB`.
-                    Some(Meaning::Namespace) if w == body => return Some(Meaning::Namespace),
-                    Some(Meaning::Namespace) | None => return None,
+                    Some(Meaning::Namespace) => {
+                        namespace = true;
+                        continue;
+                    }
+                    None => return None,
                     Some(m) => *m,
                 },
             };
-            // `__launch_bounds__(n)` and the like: their parenthesised arguments.
-            if rest.trim_start().starts_with('(') && word == "__launch_bounds__" {
-                let open = rest.len() - rest.trim_start().len();
-                rest = &rest[balanced(rest, open)?..];
-            }
             meaning = meaning.max(m);
+        }
+        if namespace {
+            // Namespaces and qualifiers in one macro: not a shape to blank.
+            return (meaning == Meaning::Plain).then_some(Meaning::Namespace);
         }
         if body.contains("__host__") && matches!(meaning, Meaning::Device { .. }) {
             meaning = Meaning::Device { host: true };
@@ -174,32 +264,32 @@ impl Macros {
     }
 }
 
-/// `namespace a {`, `namespace a { namespace b {`, `inline namespace v1 {`, `namespace a::b {`.
-fn opens_namespace(body: &str) -> bool {
-    let mut rest = body;
-    let mut any = false;
-    loop {
-        rest = rest.trim_start();
-        if rest.is_empty() {
-            return any;
-        }
-        rest = rest.strip_prefix("inline").map_or(rest, str::trim_start);
-        let Some(after) = rest.strip_prefix("namespace") else {
-            return false;
-        };
-        let Some(open) = after.find('{') else {
-            return false;
-        };
-        let name = after[..open].trim();
-        if !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-        {
-            return false;
-        }
-        any = true;
-        rest = &after[open + 1..];
+/// The C++20 syntax a function-like macro body stands for, if it is one of `Shape`'s; `calls`:
+/// every function-like macro's bodies.
+fn shape_of(body: &str, calls: &HashMap<String, Vec<String>>) -> Option<Shape> {
+    let squeezed: String = strip_comments(body).split_whitespace().collect();
+    match squeezed.as_str() {
+        "template<__VA_ARGS__>" => return Some(Shape::TemplateHead),
+        "requires__VA_ARGS__" => return Some(Shape::Requires),
+        _ => {}
     }
+    let rest = squeezed.strip_prefix("->__VA_ARGS__")?;
+    let requires = |b: &String| shape_of(b, &HashMap::new()) == Some(Shape::Requires);
+    calls
+        .get(rest)
+        .is_some_and(|defs| defs.iter().any(requires))
+        .then_some(Shape::TrailingRequires)
+}
+
+/// After `namespace a {`, `inline namespace v1 {` or `namespace a::b {` at the start of `text`.
+fn open_namespace(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("inline").map_or(text, str::trim_start);
+    let after = rest.strip_prefix("namespace")?;
+    let open = after.find('{')?;
+    let name = after[..open].trim();
+    name.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        .then(|| &after[open + 1..])
 }
 
 /// After `__attribute__((...))` or `[[...]]` at the start of `text`, if one is there.
@@ -214,17 +304,25 @@ fn skip_attribute(text: &str) -> Option<&str> {
     None
 }
 
-/// The end of the parenthesised group starting at `open` (`(`), past its `)`.
-fn balanced(text: &str, open: usize) -> Option<usize> {
+/// The end of the parenthesised group starting at `open` (`(`), past its `)`; parentheses in
+/// string and character literals do not count.
+pub fn balanced(text: &str, open: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     if bytes.get(open) != Some(&b'(') {
         return None;
     }
     let mut depth = 0usize;
-    for (i, &b) in bytes.iter().enumerate().skip(open) {
-        match b {
-            b'(' => depth += 1,
-            b')' => {
+    let mut quote = None;
+    let mut i = open;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match (quote, b) {
+            (Some(_), b'\\') => i += 1,
+            (Some(q), _) if b == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(b),
+            (None, b'(') => depth += 1,
+            (None, b')') => {
                 depth -= 1;
                 if depth == 0 {
                     return Some(i + 1);
@@ -232,6 +330,7 @@ fn balanced(text: &str, open: usize) -> Option<usize> {
             }
             _ => {}
         }
+        i += 1;
     }
     None
 }
@@ -252,9 +351,10 @@ fn strip_comments(body: &str) -> String {
     }
 }
 
-/// The object-like `#define NAME BODY` lines of `text` (continued lines joined), as (NAME, BODY),
-/// and the names of its function-like ones.
-fn defines(text: &str) -> (Vec<(String, String)>, Vec<String>) {
+/// The `#define NAME BODY` lines of `text` (continued lines joined), as (NAME, BODY): the
+/// object-like ones, and the function-like ones with BODY after the parameters.
+type Defines = Vec<(String, String)>;
+fn defines(text: &str) -> (Defines, Defines) {
     let mut out = Vec::new();
     let mut functions = Vec::new();
     let mut lines = text.lines();
@@ -288,7 +388,9 @@ fn defines(text: &str) -> (Vec<(String, String)>, Vec<String>) {
             continue;
         }
         if full[end..].starts_with('(') {
-            functions.push(full[..end].to_string());
+            if let Some(params_end) = balanced(full, end) {
+                functions.push((full[..end].to_string(), full[params_end..].to_string()));
+            }
             continue;
         }
         out.push((full[..end].to_string(), full[end..].to_string()));
@@ -362,8 +464,74 @@ mod tests {
         assert_eq!(get("DEV2"), Some(Meaning::Device { host: false }));
         assert_eq!(get("LONG"), Some(Meaning::Device { host: true }));
         assert_eq!(get("WIDTH"), None);
-        assert_eq!(get("F"), None, "function-like macros are not learnt");
+        assert_eq!(get("F"), None, "function-like macros are no qualifiers");
+        assert_eq!(m.calls.get("F"), None, "nor code-free calls");
         assert!(m.named_in("MY_DEVICE int f();") && !m.named_in("MY_DEVICEX int f();"));
+    }
+
+    #[test]
+    fn function_like_macros_that_expand_to_no_code_or_to_namespaces_are_learnt() {
+        let m = learnt(
+            "#define CHECK() static_assert(ok(), \"missing )\");\n\
+             #define BEGIN_NV(_NS) CHECK() namespace _NS {\n\
+             #define BEGIN(_NS) BEGIN_NV(_NS) inline namespace __4 {\n\
+             #define END(_NS) } } CHECK()\n\
+             #define BEGIN_STD BEGIN(cuda::std)\n\
+             #define END_STD END(cuda::std)\n\
+             #ifdef _MSC_VER\n#define PRAGMA(x) __pragma(x)\n#else\n#define PRAGMA(x) _Pragma(#x)\n#endif\n\
+             #define UNROLL_FULL() PRAGMA(unroll)\n\
+             #if OLD\n#define UNROLL_FULL()\n#endif\n\
+             #define ASSERT(c) do { if (!(c)) trap(); } while (0)\n\
+             #if NDEBUG\n#define CHECKED(c)\n#else\n#define CHECKED(c) ASSERT(c)\n#endif\n\
+             #define DEV_CALL(x) __device__ x\n",
+        );
+        let call = |n: &str| m.calls.get(n).filter(|c| c.every).map(|c| c.meaning);
+        assert_eq!(call("CHECK"), Some(Meaning::Plain));
+        assert_eq!(call("BEGIN_NV"), Some(Meaning::Namespace));
+        assert_eq!(call("BEGIN"), Some(Meaning::Namespace));
+        assert_eq!(call("END"), Some(Meaning::Namespace));
+        assert_eq!(m.by_name.get("BEGIN_STD"), Some(&Meaning::Namespace));
+        assert_eq!(m.by_name.get("END_STD"), Some(&Meaning::Namespace));
+        assert_eq!(call("PRAGMA"), Some(Meaning::Plain));
+        assert_eq!(call("UNROLL_FULL"), Some(Meaning::Plain));
+        // Code in a definition: blanked only where not a statement (`mask.rs`).
+        assert_eq!(m.calls.get("ASSERT"), None);
+        assert_eq!(
+            m.calls.get("CHECKED"),
+            Some(&Call {
+                meaning: Meaning::Plain,
+                every: false
+            })
+        );
+        assert_eq!(m.calls.get("DEV_CALL"), None);
+    }
+
+    #[test]
+    fn the_concept_emulation_macros_of_libcudacxx_are_learnt_by_their_cxx20_definitions() {
+        let m = learnt(
+            "#if _CCCL_HAS_CONCEPTS()\n\
+             #  define _CCCL_TEMPLATE(...)                template <__VA_ARGS__>\n\
+             #  define _CCCL_REQUIRES(...)                requires __VA_ARGS__\n\
+             #  define _CCCL_AND                          &&\n\
+             #  define _CCCL_TRAILING_REQUIRES_IMPL_(...) requires __VA_ARGS__\n\
+             #  define _CCCL_TRAILING_REQUIRES(...)       ->__VA_ARGS__ _CCCL_TRAILING_REQUIRES_IMPL_\n\
+             #else\n\
+             #  define _CCCL_TEMPLATE(...) template <__VA_ARGS__\n\
+             #  define _CCCL_REQUIRES(...) , bool __cccl_true_ = true, __cccl_enable_if_t < __VA_ARGS__ && __cccl_true_, int > = 0 >\n\
+             #  define _CCCL_AND           &&__cccl_true_, int > = 0, __cccl_enable_if_t <\n\
+             #endif\n\
+             #define TWICE(...) __VA_ARGS__ __VA_ARGS__\n",
+        );
+        let shape = |n: &str| m.shapes.get(n).copied();
+        assert_eq!(shape("_CCCL_TEMPLATE"), Some(Shape::TemplateHead));
+        assert_eq!(shape("_CCCL_REQUIRES"), Some(Shape::Requires));
+        assert_eq!(
+            shape("_CCCL_TRAILING_REQUIRES"),
+            Some(Shape::TrailingRequires)
+        );
+        assert_eq!(shape("TWICE"), None);
+        assert_eq!(m.operators.get("_CCCL_AND"), Some(&"&&"));
+        assert_eq!(m.by_name.get("_CCCL_AND"), None);
     }
 
     #[test]

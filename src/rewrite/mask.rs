@@ -371,7 +371,33 @@ pub fn macros(
     use crate::rewrite::macros::{Meaning, identifiers};
     let mut out: Option<Vec<u8>> = None;
     let mut listed = Vec::new();
+    let mut blanked_to = 0;
     for (at, word) in identifiers(text) {
+        if at < blanked_to {
+            continue;
+        }
+        if let Some(&shape) = macros.shapes.get(word) {
+            if !on_directive(text, at) {
+                let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
+                blanked_to = shaped(text, o, at, word, shape).unwrap_or(at);
+            }
+            continue;
+        }
+        if let Some(op) = macros.operators.get(word) {
+            if !on_directive(text, at) {
+                let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
+                blank(o, at..at + word.len());
+                o[at..at + op.len()].copy_from_slice(op.as_bytes());
+            }
+            continue;
+        }
+        if let Some(call) = macros.calls.get(word) {
+            if let Some(end) = code_free_call(text, at, word, call) {
+                blank(out.get_or_insert_with(|| text.as_bytes().to_vec()), at..end);
+                blanked_to = end;
+            }
+            continue;
+        }
         let Some(&meaning) = macros.by_name.get(word) else {
             continue;
         };
@@ -399,6 +425,67 @@ pub fn macros(
     out.map(|o| (bytes_to_string(o), listed))
 }
 
+/// Masks the use of a `Shape` macro at `at` as the C++20 syntax it stands for (same length);
+/// where to go on masking from, or None where the use is not as expected (left as it is).
+fn shaped(
+    text: &str,
+    o: &mut [u8],
+    at: usize,
+    word: &str,
+    shape: crate::rewrite::macros::Shape,
+) -> Option<usize> {
+    use crate::rewrite::macros::{Shape, balanced};
+    let open = at + word.len();
+    let open = open + text[open..].len() - text[open..].trim_start().len();
+    let end = balanced(text, open)?;
+    let say: &[u8] = match shape {
+        Shape::TemplateHead => b"template<",
+        Shape::Requires => b"requires",
+        Shape::TrailingRequires => b"->",
+    };
+    let head_end = if shape == Shape::Requires {
+        at + word.len()
+    } else {
+        open + 1
+    };
+    if head_end - at < say.len() {
+        return None;
+    }
+    blank(o, at..head_end);
+    o[at..at + say.len()].copy_from_slice(say);
+    // The arguments stay, so macros inside them are masked in turn: only the head is done.
+    match shape {
+        Shape::TemplateHead => o[end - 1] = b'>',
+        Shape::Requires => {}
+        Shape::TrailingRequires => {
+            o[end - 1] = b' ';
+            // The constraint: `(C)` right after.
+            let next = end + text[end..].len() - text[end..].trim_start().len();
+            if let Some(close) = balanced(text, next) {
+                blank(o, next..close);
+                return Some(close);
+            }
+        }
+    }
+    Some(head_end)
+}
+
+/// The end of the use of a code-free function-like macro at `at`, with its arguments, if it is
+/// to be blanked: not on a directive, and a statement of its own only when every definition of
+/// the macro is code-free.
+fn code_free_call(
+    text: &str,
+    at: usize,
+    word: &str,
+    call: &crate::rewrite::macros::Call,
+) -> Option<usize> {
+    let open = at + word.len();
+    let open = open + text[open..].len() - text[open..].trim_start().len();
+    let end = crate::rewrite::macros::balanced(text, open)?;
+    let statement = text[end..].trim_start().starts_with(';');
+    ((call.every || !statement) && !on_directive(text, at)).then_some(end)
+}
+
 /// Whether the line holding `at` is a preprocessor directive (its own or one it continues).
 fn on_directive(text: &str, at: usize) -> bool {
     let mut end = at;
@@ -418,6 +505,58 @@ fn on_directive(text: &str, at: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concept_emulation_macros_become_cxx20_templates_and_constraints() {
+        let defs = "#define _CCCL_TEMPLATE(...) template <__VA_ARGS__>\n#define _CCCL_REQUIRES(...) requires __VA_ARGS__\n#define _CCCL_AND &&\n#define _CCCL_TRAILING_REQUIRES_IMPL_(...) requires __VA_ARGS__\n#define _CCCL_TRAILING_REQUIRES(...) ->__VA_ARGS__ _CCCL_TRAILING_REQUIRES_IMPL_\n";
+        let m = crate::rewrite::macros::Macros::learn([defs], &[]);
+        let t = "_CCCL_TEMPLATE(class T)\n_CCCL_REQUIRES(A<T> _CCCL_AND B<T>)\n__device__ void f(T *p) { p[0] = 1; }\n\
+                 struct S { auto g() _CCCL_TRAILING_REQUIRES(int)(C<int>) { return 0; } };\n";
+        let (masked, _) = macros(t, &m).unwrap();
+        assert_eq!(masked.len(), t.len());
+        assert!(
+            masked.starts_with("template<      class T>\nrequires      (A<T> &&        B<T>)\n"),
+            "{masked}"
+        );
+        assert!(masked.contains("auto g() ->   "), "{masked}");
+        assert!(masked.contains("   int          { return 0; }"), "{masked}");
+        assert!(
+            crate::rewrite::parse::first_error(&crate::rewrite::parse::parse(&masked)).is_none(),
+            "{masked}"
+        );
+    }
+
+    #[test]
+    fn code_free_calls_are_blanked_with_their_arguments_across_lines() {
+        let defs = "#define BEGIN(_NS) namespace _NS {\n#define END(_NS) }\n#define UNROLL() _Pragma(\"unroll\")\n#define NS BEGIN(a::b)\n";
+        let m = crate::rewrite::macros::Macros::learn([defs], &[]);
+        let t = "NS\nBEGIN(\n  c)\n__device__ void f(int *p) {\n  UNROLL()\n  for (;;) p[0] = 1;\n}\nEND(c) END(a::b)\n";
+        let (masked, _) = macros(t, &m).unwrap();
+        assert_eq!(masked.len(), t.len());
+        let spaces = |s: &str| s.replace(|c: char| c != '\n', " ");
+        let mut want = t.to_string();
+        for used in ["NS", "BEGIN(\n  c)", "UNROLL()", "END(c) END(a::b)"] {
+            want = want.replacen(used, &spaces(used), 1);
+        }
+        assert_eq!(masked, want);
+        // A macro with code in one definition: blanked where it is no statement.
+        let m = crate::rewrite::macros::Macros::learn(
+            ["#if A\n#define CHECKED(c)\n#else\n#define CHECKED(c) assert(c)\n#endif\n"],
+            &[],
+        );
+        let t = "CHECKED(p[0]);\nCHECKED(x)\nint y;\n";
+        assert_eq!(
+            macros(t, &m).unwrap().0,
+            "CHECKED(p[0]);\n          \nint y;\n"
+        );
+        // Not on a directive line, and not a name without its parentheses.
+        let (masked, _) =
+            macros("#define X BEGIN(q)\nint BEGIN;\n", &m).map_or(("".into(), vec![]), |x| x);
+        assert!(
+            masked.is_empty() || masked.contains("BEGIN(q)") && masked.contains("int BEGIN;"),
+            "{masked}"
+        );
+    }
 
     #[test]
     fn macros_opening_a_body_become_a_function_header() {
