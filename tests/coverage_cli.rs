@@ -249,6 +249,77 @@ fn functions_declared_through_qualifier_macros_are_instrumented_and_build() {
     builds(&tree, "nvcc -arch=sm_90 -o k k.cu");
 }
 
+/// CCCL's shapes (issue 26): namespace and pragma macros with arguments, indented `#  define`s,
+/// the concept emulation of libcu++ (`_CCCL_TEMPLATE`/`_CCCL_REQUIRES`), specifiers before
+/// `friend` and braced default arguments (grammar/grammar.js). Each left the file unparsed.
+const LIB_CONFIG: &str = "#pragma once
+#include <type_traits>
+#define LIB_PRAGMA(x) _Pragma(#x)
+#if defined(_MSC_VER)
+#  define LIB_UNROLL_FULL()
+#else
+#  define LIB_UNROLL_FULL() LIB_PRAGMA(unroll)
+#endif
+#define LIB_BEGIN_NAMESPACE(_NS) namespace _NS { inline namespace v1 {
+#define LIB_END_NAMESPACE(_NS) } }
+#define LIB_BEGIN_NAMESPACE_STD LIB_BEGIN_NAMESPACE(lib::std2)
+#define LIB_END_NAMESPACE_STD LIB_END_NAMESPACE(lib::std2)
+#if defined(LIB_DOXYGEN)
+#  define LIB_API
+#else
+#  define LIB_API __host__ __device__
+#endif
+#if __cplusplus >= 202002L
+#  define LIB_TEMPLATE(...) template <__VA_ARGS__>
+#  define LIB_REQUIRES(...) requires __VA_ARGS__
+#  define LIB_AND &&
+#else
+#  define LIB_TEMPLATE(...) template <__VA_ARGS__
+#  define LIB_REQUIRES(...) , bool lib_true_ = true, std::enable_if_t<__VA_ARGS__ && lib_true_, int> = 0>
+#  define LIB_AND &&lib_true_, int> = 0, std::enable_if_t<
+#endif
+";
+const LIB_HEADER: &str = "#pragma once
+#include \"config.h\"
+LIB_BEGIN_NAMESPACE_STD
+struct Env { int n = 1; };
+struct Box {
+  int v;
+  [[nodiscard]] LIB_API friend constexpr bool same(const Box* a, const Box* b) { return a->v == b->v; }
+};
+LIB_TEMPLATE(class T)
+LIB_REQUIRES(std::is_integral_v<T> LIB_AND (sizeof(T) == 4))
+LIB_API void put(T* p, const Env& env = {}) {
+  LIB_UNROLL_FULL()
+  for (int i = 0; i < 2; ++i) p[i] = env.n;
+}
+LIB_END_NAMESPACE_STD
+";
+const LIB_KERNEL: &str = "#include \"lib.h\"
+__global__ void k(int* p, lib::std2::Box* b) { lib::std2::put(p); p[1] = same(b, b + 1); }
+int main() { k<<<1, 1>>>(nullptr, nullptr); return 0; }
+";
+
+#[test]
+fn cccl_shaped_macros_friends_and_braced_defaults_parse_are_fenced_and_build() {
+    let files = [
+        ("config.h", LIB_CONFIG),
+        ("lib.h", LIB_HEADER),
+        ("k.cu", LIB_KERNEL),
+    ];
+    let (_tmp, tree) = inserted(&files, &["--on-parse-error", "fail"]);
+    let lib = std::fs::read_to_string(tree.join("lib.h")).unwrap();
+    for fenced in [
+        "for (int i = 0; i < 2; ++i) { p[i] = env.n; WMFIX_FENCE_AT(",
+        "const Box* b) { return WMFIX_AFTER(",
+        "a->v == b->v); }",
+        "LIB_TEMPLATE(class T)\nLIB_REQUIRES(",
+    ] {
+        assert!(lib.contains(fenced), "{fenced}:\n{lib}");
+    }
+    builds(&tree, "nvcc -arch=sm_90 -std=c++17 -o k k.cu");
+}
+
 #[test]
 fn a_macro_defined_outside_the_tree_is_given_on_the_command_line() {
     let k = "GPU_FN void put(int* p) { p[0] = 1; }\n__global__ void k(int* p) { put(p); }\n";

@@ -687,6 +687,10 @@ add reduce-cub-scan-lib-nf-own lib_nf 400 reduce_study cub-scan-lib-nf --env sys
 add lib-nf-keep-none lib_nf 200 test_cell cub-scan-lib-nf sys-str+ 100 -- --fences none
 add lib-nf-keep-all lib_nf 200 test_cell cub-scan-lib-nf sys-str+ 200 -- --fences all
 add cub-scan-lib-keep-none test_cell cub-scan-lib sys-str+ 100 -- --fences none
+# The library study reduced as the others are, under the default environment (sys-str+ with
+# blocks kept in order), and CUB as shipped at that setting with time for 200 runs.
+add lib-shipped-keep lib_shipped sys-str+
+add reduce-cub-scan-lib-nf-keep lib_nf 420 reduce_study cub-scan-lib-nf
 
 # Issue 29: does a private MPS server (nvidia-cuda-mps-control, its pipe and log folders under
 # $WORK; quit after) take CUDA context creation off the host's serial path? The probe as above

@@ -100,7 +100,8 @@ impl Macros {
         let mut bodies: Vec<(String, String)> = given.to_vec();
         let mut calls: HashMap<String, Vec<String>> = HashMap::new();
         for text in texts {
-            if text.contains("#define") || text.contains("# define") {
+            // `#  define` too: CUB indents its directives by nesting depth.
+            if text.contains("define") {
                 let (objects, functions) = defines(text);
                 bodies.extend(objects);
                 for (name, body) in functions {
@@ -532,6 +533,12 @@ mod tests {
         assert_eq!(shape("TWICE"), None);
         assert_eq!(m.operators.get("_CCCL_AND"), Some(&"&&"));
         assert_eq!(m.by_name.get("_CCCL_AND"), None);
+    }
+
+    #[test]
+    fn a_file_whose_defines_are_all_indented_is_read() {
+        let m = learnt("#if A\n#  define RT\n#else\n#    define RT __host__ __device__\n#endif\n");
+        assert_eq!(m.by_name.get("RT"), Some(&Meaning::Device { host: true }));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use tree_sitter::{Language, Node, Query, QueryCursor, StreamingIterator};
 
 pub fn language() -> Language {
-    tree_sitter_cuda::LANGUAGE.into()
+    tree_sitter_cuda_wmfix::LANGUAGE.into()
 }
 
 /// The query files, one per concept. Capture names are unique across them.
