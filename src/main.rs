@@ -44,7 +44,14 @@ enum Command {
 }
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    // Negative numbers reach the value parsers, which say what range an option takes.
+    let command = <Cli as clap::CommandFactory>::command()
+        .allow_negative_numbers(true)
+        .mut_subcommands(|s| s.allow_negative_numbers(true));
+    let parsed = command
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {

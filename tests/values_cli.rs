@@ -14,6 +14,8 @@ fn bad_option_values_exit_64_naming_the_option() {
         (&["test", "--minutes", "0"], "--minutes"),
         (&["test", "--minutes", "inf"], "--minutes"),
         (&["test", "--runs", "0"], "--runs"),
+        (&["test", "--runs", "-1"], "--runs"),
+        (&["test", "--jobs", "-3"], "--jobs"),
         (&["test", "--jobs", "0"], "--jobs"),
         (&["test", "--gpus", "abc"], "--gpus"),
         (&["test", "--gpus", "0,,1"], "--gpus"),
@@ -38,6 +40,19 @@ fn bad_option_values_exit_64_naming_the_option() {
         assert_eq!(o.status.code(), Some(64), "{all:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(option), "{all:?}: {}", stderr(&o));
         assert!(!tmp.path().join("out").exists(), "{all:?} wrote something");
+    }
+}
+
+#[test]
+fn counts_out_of_range_are_refused_in_words_naming_the_range() {
+    let tmp = tempfile::tempdir().unwrap();
+    standin_with_kernel(tmp.path());
+    for value in ["0", "-1", "abc"] {
+        let o = run(tmp.path(), &["test", "standin", "--runs", value]);
+        assert_eq!(o.status.code(), Some(64), "{value}: {}", stderr(&o));
+        let want = format!("expected a whole number of at least 1, not `{value}`");
+        assert!(stderr(&o).contains(&want), "{value}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("tip:"), "{value}: {}", stderr(&o));
     }
 }
 

@@ -1,8 +1,8 @@
 //! `wmfix cost`: run time and energy of no, reduced and all fences.
 
 use super::AppArgs;
+use crate::cmd::values::Count;
 use crate::cost::measure::Middle;
-use std::num::NonZeroUsize;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,7 +19,7 @@ pub struct Args {
     model: bool,
     /// Timed rounds (at least 1); each runs every variant once, in a random order.
     #[arg(long, default_value = "30")]
-    rounds: NonZeroUsize,
+    rounds: Count,
     /// Untimed rounds before them.
     #[arg(long, default_value_t = 1)]
     warmup: usize,

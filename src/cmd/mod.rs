@@ -12,10 +12,10 @@ pub mod test;
 pub mod tune;
 pub mod values;
 
+use crate::cmd::values::Count;
 use crate::exit_code;
 use crate::fences::scope::FenceScope;
 use crate::out_dir::OutDir;
-use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
 /// Prints a command's result: `human` on stdout, or with `--json` the one JSON document `doc`
@@ -175,7 +175,7 @@ pub struct RunArgs {
     /// Runs at a time (at least 1). The default, 4, doubled runs per hour on an H200 (cbe-dot:
     /// 10,561 with one job, 20,537 with four, 19,608 with eight) with the same error rate.
     #[arg(long, short, default_value = "4")]
-    pub jobs: NonZeroUsize,
+    pub jobs: Count,
     /// Spread the runs over these GPUs (`all`, or ordinals like `0,1`): worker w runs with
     /// CUDA_VISIBLE_DEVICES set to the (w mod n)-th. Raise --jobs with the number of GPUs.
     #[arg(long)]

@@ -507,7 +507,7 @@ fn dropped_line(dropped: &[Dropped], what: &str) -> Option<String> {
 // ---- the command line ----
 
 use super::{AppArgs, RunArgs, values};
-use std::num::NonZeroUsize;
+use crate::cmd::values::Count;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -529,7 +529,7 @@ pub struct Args {
     /// schedule), of the check with every fence, and the least of the stability check
     /// [default: 32; with N steps a run, 32/N rounded up: as many steps].
     #[arg(long)]
-    iterations: Option<NonZeroUsize>,
+    iterations: Option<Count>,
     /// Stability check of the paper: this many minutes without error, and a restart from
     /// every fence with doubled checks when it fails. Without it, the statistical criterion of
     /// --confidence is used, and when that fails the needed fence is searched for among the
@@ -592,7 +592,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         env: args.env.0,
         settings: Settings {
             split: args.split,
-            iterations: args.iterations.map_or(32, NonZeroUsize::get),
+            iterations: args.iterations.map_or(32, Count::get),
             checks,
             stability,
             rare_rate: Some(args.rare_rate.0),

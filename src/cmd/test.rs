@@ -621,7 +621,7 @@ pub fn replay(dir: &Path, out: &Path, id: usize, scope: FenceScope) -> Result<Re
 // ---- the command line ----
 
 use super::{AppArgs, RunArgs, values};
-use std::num::NonZeroUsize;
+use crate::cmd::values::Count;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -634,7 +634,7 @@ pub struct Args {
     env: values::EnvList,
     /// Runs per environment, at least 1 (default 100 unless --minutes is given).
     #[arg(long, conflicts_with = "minutes")]
-    runs: Option<NonZeroUsize>,
+    runs: Option<Count>,
     /// Minutes per environment (a positive number), instead of a number of runs.
     #[arg(long)]
     minutes: Option<values::Minutes>,
@@ -700,7 +700,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         envs: args.env.0,
         dir: args.app.dir,
         out: args.app.out,
-        runs: args.runs.map(NonZeroUsize::get),
+        runs: args.runs.map(Count::get),
         minutes: args.minutes.map(|m| m.0),
         seed: args.seed,
         jobs: args.runs_at_once.jobs.get(),

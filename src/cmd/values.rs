@@ -1,7 +1,7 @@
 //! Option values as types, parsed by clap (`FromStr`), so a bad value is refused with exit 64
 //! and a message naming the option before anything runs: durations that are not positive
 //! finite numbers, GPU lists that are neither `all` nor ordinals, environments and fence sets
-//! that do not parse. Counts that must not be zero are `NonZeroUsize`.
+//! that do not parse. Counts that must not be zero are `Count`s.
 
 use crate::fences::set::FenceSet;
 use crate::run::environment::TestEnv;
@@ -20,6 +20,27 @@ fn positive(s: &str, unit: &str, seconds: f64) -> Result<f64, String> {
             "expected a positive number of {unit} (at most {:.0}), not `{s}`",
             MAX_SECONDS / seconds
         )),
+    }
+}
+
+/// A count of at least 1 (`--runs`, `--jobs`, `--rounds`, `--iterations`): `0`, `-1` and `abc`
+/// are refused in words that name the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Count(pub std::num::NonZeroUsize);
+
+impl Count {
+    pub fn get(self) -> usize {
+        self.0.get()
+    }
+}
+
+impl FromStr for Count {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Count, String> {
+        s.trim()
+            .parse::<std::num::NonZeroUsize>()
+            .map(Count)
+            .map_err(|_| format!("expected a whole number of at least 1, not `{s}`"))
     }
 }
 
