@@ -320,6 +320,53 @@ fn cccl_shaped_macros_friends_and_braced_defaults_parse_are_fenced_and_build() {
     builds(&tree, "nvcc -arch=sm_90 -std=c++17 -o k k.cu");
 }
 
+/// stdgpu's shapes (issue 26): a qualifier named by token pasting with the backend the build
+/// gives (`-DBACKEND=CUDA`), and the backend's header included through a macro.
+const PASTED_PLATFORM: &str = "#pragma once
+#define CAT2_DIRECT(A, B) A##B
+#define CAT2(A, B) CAT2_DIRECT(A, B)
+#define CAT3(A, B, C) CAT2(A, CAT2(B, C))
+#define STR_DIRECT(x) #x
+#define STR(x) STR_DIRECT(x)
+#define BACKEND_HEADER(file) STR(cuda/file)
+#include BACKEND_HEADER(platform.h)
+#define LIB_DEVICE_ONLY CAT3(LIB_, BACKEND, _DEVICE_ONLY)
+";
+const PASTED_CUDA: &str = "#pragma once
+#define LIB_CUDA_DEVICE_ONLY __device__
+#define LIB_OPENMP_DEVICE_ONLY
+";
+const PASTED_KERNEL: &str = "#include \"platform.h\"
+LIB_DEVICE_ONLY void publish(int* data, volatile int* flag) { data[0] = 7; *flag = 1; }
+__global__ void k(int* data, volatile int* flag) { publish(data, flag); }
+int main() { k<<<1, 1>>>(nullptr, nullptr); return 0; }
+";
+
+#[test]
+fn qualifiers_made_by_token_pasting_and_computed_includes_are_understood_and_build() {
+    let files = [
+        ("platform.h", PASTED_PLATFORM),
+        ("cuda/platform.h", PASTED_CUDA),
+        ("k.cu", PASTED_KERNEL),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("app/cuda")).unwrap();
+    for (name, text) in files {
+        std::fs::write(tmp.path().join("app").join(name), text).unwrap();
+    }
+    let o = run(
+        tmp.path(),
+        &["insert", "app", "--out", "out", "--on-parse-error", "fail"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tree = tmp.path().join("out/tree");
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    for fenced in ["data[0] = 7; WMFIX_FENCE_AT(", "*flag = 1; WMFIX_FENCE_AT("] {
+        assert!(k.contains(fenced), "{fenced}:\n{k}");
+    }
+    builds(&tree, "nvcc -arch=sm_90 -DBACKEND=CUDA -o k k.cu");
+}
+
 #[test]
 fn a_macro_defined_outside_the_tree_is_given_on_the_command_line() {
     let k = "GPU_FN void put(int* p) { p[0] = 1; }\n__global__ void k(int* p) { put(p); }\n";

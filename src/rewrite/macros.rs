@@ -67,6 +67,14 @@ pub struct Macros {
     pub shapes: HashMap<String, Shape>,
     /// Object-like macros with a definition that is one logical operator (`_CCCL_AND`: `&&`).
     pub operators: HashMap<String, &'static str>,
+    /// Function-like macros that paste their arguments into one name (`#define CAT2(A, B)
+    /// A##B`, and those defined through them): a qualifier macro named by pasting
+    /// (`CAT3(STDGPU_, STDGPU_BACKEND_MACRO_NAMESPACE, _HOST_DEVICE)`) means what the macros
+    /// whose names it can make mean.
+    pub pasters: std::collections::HashSet<String>,
+    /// Every object-like macro the tree defines, learnt or not: a pasted name that is one of them
+    /// means what it means, wildcards aside.
+    objects: std::collections::HashSet<String>,
 }
 
 /// C++20 syntax a function-like macro stands for, masked in place (`mask.rs`).
@@ -116,7 +124,11 @@ impl Macros {
                 && !KEYWORDS.contains(&name.as_str())
                 && !calls.contains_key(name)
         });
-        let mut m = Macros::default();
+        let mut m = Macros {
+            pasters: pasters(&calls),
+            objects: bodies.iter().map(|(name, _)| name.clone()).collect(),
+            ..Macros::default()
+        };
         for (name, defs) in &calls {
             if let Some(shape) = defs.iter().find_map(|b| shape_of(b, &calls)) {
                 m.shapes.insert(name.clone(), shape);
@@ -236,6 +248,12 @@ impl Macros {
                     rest = &rest[args_end..];
                     continue;
                 }
+                if let (true, Some(args_end)) = (self.pasters.contains(word), args_end) {
+                    let pasted = self.pasted_meaning(&rest[open..args_end])?;
+                    meaning = meaning.max(pasted);
+                    rest = &rest[args_end..];
+                    continue;
+                }
             }
             let m = match word {
                 "__device__" => Meaning::Device { host: false },
@@ -263,6 +281,107 @@ impl Macros {
         }
         Some(meaning)
     }
+}
+
+/// The macros of `calls` that paste their arguments: a body with `##`, or a call of such a macro.
+fn pasters(calls: &HashMap<String, Vec<String>>) -> std::collections::HashSet<String> {
+    let mut out: std::collections::HashSet<String> = calls
+        .iter()
+        .filter(|(_, bodies)| bodies.iter().any(|b| b.contains("##")))
+        .map(|(name, _)| name.clone())
+        .collect();
+    loop {
+        let more: Vec<String> = calls
+            .iter()
+            .filter(|(name, bodies)| {
+                !out.contains(*name)
+                    && bodies.iter().any(|b| {
+                        let b = b.trim_start();
+                        let end = b
+                            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                            .unwrap_or(b.len());
+                        out.contains(&b[..end]) && b[end..].trim_start().starts_with('(')
+                    })
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        if more.is_empty() {
+            return out;
+        }
+        out.extend(more);
+    }
+}
+
+impl Macros {
+    /// What the names a paster call (`(STDGPU_, BACKEND, _HOST_DEVICE)`, parenthesised) can
+    /// make mean: its arguments pasted in order, nested pasters flattened; a whole word among
+    /// them (`BACKEND`, not the fragments `STDGPU_`, `_HOST_DEVICE`) stands for any word when
+    /// the literal name is no learnt macro (a build's `-D`). The greatest meaning of the learnt
+    /// qualifier macros matched; None if none is.
+    fn pasted_meaning(&self, args: &str) -> Option<Meaning> {
+        let mut parts = Vec::new();
+        self.paste_parts(args, &mut parts)?;
+        let literal: String = parts.concat();
+        if self.objects.contains(&literal) {
+            return self
+                .by_name
+                .get(&literal)
+                .filter(|m| **m != Meaning::Namespace)
+                .copied();
+        }
+        let wild = |p: &&str| !p.starts_with('_') && !p.ends_with('_');
+        if !parts.iter().any(wild) {
+            return None;
+        }
+        self.by_name
+            .iter()
+            .filter(|(name, m)| **m != Meaning::Namespace && glob(&parts, name, &wild))
+            .map(|(_, m)| *m)
+            .max()
+    }
+
+    /// The words `args` (a parenthesised argument list) pastes, in order.
+    fn paste_parts<'t>(&self, args: &'t str, parts: &mut Vec<&'t str>) -> Option<()> {
+        let inner = args.trim().strip_prefix('(')?.strip_suffix(')')?;
+        let mut depth = 0;
+        let mut start = 0;
+        for (i, c) in inner.char_indices().chain([(inner.len(), ',')]) {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    let arg = inner[start..i].trim();
+                    start = i + 1;
+                    let end = arg
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(arg.len());
+                    match &arg[end..] {
+                        "" => parts.push(arg),
+                        call if self.pasters.contains(&arg[..end]) => {
+                            self.paste_parts(call, parts)?
+                        }
+                        _ => return None,
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(())
+    }
+}
+
+/// Whether `name` is `parts` pasted, each part that `wild` picks standing for one or more word
+/// characters.
+fn glob(parts: &[&str], name: &str, wild: &dyn Fn(&&str) -> bool) -> bool {
+    let Some((first, rest)) = parts.split_first() else {
+        return name.is_empty();
+    };
+    if !wild(first) {
+        return name
+            .strip_prefix(first)
+            .is_some_and(|n| glob(rest, n, wild));
+    }
+    (1..=name.len()).any(|k| glob(rest, &name[k..], wild))
 }
 
 /// The C++20 syntax a function-like macro body stands for, if it is one of `Shape`'s; `calls`:
@@ -539,6 +658,37 @@ mod tests {
     fn a_file_whose_defines_are_all_indented_is_read() {
         let m = learnt("#if A\n#  define RT\n#else\n#    define RT __host__ __device__\n#endif\n");
         assert_eq!(m.by_name.get("RT"), Some(&Meaning::Device { host: true }));
+    }
+
+    #[test]
+    fn qualifiers_named_by_pasting_mean_what_the_names_they_can_make_mean() {
+        let m = learnt(
+            "#define CAT2_DIRECT(A, B) A##B\n\
+             #define CAT2(A, B) CAT2_DIRECT(A, B)\n\
+             #define CAT3(A, B, C) CAT2(A, CAT2(B, C))\n\
+             #define STDGPU_HOST_DEVICE CAT3(STDGPU_, STDGPU_BACKEND_MACRO_NAMESPACE, _HOST_DEVICE)\n\
+             #define STDGPU_DEVICE_ONLY CAT3(STDGPU_, STDGPU_BACKEND_MACRO_NAMESPACE, _DEVICE_ONLY)\n\
+             #define STDGPU_VALUE CAT2(STDGPU_, ANSWER)\n\
+             #define STDGPU_CUDA_HOST_DEVICE __host__ __device__\n\
+             #define STDGPU_OPENMP_HOST_DEVICE\n\
+             #define STDGPU_CUDA_DEVICE_ONLY __device__\n\
+             #define STDGPU_ANSWER 42\n",
+        );
+        let get = |n: &str| m.by_name.get(n).copied();
+        assert_eq!(
+            get("STDGPU_HOST_DEVICE"),
+            Some(Meaning::Device { host: true })
+        );
+        assert_eq!(
+            get("STDGPU_DEVICE_ONLY"),
+            Some(Meaning::Device { host: false })
+        );
+        assert_eq!(
+            get("STDGPU_VALUE"),
+            None,
+            "a pasted name that is no qualifier"
+        );
+        assert!(m.pasters.contains("CAT3") && !m.pasters.contains("STDGPU_HOST_DEVICE"));
     }
 
     #[test]

@@ -203,8 +203,10 @@ pub fn body_macros(text: &str) -> Option<String> {
     let mut out: Option<Vec<u8>> = None;
     let mut at = 0;
     for line in text.split_inclusive('\n') {
-        let start = at;
+        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        let start = at + indent;
         at += line.len();
+        let line = &line[indent..];
         let name_len = line
             .bytes()
             .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
@@ -226,9 +228,76 @@ pub fn body_macros(text: &str) -> Option<String> {
         {
             continue;
         }
+        // Inside a body, a section macro (Catch2's `SECTION("name") {`) of string arguments
+        // only becomes `if (1)`: its block parses as a statement's.
+        let say: &[u8] = if indent == 0 {
+            b"void m()"
+        } else if strings_only(&text[start + name_len + 1..close - 1]) {
+            b"if (1)"
+        } else {
+            continue;
+        };
         let bytes = out.get_or_insert_with(|| text.as_bytes().to_vec());
         blank(bytes, start..close);
-        bytes[start..start + 8].copy_from_slice(b"void m()");
+        bytes[start..start + say.len()].copy_from_slice(say);
+    }
+    out.map(bytes_to_string)
+}
+
+/// Whether `args` holds only string literals, commas and white space.
+fn strings_only(args: &str) -> bool {
+    let mut rest = args.trim_start();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix(',') {
+            rest = after.trim_start();
+            continue;
+        }
+        let Some(body) = rest.strip_prefix('"') else {
+            return false;
+        };
+        let mut escaped = false;
+        let Some(end) = body.find(|c: char| {
+            let quote = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            quote
+        }) else {
+            return false;
+        };
+        rest = body[end + 1..].trim_start();
+    }
+    true
+}
+
+/// `#include` lines whose path a macro computes (`#include BACKEND_HEADER(atomic.cuh)`), which
+/// the grammar cannot parse, blanked: nothing in an `#include` is instrumented. `None` where
+/// there is none.
+pub fn computed_includes(text: &str) -> Option<String> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let Some(rest) = line.trim_start().strip_prefix('#') else {
+            continue;
+        };
+        let Some(path) = rest.trim_start().strip_prefix("include") else {
+            continue;
+        };
+        let path = path.trim_start();
+        let name = path
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        if name == 0
+            || !path[name..].trim_start().starts_with('(')
+            || line.trim_end().ends_with('\\')
+        {
+            continue;
+        }
+        blank(
+            out.get_or_insert_with(|| text.as_bytes().to_vec()),
+            start..at,
+        );
     }
     out.map(bytes_to_string)
 }
@@ -507,6 +576,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn computed_includes_are_blanked() {
+        let t = "#include <a.h>\n#include BACKEND_HEADER(atomic.cuh)\n  # include H(x)\n#include NAME\n";
+        let m = computed_includes(t).unwrap();
+        assert_eq!(m.len(), t.len());
+        assert_eq!(
+            m,
+            "#include <a.h>\n                                   \n                \n#include NAME\n"
+        );
+        assert_eq!(computed_includes("#include \"a.h\"\n"), None);
+    }
+
+    #[test]
     fn concept_emulation_macros_become_cxx20_templates_and_constraints() {
         let defs = "#define _CCCL_TEMPLATE(...) template <__VA_ARGS__>\n#define _CCCL_REQUIRES(...) requires __VA_ARGS__\n#define _CCCL_AND &&\n#define _CCCL_TRAILING_REQUIRES_IMPL_(...) requires __VA_ARGS__\n#define _CCCL_TRAILING_REQUIRES(...) ->__VA_ARGS__ _CCCL_TRAILING_REQUIRES_IMPL_\n";
         let m = crate::rewrite::macros::Macros::learn([defs], &[]);
@@ -573,6 +654,12 @@ mod tests {
             body_macros("TEST_F(Fix, t) {}\n").unwrap(),
             "void m()       {}\n"
         );
+        // In a body: a section macro of string arguments becomes `if (1)`.
+        let t = "void f() {\n  SECTION(\"a \\\"b\\\"\", \"\") {\n    g();\n  }\n  CHECK(x) {}\n}\n";
+        let m = body_macros(t).unwrap();
+        assert_eq!(m.len(), t.len());
+        assert!(m.contains("\n  if (1)  "), "{m}");
+        assert!(m.contains("CHECK(x) {}"), "{m}");
         // Not before a `;`, not a short or lower-case name, not a macro defining device code.
         for left in [
             "CUCO_DEFINE_TYPE(kb, double);\n",

@@ -60,6 +60,13 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
         _ => masked,
     };
     let masked = match masked
+        .contains("#include")
+        .then(|| mask::computed_includes(&masked))
+    {
+        Some(Some(m)) => std::borrow::Cow::Owned(m),
+        _ => masked,
+    };
+    let masked = match masked
         .contains("typeid")
         .then(|| mask::typeid_types(&masked))
     {
