@@ -4,7 +4,7 @@ use wmfix::exit_code;
 
 /// Exposes weak-memory bugs in CUDA applications and hardens them with the fewest fences.
 #[derive(Parser)]
-#[command(version, about, propagate_version = true)]
+#[command(version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -34,9 +34,9 @@ enum Command {
     /// wall time, GPU energy (NVML) and the program's own `wmfix-time-ms:` timing.
     Cost(cmd::cost::Args),
     /// Derive a chip's stress profile (critical patch size, access sequence, spread) from
-    /// MP/LB/SB litmus micro-benchmarks on the GPU (paper 000, Sec. 3): writes raw.json,
-    /// profile.toml, <gpu>.toml, analysis.json and SVG plots. --analyse re-runs the analysis
-    /// on saved raw counts, without a GPU.
+    /// MP/LB/SB litmus micro-benchmarks on the GPU (Sorensen & Donaldson, PLDI 2016, Sec. 3):
+    /// writes raw.json, profile.toml, <gpu>.toml, analysis.json and SVG plots. --analyse re-runs
+    /// the analysis on saved raw counts, without a GPU.
     Tune(cmd::tune::Args),
     /// Run one litmus test (MP, LB or SB) on the GPU and print its outcome histogram, weak
     /// behaviours and instances per second.
@@ -48,6 +48,7 @@ fn main() {
     let command = <Cli as clap::CommandFactory>::command()
         .allow_negative_numbers(true)
         .mut_subcommands(|s| s.allow_negative_numbers(true));
+    let command = cmd::help::screen_sized(command);
     let parsed = command
         .try_get_matches()
         .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));

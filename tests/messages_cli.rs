@@ -230,3 +230,32 @@ fn a_build_shows_a_spinner_naming_its_step() {
         assert!(text.contains(step), "{step}: {text:?}");
     }
 }
+
+/// Help that fits a screen (issue 28): `-h` at most 25 lines a subcommand, each option on one
+/// line at 100 columns; `--help` still has every option, in full.
+#[test]
+fn short_help_fits_a_screen_and_long_help_keeps_everything() {
+    for sub in [
+        "insert", "init", "build", "test", "reduce", "apply", "cost", "tune", "litmus",
+    ] {
+        let short = wmfix().args([sub, "-h"]).output().unwrap();
+        let text = String::from_utf8_lossy(&short.stdout).to_string();
+        assert!(short.status.success(), "{sub}: {text}");
+        assert!(
+            text.lines().count() <= 25,
+            "{sub} -h is {} lines:\n{text}",
+            text.lines().count()
+        );
+        assert!(text.lines().all(|l| l.len() <= 100), "{sub}:\n{text}");
+    }
+    let long = wmfix().args(["reduce", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&long.stdout).to_string();
+    for full in [
+        "--rare-rate",
+        "--stable-minutes",
+        "--resume-from",
+        "(add-back)",
+    ] {
+        assert!(text.contains(full), "{full}:\n{text}");
+    }
+}

@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod build;
 pub mod cost;
+pub mod help;
 pub mod init;
 pub mod insert;
 pub mod litmus;
