@@ -490,3 +490,51 @@ fn fences_no_launched_kernel_reaches_are_marked_unreachable() {
         stdout(&o)
     );
 }
+
+/// Nesting deeper than tree-sitter's queries see (issue 28): a kernel of 70,000 nested blocks
+/// got "0 fences" and no word; now a parse error naming file:line, which `fail` stops at.
+#[test]
+fn nesting_too_deep_for_the_queries_is_reported_and_fail_stops() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("app")).unwrap();
+    let n = 70_000;
+    let text = format!(
+        "__global__ void k(int *a) {{\n{}a[0] = 1;{}\n}}\n",
+        "{".repeat(n),
+        "}".repeat(n)
+    );
+    std::fs::write(tmp.path().join("app/k.cu"), &text).unwrap();
+    let o = run(tmp.path(), &["insert", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("app/k.cu:2:") && stderr(&o).contains("nesting deeper than"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        tmp.path(),
+        &["insert", "app", "--out", "out2", "--on-parse-error", "fail"],
+    );
+    assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
+}
+
+/// `--dump-tree FILE | head`: the reader going away is no panic.
+#[test]
+fn dump_tree_into_a_closed_pipe_exits_quietly() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "__global__ void k(int *a) { a[0] = 1; }\n".repeat(20_000);
+    std::fs::write(tmp.path().join("k.cu"), text).unwrap();
+    let mut child = wmfix()
+        .current_dir(tmp.path())
+        .args(["insert", "--dump-tree", "k.cu"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

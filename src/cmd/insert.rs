@@ -81,8 +81,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let text = std::fs::read_to_string(&file).map_err(|e| {
             exit_code::fail(exit_code::NO_INPUT, format!("{}: {e}", file.display()))
         })?;
-        print!("{}", crate::rewrite::dump::dump_tree(&text));
-        return Ok(exit_code::OK);
+        // A reader that stops early (`| head`) is no error.
+        let tree = crate::rewrite::dump::dump_tree(&text);
+        return match std::io::Write::write_all(&mut std::io::stdout().lock(), tree.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+            _ => Ok(exit_code::OK),
+        };
     }
     let out = crate::out_dir::OutDir::open(&args.out, &args.paths)?;
     let opts = insert::Options {

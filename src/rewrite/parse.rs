@@ -187,6 +187,35 @@ pub fn first_error(tree: &Tree) -> Option<Node<'_>> {
     }
 }
 
+/// The deepest a node may be for tree-sitter's queries to match it (their cursor keeps depths in
+/// 16 bits): a kernel of 65,535 nested blocks got no fence and no word.
+pub const QUERY_DEPTH: usize = 65_000;
+
+/// Where the first node deeper than `QUERY_DEPTH` starts. A level takes a byte at least, so a
+/// shorter text is not walked.
+fn too_deep(tree: &Tree, text: &str) -> Option<usize> {
+    if text.len() <= QUERY_DEPTH {
+        return None;
+    }
+    let mut cursor = tree.root_node().walk();
+    let mut depth = 0;
+    loop {
+        if depth > QUERY_DEPTH {
+            return Some(cursor.node().start_byte());
+        }
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return None;
+            }
+            depth -= 1;
+        }
+    }
+}
+
 /// The first syntax error of a file, kept until the file's turn comes to be reported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SyntaxError {
@@ -196,6 +225,14 @@ pub struct SyntaxError {
 }
 
 pub fn syntax_error(tree: &Tree, text: &str) -> Option<SyntaxError> {
+    if let Some(at) = too_deep(tree, text) {
+        return Some(SyntaxError {
+            at,
+            what: format!(
+                "nesting deeper than {QUERY_DEPTH} levels, which tree-sitter's queries do not see into"
+            ),
+        });
+    }
     first_error(tree).map(|e| {
         let what = if e.is_missing() {
             format!("missing `{}`", e.kind())
@@ -281,6 +318,26 @@ mod tests {
             b.lines().collect::<Vec<_>>(),
             ["a", "                  ", "b é", "           ", "  ", "z"]
         );
+    }
+
+    #[test]
+    fn nesting_deeper_than_queries_see_is_an_error_at_its_first_node() {
+        let nested = |n: usize| {
+            format!(
+                "__global__ void k(int *a) {{\n{}a[0] = 1;{}\n}}\n",
+                "{".repeat(n),
+                "}".repeat(n)
+            )
+        };
+        let ok = nested(1000);
+        assert_eq!(syntax_error(&parse(&ok), &ok), None);
+        let deep = nested(QUERY_DEPTH + 10);
+        let e = syntax_error(&parse(&deep), &deep).expect("too deep");
+        assert!(
+            e.what.starts_with("nesting deeper than 65000 levels"),
+            "{e:?}"
+        );
+        assert!(e.at > 28 && e.at < QUERY_DEPTH + 40, "{e:?}");
     }
 
     #[test]
