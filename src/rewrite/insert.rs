@@ -198,6 +198,7 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
                         format!("{msg} (--on-parse-error warn instruments the rest)"),
                     ));
                 }
+                OnParseError::Warn if err.too_deep => warnings.push(msg),
                 OnParseError::Warn => warnings.push(format!(
                     "{msg}: nothing inside the unparsed part is instrumented"
                 )),

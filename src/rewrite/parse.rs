@@ -222,6 +222,8 @@ pub struct SyntaxError {
     pub at: usize,
     /// `syntax error`, or `missing `X`` for a token tree-sitter had to invent.
     pub what: String,
+    /// Nesting deeper than `QUERY_DEPTH`: the file is not planned at all.
+    pub too_deep: bool,
 }
 
 pub fn syntax_error(tree: &Tree, text: &str) -> Option<SyntaxError> {
@@ -229,8 +231,9 @@ pub fn syntax_error(tree: &Tree, text: &str) -> Option<SyntaxError> {
         return Some(SyntaxError {
             at,
             what: format!(
-                "nesting deeper than {QUERY_DEPTH} levels, which tree-sitter's queries do not see into"
+                "nesting deeper than {QUERY_DEPTH} levels, which tree-sitter's queries do not see into; the file is not instrumented"
             ),
+            too_deep: true,
         });
     }
     first_error(tree).map(|e| {
@@ -242,6 +245,7 @@ pub fn syntax_error(tree: &Tree, text: &str) -> Option<SyntaxError> {
         let at = e.start_byte();
         SyntaxError {
             at,
+            too_deep: false,
             what: match construct_near(text, at) {
                 Some(c) => format!("{what} ({c}, which tree-sitter-cuda does not parse)"),
                 None => what,

@@ -42,6 +42,19 @@ pub struct Function {
 }
 
 impl FilePlan {
+    /// A plan that changes nothing: for a file the queries cannot be run on.
+    pub fn none() -> FilePlan {
+        FilePlan {
+            fixed: Vec::new(),
+            sites: Vec::new(),
+            functions: Vec::new(),
+            has_device_code: false,
+            launches: false,
+            warnings: Vec::new(),
+            precision: Default::default(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.fixed.is_empty() && self.sites.is_empty()
     }

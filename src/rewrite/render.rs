@@ -49,8 +49,13 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
         first_branch_only,
         qualified,
     } = parse::parse_masked(&file.text, &program.macros);
-    let mut plan = plan::plan(&file, &tree, program, &qualified);
     let syntax_error = parse::syntax_error(&tree, &file.text);
+    // Too deep a tree is not queried at all: tree-sitter's query cursor takes time quadratic in
+    // its depth (200,000 nested blocks ran past 300 s).
+    let mut plan = match &syntax_error {
+        Some(e) if e.too_deep => plan::FilePlan::none(),
+        _ => plan::plan(&file, &tree, program, &qualified),
+    };
     // A big file's tree takes a while to free (tree-sitter frees node by node): on another
     // thread, while this one renders.
     if file.text.len() > BIG_TREE {
