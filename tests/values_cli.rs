@@ -16,6 +16,13 @@ fn bad_option_values_exit_64_naming_the_option() {
         (&["test", "--runs", "0"], "--runs"),
         (&["test", "--runs", "-1"], "--runs"),
         (&["test", "--jobs", "-3"], "--jobs"),
+        (
+            &["test", "--seed", "-1"],
+            "expected a whole number from 0 to",
+        ),
+        (&["test", "--replay", "-2"], "--replay"),
+        (&["reduce", "--seed", "1.5"], "--seed"),
+        (&["cost", "--warmup", "abc"], "--warmup"),
         (&["test", "--jobs", "0"], "--jobs"),
         (&["test", "--gpus", "abc"], "--gpus"),
         (&["test", "--gpus", "0,,1"], "--gpus"),

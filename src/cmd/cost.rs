@@ -21,16 +21,16 @@ pub struct Args {
     #[arg(long, default_value = "30")]
     rounds: Count,
     /// Untimed rounds before them.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cmd::values::whole_usize)]
     warmup: usize,
     /// NVML index of the GPU whose energy counter is read (PCI order).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cmd::values::whole_u32)]
     nvml_index: u32,
     /// Do not hold a CUDA context open in wmfix while the runs go.
     #[arg(long)]
     no_hold: bool,
     /// Seed of the round orders.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cmd::values::whole_u64)]
     seed: u64,
     /// Print the report (what cost.json holds) as one JSON document on stdout; the table goes
     /// to stderr.

@@ -11,10 +11,10 @@ pub struct Args {
     #[arg(value_enum, ignore_case = true)]
     test: Test,
     /// Words between the two locations; with --distances, the first of a range.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::cmd::values::whole_u32)]
     distance: u32,
     /// How many consecutive distances, starting at --distance, each instance getting one.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cmd::values::whole_u32)]
     distances: u32,
     /// Stress: `default` (the built-in Hopper profile), `none`, or a profile TOML file.
     #[arg(long, default_value = "default")]
@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long, value_name = "MIN..MAX", default_value = "1..8", value_parser = super::stress_blocks)]
     stress_blocks: (u32, u32),
     /// Launches, each of --instances test instances.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = crate::cmd::values::whole_u64)]
     iterations: u64,
     #[command(flatten)]
     engine: EngineArgs,

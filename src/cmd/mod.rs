@@ -85,18 +85,18 @@ pub(crate) fn open_out(
 #[derive(clap::Args)]
 pub struct EngineArgs {
     /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cmd::values::whole_usize)]
     pub device: usize,
     /// Test instances per launch: a power of two, at least 256, or `auto`, the most whose test
     /// blocks fit on the GPU at once beside the most stressing blocks.
     #[arg(long, default_value = "auto", value_parser = instances)]
     pub instances: u32,
     /// Words between neighbouring instances' first locations (at least the largest distance + 1).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = crate::cmd::values::whole_u32)]
     pub stride: u32,
     /// Bound on how long a stressing block stresses, in microseconds (it stops earlier, as the
     /// runtime's do, once the test blocks are done).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = crate::cmd::values::whole_u64)]
     pub stress_max_us: u64,
     /// The thread-synchronisation incantation: an instance's threads meet before the test.
     #[arg(long)]
@@ -104,15 +104,15 @@ pub struct EngineArgs {
     /// Dense packing incantation: instances' locations PACK words apart, y in a permuted
     /// instance's slot, so instances share cache lines (0: each instance in its own --stride
     /// words, y at x + distance).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cmd::values::whole_u32)]
     pub pack: u32,
     /// Pre-stress incantation: stores by each test thread to a stressed location before its
     /// test (0: none).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cmd::values::whole_u32)]
     pub prestress: u32,
     /// Bank-conflict incantation: conflicting shared-memory accesses by each test thread
     /// before its test (0: none).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cmd::values::whole_u32)]
     pub banks: u32,
     /// Grid barrier incantation: every test block meets the others (bounded spin) before the
     /// test, so the whole launch starts its tests together.
@@ -123,7 +123,7 @@ pub struct EngineArgs {
     #[arg(long)]
     pub dual: bool,
     /// Seed of the per-launch random choices.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cmd::values::whole_u64)]
     pub seed: u64,
 }
 

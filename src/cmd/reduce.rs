@@ -558,7 +558,7 @@ pub struct Args {
     #[command(flatten)]
     runs_at_once: RunArgs,
     /// Base seed of the runs.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cmd::values::whole_u64)]
     seed: u64,
     /// Continue the reduction recorded in wmfix-out/reduce/journal.jsonl.
     #[arg(long)]

@@ -639,7 +639,7 @@ pub struct Args {
     #[arg(long)]
     minutes: Option<values::Minutes>,
     /// Base seed; each run gets its own seed derived from it.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cmd::values::whole_u64)]
     seed: u64,
     #[command(flatten)]
     runs_at_once: RunArgs,
@@ -649,7 +649,7 @@ pub struct Args {
     fences: FenceSet,
     /// Re-run one recorded run (its id in wmfix-out/test/runs.jsonl) with the same seed,
     /// environment and fences.
-    #[arg(long, value_name = "RUN")]
+    #[arg(long, value_name = "RUN", value_parser = crate::cmd::values::whole_usize)]
     replay: Option<usize>,
     /// Continue the test recorded in wmfix-out/test/ (after ctrl-c, kill -9 or a crash) with
     /// the same settings: only the runs not yet recorded are run, with the seeds they would

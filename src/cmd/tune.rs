@@ -14,28 +14,28 @@ pub struct Args {
     #[arg(long, short, default_value = "wmfix-out/tune")]
     out: PathBuf,
     /// Noise threshold for patch finding (with --analyse: instead of the file's).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::values::whole_u64)]
     epsilon: Option<u64>,
     /// Smaller sizes (D = L = 128, N = 3, M = 16), to try the machinery.
     #[arg(long)]
     quick: bool,
     /// D: distances 0 <= d < D (paper: 256).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::values::whole_usize)]
     distances: Option<usize>,
     /// L: stressed locations 0 <= l < L (paper: 256).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::values::whole_usize)]
     locations: Option<usize>,
     /// C: executions of each configuration, rounded up to whole launches (paper: 1000).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::values::whole_u64)]
     executions: Option<u64>,
     /// N: longest access sequence (paper: 5).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::values::whole_usize)]
     max_sequence: Option<usize>,
     /// M: largest spread (paper: 64).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::values::whole_usize)]
     max_spread: Option<usize>,
     /// Skip patch finding and use this critical patch size.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::values::whole_usize)]
     patch_size: Option<usize>,
     /// Stressing blocks per launch, drawn uniformly from MIN..=MAX (the runtime's stress is
     /// heavy too: a share of every launch).

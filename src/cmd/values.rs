@@ -44,6 +44,19 @@ impl FromStr for Count {
     }
 }
 
+/// Whole numbers from 0 up (`--seed`, `--device`, `--warmup`, ...): `-1`, `1.5` and `abc` are
+/// refused in words that name the range.
+macro_rules! whole {
+    ($($name:ident: $t:ty),*) => {$(
+        pub fn $name(s: &str) -> Result<$t, String> {
+            s.trim()
+                .parse::<$t>()
+                .map_err(|_| format!("expected a whole number from 0 to {}, not `{s}`", <$t>::MAX))
+        }
+    )*};
+}
+whole!(whole_u32: u32, whole_u64: u64, whole_usize: usize);
+
 /// `--minutes`, `--stable-minutes`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Minutes(pub f64);
