@@ -92,3 +92,30 @@ fn symlinks_are_mirrored_so_the_copy_builds_as_the_input() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A `.cu` linked from outside the input (issue 28): it was mirrored as a link to the original,
+/// so the build used it uninstrumented, silently. Now it is read through and instrumented; the
+/// original stays as it was.
+#[test]
+fn a_source_linked_from_outside_the_input_is_instrumented_not_linked() {
+    let tmp = tree(&[("main.cu", b"int main() { return 0; }\n")]);
+    let outside = tmp.path().join("outside/k.cu");
+    std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
+    let kernel = "__global__ void k(int *a) { a[0] = 1; }\n";
+    std::fs::write(&outside, kernel).unwrap();
+    std::os::unix::fs::symlink(&outside, tmp.path().join("app/k.cu")).unwrap();
+    let o = insert(tmp.path(), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mirrored = tmp.path().join("out/tree/k.cu");
+    let meta = std::fs::symlink_metadata(&mirrored).unwrap();
+    assert!(meta.file_type().is_file(), "mirrored as a link");
+    let text = std::fs::read_to_string(&mirrored).unwrap();
+    assert!(text.contains("a[0] = 1; WMFIX_FENCE_AT("), "{text}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), kernel);
+    assert!(
+        std::fs::symlink_metadata(tmp.path().join("app/k.cu"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 pub struct InputTree {
     /// The directory the mirror reproduces.
     pub root: PathBuf,
-    /// Files, relative to `root`, sorted.
+    /// Files, relative to `root`, sorted; links to CUDA files outside `root` among them.
     pub files: Vec<PathBuf>,
     /// Symbolic links (to files or folders), relative to `root`, and the target each mirror
     /// gets: the link's own text when it stays inside `root`, so the mirror's link points at
@@ -55,7 +55,7 @@ pub fn collect(paths: &[PathBuf], skip: &Path) -> Result<InputTree> {
         for entry in walker.filter_entry(source) {
             let entry = entry?;
             let rel = entry.path().strip_prefix(&root).expect("under root");
-            if entry.file_type().is_file() {
+            if entry.file_type().is_file() || outside_source(&root, entry.path(), rel) {
                 files.push(rel.to_path_buf());
             } else if entry.path_is_symlink() && entry.depth() > 0 {
                 links.push((rel.to_path_buf(), mirrored_target(&root, entry.path())?));
@@ -67,6 +67,16 @@ pub fn collect(paths: &[PathBuf], skip: &Path) -> Result<InputTree> {
     links.sort();
     links.dedup();
     Ok(InputTree { root, files, links })
+}
+
+/// Whether `path` is a link to a CUDA source or header outside `root`: mirrored as a link, it
+/// would reach the original, uninstrumented; so it is read through and mirrored as a file.
+fn outside_source(root: &Path, path: &Path, rel: &Path) -> bool {
+    path.is_symlink()
+        && is_cuda_candidate(rel)
+        && path
+            .canonicalize()
+            .is_ok_and(|t| t.is_file() && !t.starts_with(root))
 }
 
 /// What a mirrored link at `link`'s place should point to (see `InputTree::links`).
