@@ -164,3 +164,18 @@ fn an_output_folder_of_an_older_wmfix_is_reused_and_marked() {
     assert_eq!(o.status.code(), Some(73), "{}", stderr(&o));
     assert_eq!(snapshot_bytes(&out), before);
 }
+
+/// The output folder defaults to the application's `wmfix-out`, wherever wmfix runs from
+/// (issue 28: it was `./wmfix-out` of the current folder).
+#[test]
+fn the_default_output_folder_is_beside_the_application() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = standin_with_kernel(tmp.path());
+    let o = run(tmp.path(), &["build", "standin"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(app.join("wmfix-out/.wmfix-output").is_file());
+    assert!(!tmp.path().join("wmfix-out").exists());
+    let o = run(tmp.path(), &["build", "standin", "--out", "here"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(tmp.path().join("here/.wmfix-output").is_file());
+}

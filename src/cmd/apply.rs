@@ -8,9 +8,9 @@ pub struct Args {
     /// The application's folder, holding wmfix.toml.
     #[arg(default_value = ".")]
     dir: PathBuf,
-    /// Output directory of the reduction.
-    #[arg(long, short, default_value = "wmfix-out")]
-    out: PathBuf,
+    /// Output directory of the reduction [default: DIR/wmfix-out].
+    #[arg(long, short)]
+    out: Option<PathBuf>,
     /// Apply a reduction that did not finish (interrupted, its budget spent before the
     /// stability check, or undecided): its fences are not known to be the fewest needed.
     #[arg(long)]
@@ -24,7 +24,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let app = crate::app::config::App::load(&args.dir)?;
     let out = super::open_earlier(
-        &args.out,
+        &super::default_out(&args.dir, args.out.as_deref()),
         std::slice::from_ref(&app.root),
         |o| o.reduce().report(),
         "run `wmfix reduce` first",

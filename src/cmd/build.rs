@@ -5,7 +5,7 @@ use crate::exit_code;
 
 pub fn run(args: AppArgs) -> anyhow::Result<i32> {
     let app = crate::app::config::App::load(&args.dir)?;
-    let out = crate::out_dir::OutDir::open(&args.out, std::slice::from_ref(&app.root))?;
+    let out = crate::out_dir::OutDir::open(&args.out(), std::slice::from_ref(&app.root))?;
     let built = crate::app::builder::build(&app, &out, args.fence)?;
     println!(
         "wmfix: {} with {} fences in {}, original in {}{}",

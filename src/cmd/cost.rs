@@ -40,8 +40,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let opts = crate::cost::measure::Options {
+        out: args.app.out(),
         dir: args.app.dir,
-        out: args.app.out,
         middle: args.fences,
         rounds: args.rounds.get(),
         warmup: args.warmup,

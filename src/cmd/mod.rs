@@ -208,10 +208,23 @@ pub struct AppArgs {
     /// The application's folder, holding wmfix.toml.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
-    /// Output directory.
-    #[arg(long, short, default_value = "wmfix-out")]
-    pub out: PathBuf,
+    /// Output directory [default: DIR/wmfix-out, beside the application whatever the current
+    /// folder].
+    #[arg(long, short)]
+    out: Option<PathBuf>,
     /// Scope of the inserted fences.
     #[arg(long, value_enum, default_value_t = FenceScope::Device)]
     pub fence: FenceScope,
+}
+
+impl AppArgs {
+    /// `--out`, else `DIR/wmfix-out`.
+    pub fn out(&self) -> PathBuf {
+        default_out(&self.dir, self.out.as_deref())
+    }
+}
+
+/// `out`, else the application's `wmfix-out`.
+pub(crate) fn default_out(dir: &Path, out: Option<&Path>) -> PathBuf {
+    out.map_or_else(|| dir.join("wmfix-out"), Path::to_path_buf)
 }

@@ -672,7 +672,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let fences = args.fences;
     if let Some(id) = args.replay {
-        let r = replay(&args.app.dir, &args.app.out, id, args.app.fence)?;
+        let r = replay(&args.app.dir, &args.app.out(), id, args.app.fence)?;
         let rec = &r.record;
         let human = format!(
             "{}wmfix: run {id} ({}, seed {}, fences {}): recorded: {}; replayed: {}\n",
@@ -698,8 +698,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let opts = crate::cmd::test::Options {
         envs: args.env.0,
+        out: args.app.out(),
         dir: args.app.dir,
-        out: args.app.out,
         runs: args.runs.map(Count::get),
         minutes: args.minutes.map(|m| m.0),
         seed: args.seed,
