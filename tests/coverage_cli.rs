@@ -114,6 +114,7 @@ fn inserted(files: &[(&str, &str)], args: &[&str]) -> (tempfile::TempDir, std::p
     let app = tmp.path().join("app");
     std::fs::create_dir(&app).unwrap();
     for (name, text) in files {
+        std::fs::create_dir_all(app.join(name).parent().unwrap()).unwrap();
         std::fs::write(app.join(name), text).unwrap();
     }
     let mut all = vec!["insert", "app", "--out", "out"];
@@ -349,17 +350,7 @@ fn qualifiers_made_by_token_pasting_and_computed_includes_are_understood_and_bui
         ("cuda/platform.h", PASTED_CUDA),
         ("k.cu", PASTED_KERNEL),
     ];
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(tmp.path().join("app/cuda")).unwrap();
-    for (name, text) in files {
-        std::fs::write(tmp.path().join("app").join(name), text).unwrap();
-    }
-    let o = run(
-        tmp.path(),
-        &["insert", "app", "--out", "out", "--on-parse-error", "fail"],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let tree = tmp.path().join("out/tree");
+    let (_tmp, tree) = inserted(&files, &["--on-parse-error", "fail"]);
     let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
     for fenced in ["data[0] = 7; WMFIX_FENCE_AT(", "*flag = 1; WMFIX_FENCE_AT("] {
         assert!(k.contains(fenced), "{fenced}:\n{k}");

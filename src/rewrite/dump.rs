@@ -5,9 +5,7 @@ use std::fmt::Write;
 pub fn dump_tree(text: &str) -> String {
     let tree = crate::rewrite::parse::parse(text);
     let mut out = String::new();
-    let mut cursor = tree.walk();
-    let mut depth = 0;
-    loop {
+    crate::rewrite::parse::each_node(&tree, |cursor, depth| {
         let node = cursor.node();
         let field = cursor
             .field_name()
@@ -28,15 +26,7 @@ pub fn dump_tree(text: &str) -> String {
             node.kind().to_string()
         };
         let _ = writeln!(out, "{}{field}{kind} [{l}:{c}]{leaf}", "  ".repeat(depth));
-        if cursor.goto_first_child() {
-            depth += 1;
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                return out;
-            }
-            depth -= 1;
-        }
-    }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    out
 }

@@ -2,6 +2,7 @@
 
 use crate::rewrite::macros::Macros;
 use crate::rewrite::mask;
+use std::ops::ControlFlow;
 use tree_sitter::{Node, Parser, Tree};
 
 /// Parses `text`. `#pragma` lines are blanked (same length, newlines kept) in the copy that is
@@ -197,11 +198,23 @@ fn too_deep(tree: &Tree, text: &str) -> Option<usize> {
     if text.len() <= QUERY_DEPTH {
         return None;
     }
+    each_node(tree, |cursor, depth| match depth > QUERY_DEPTH {
+        true => ControlFlow::Break(cursor.node().start_byte()),
+        false => ControlFlow::Continue(()),
+    })
+}
+
+/// Visits every node of `tree` in source order with its depth (the root's is 0), until `visit`
+/// breaks; what it broke with.
+pub fn each_node<B>(
+    tree: &Tree,
+    mut visit: impl FnMut(&tree_sitter::TreeCursor, usize) -> ControlFlow<B>,
+) -> Option<B> {
     let mut cursor = tree.root_node().walk();
     let mut depth = 0;
     loop {
-        if depth > QUERY_DEPTH {
-            return Some(cursor.node().start_byte());
+        if let ControlFlow::Break(b) = visit(&cursor, depth) {
+            return Some(b);
         }
         if cursor.goto_first_child() {
             depth += 1;
