@@ -605,7 +605,8 @@ add cli-checks cli_checks
 # on GPU 0 with 8 runs at a time, then on GPUs 0 and 1 with 8 a GPU; seed 1 both times.
 gpu_list() { seq -s, 0 $(($1 - 1)); } # gpu_list N: 0,1,...,N-1
 gpus_test() { JOBS=$((8 * $2)) test_cell "$1" sys-str+ "${GPUS_RUNS:-240}" -- --gpus "$(gpu_list "$2")"; } # gpus_test STUDY N
-gpus_reduce() { JOBS=$((8 * $2)) reduce_study "$1" --gpus "$(gpu_list "$2")"; } # gpus_reduce STUDY N
+gpus_reduce() { JOBS=$((8 * $2)) reduce_study "$1" --gpus "$(gpu_list "$2")" "${@:3}"; } # gpus_reduce STUDY N [OPTIONS]
+gpus_test_mps() { JOBS=$((8 * $2)) test_cell "$1" sys-str+ "${GPUS_RUNS:-480}" -- --gpus "$(gpu_list "$2")" --mps; } # gpus_test_mps STUDY N
 for s in cbe-dot ls-bh-nf ct-octree; do
   for n in 1 2; do add "gpus-$n-test-$s" gpus_test "$s" "$n"; done
 done
@@ -725,6 +726,13 @@ wmfix_mps_test() { JOBS=8 test_cell "$1" sys-str+ "${GPUS_RUNS:-240}" -- --gpus 
 add wmfix-mps-test-cbe-dot wmfix_mps_test cbe-dot
 add wmfix-mps-reduce-ls-bh-nf reduce_study ls-bh-nf --mps
 add wmfix-mps-reduce-ct-octree reduce_study ct-octree --mps
+# The same server over one GPU and two, in one call of a two-GPU machine (TAG: a folder of its
+# own): does MPS lift the host's serial context creation that kept two GPUs at 1.04x?
+for n in 1 2; do
+  add "wmfix-mps-gpus-$n-test-cbe-dot" gpus_test_mps cbe-dot "$n"
+  add "wmfix-mps-gpus-$n-reduce-ls-bh-nf" gpus_reduce ls-bh-nf "$n" --mps
+  add "wmfix-mps-gpus-$n-reduce-ct-octree" gpus_reduce ct-octree "$n" --mps
+done
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
