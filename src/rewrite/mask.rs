@@ -494,6 +494,12 @@ pub fn macros(
     out.map(|o| (bytes_to_string(o), listed))
 }
 
+/// Where the arguments of the macro `word` used at `at` would open: past the name and spaces.
+fn args_at(text: &str, at: usize, word: &str) -> usize {
+    let after = at + word.len();
+    after + text[after..].len() - text[after..].trim_start().len()
+}
+
 /// Masks the use of a `Shape` macro at `at` as the C++20 syntax it stands for (same length);
 /// where to go on masking from, or None where the use is not as expected (left as it is).
 fn shaped(
@@ -504,8 +510,7 @@ fn shaped(
     shape: crate::rewrite::macros::Shape,
 ) -> Option<usize> {
     use crate::rewrite::macros::{Shape, balanced};
-    let open = at + word.len();
-    let open = open + text[open..].len() - text[open..].trim_start().len();
+    let open = args_at(text, at, word);
     let end = balanced(text, open)?;
     let say: &[u8] = match shape {
         Shape::TemplateHead => b"template<",
@@ -548,8 +553,7 @@ fn code_free_call(
     word: &str,
     call: &crate::rewrite::macros::Call,
 ) -> Option<usize> {
-    let open = at + word.len();
-    let open = open + text[open..].len() - text[open..].trim_start().len();
+    let open = args_at(text, at, word);
     let end = crate::rewrite::macros::balanced(text, open)?;
     let statement = text[end..].trim_start().starts_with(';');
     ((call.every || !statement) && !on_directive(text, at)).then_some(end)
