@@ -15,6 +15,7 @@ pub mod fences;
 pub mod interrupt;
 pub mod litmus;
 pub mod out_dir;
+pub mod race;
 pub mod reduce;
 pub mod rewrite;
 pub mod rng;

@@ -1,0 +1,498 @@
+//! Happens-before race detection over one trace, after the PTX memory model: vector clocks
+//! (`clock.rs`) carried by release patterns (a fence, then a strong write), acquire patterns (a
+//! strong read of that write or of a later atomic in its release sequence, then a fence),
+//! `__syncthreads` (the block's threads), and kernel boundaries. Two accesses to one address
+//! from different threads race when at least one writes, they are not both strong with scopes
+//! covering both threads, and neither happens before the other.
+//!
+//! One relaxation, counted in the statistics: a `__syncthreads` after a strong read completes
+//! its acquire at the read's scope (`barrier_acquires`), as NVIDIA's threadFenceReduction
+//! relies on (its last block reads the partial sums after a barrier, with no fence); PTX
+//! itself orders that read only for the block.
+//!
+//! Reads-from is found by value: a strong read of v read the latest write of v to that address
+//! the trace has before it. Events are processed in the order the GPU handed out their slots,
+//! which each thread takes after its access.
+
+use super::clock::Clock;
+use super::trace::{Event, Op, Scope, Trace};
+use crate::fences::id::{FenceId, Ids};
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Fence sites taken as enabled: a fence of `fence_scope` right after each of their accesses
+    /// (what enabling them would order, on this trace).
+    pub fences: Ids,
+    pub fence_scope: Scope,
+    pub barrier_acquires: bool,
+    /// Reads kept per address since its last write; older ones are counted as not checked.
+    pub reads_per_address: usize,
+    /// Written values kept per address for reads-from.
+    pub values_per_address: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            fences: Ids::new(),
+            fence_scope: Scope::Device,
+            barrier_acquires: true,
+            reads_per_address: 16,
+            values_per_address: 256,
+        }
+    }
+}
+
+/// Which access came first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RaceKind {
+    WriteRead,
+    WriteWrite,
+    ReadWrite,
+}
+
+impl RaceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RaceKind::WriteRead => "write-read",
+            RaceKind::WriteWrite => "write-write",
+            RaceKind::ReadWrite => "read-write",
+        }
+    }
+}
+
+/// Races of one pair of places: the sites of the earlier and the later access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PairKey {
+    pub first: Option<FenceId>,
+    pub second: Option<FenceId>,
+    pub kind: RaceKind,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Pair {
+    pub count: u64,
+    /// Up to three (earlier, later) event indices.
+    pub examples: Vec<(u32, u32)>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    pub events: u64,
+    pub accesses: u64,
+    pub threads: u64,
+    pub addresses: u64,
+    /// Reads dropped from a full per-address list: pairs with them were not checked.
+    pub reads_not_checked: u64,
+    /// Strong reads whose value no earlier write in the trace wrote (initial values, or a
+    /// write recorded after the read): no synchronisation taken from them.
+    pub reads_from_unknown: u64,
+    /// Acquires completed by a `__syncthreads` rather than a fence.
+    pub barrier_acquires: u64,
+    /// Clock entries held at the end (threads' clocks), a measure of the detector's memory.
+    pub clock_entries: u64,
+}
+
+/// The detection of one trace, with what explaining its races needs.
+pub struct Detection {
+    pub pairs: HashMap<PairKey, Pair>,
+    pub stats: Stats,
+    /// Per event: its thread's index, its place in that thread's history, and for a strong
+    /// read the event it read from.
+    pub thread_of: Vec<u32>,
+    pub position: Vec<u32>,
+    pub read_from: Vec<Option<u32>>,
+    pub histories: Vec<Vec<u32>>,
+}
+
+impl Detection {
+    pub fn race_count(&self) -> u64 {
+        self.pairs.values().map(|p| p.count).sum()
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Access {
+    event: u32,
+    thread: u32,
+    block: u32,
+    launch: u32,
+    clock: u32,
+    barriers: u32,
+    strong: Option<Scope>,
+}
+
+#[derive(Clone)]
+struct Release {
+    clock: Rc<Clock>,
+    scope: Scope,
+    block: u32,
+}
+
+/// What a strong write hands to whoever reads it: the clocks released before it.
+#[derive(Clone, Default)]
+struct Sync {
+    releases: Vec<Release>,
+}
+
+struct Written {
+    event: u32,
+    block: u32,
+    strong: Option<Scope>,
+    sync: Rc<Sync>,
+}
+
+#[derive(Default)]
+struct Cell {
+    write: Option<Access>,
+    reads: Vec<Access>,
+    values: HashMap<u64, Written>,
+    order: VecDeque<u64>,
+}
+
+struct ThreadState {
+    block: u32,
+    launch: u32,
+    vc: Clock,
+    own: u32,
+    barriers: u32,
+    /// The clock at the latest fence of any scope (a barrier too), and at the latest of
+    /// device scope or wider: what a strong write releases to its block and to the device.
+    release_block: Option<Rc<Clock>>,
+    release_device: Option<Rc<Clock>>,
+    pending: Vec<(Release, Scope)>,
+    waiting: Option<u32>,
+}
+
+/// Whether two strong accesses are morally strong: both strong with scopes that cover both.
+fn morally_strong(a: Option<Scope>, a_block: u32, b: Option<Scope>, b_block: u32) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => a_block == b_block || (x >= Scope::Device && y >= Scope::Device),
+        _ => false,
+    }
+}
+
+/// Per-block barrier clocks, two generations kept (no thread can be further behind).
+type Barriers = HashMap<(u32, u32), Clock>;
+
+pub fn detect(trace: &Trace, opts: &Options) -> Detection {
+    let mut d = Detector {
+        opts,
+        threads: Vec::new(),
+        index: HashMap::new(),
+        blocks: HashMap::new(),
+        cells: HashMap::new(),
+        barriers: Barriers::new(),
+        out: Detection {
+            pairs: HashMap::new(),
+            stats: Stats::default(),
+            thread_of: Vec::with_capacity(trace.events.len()),
+            position: Vec::with_capacity(trace.events.len()),
+            read_from: vec![None; trace.events.len()],
+            histories: Vec::new(),
+        },
+        events: &trace.events,
+    };
+    for i in 0..trace.events.len() {
+        d.step(i as u32);
+    }
+    let mut out = d.out;
+    out.stats.events = trace.events.len() as u64;
+    out.stats.threads = d.threads.len() as u64;
+    out.stats.addresses = d.cells.len() as u64;
+    out.stats.clock_entries = d.threads.iter().map(|t| t.vc.len() as u64).sum();
+    out
+}
+
+struct Detector<'a> {
+    opts: &'a Options,
+    events: &'a [Event],
+    threads: Vec<ThreadState>,
+    index: HashMap<super::trace::Thread, u32>,
+    blocks: HashMap<(u32, u32), u32>,
+    cells: HashMap<u64, Cell>,
+    barriers: Barriers,
+    out: Detection,
+}
+
+impl Detector<'_> {
+    fn thread(&mut self, e: &Event) -> u32 {
+        if let Some(&t) = self.index.get(&e.thread) {
+            return t;
+        }
+        let n = self.blocks.len() as u32;
+        let block = *self
+            .blocks
+            .entry((e.thread.launch, e.thread.block))
+            .or_insert(n);
+        let t = self.threads.len() as u32;
+        let mut vc = Clock::default();
+        vc.raise_thread(t, 1);
+        self.threads.push(ThreadState {
+            block,
+            launch: e.thread.launch,
+            vc,
+            own: 1,
+            barriers: 0,
+            release_block: None,
+            release_device: None,
+            pending: Vec::new(),
+            waiting: None,
+        });
+        self.out.histories.push(Vec::new());
+        self.index.insert(e.thread, t);
+        t
+    }
+
+    fn step(&mut self, i: u32) {
+        let e = self.events[i as usize];
+        let t = self.thread(&e);
+        self.out.thread_of.push(t);
+        self.out
+            .position
+            .push(self.out.histories[t as usize].len() as u32);
+        self.out.histories[t as usize].push(i);
+        self.leave_barrier(t);
+        match e.op {
+            Op::Read { strong, value } => {
+                self.access(i, t, e.addr, false, strong);
+                if strong.is_some() {
+                    self.read_from(i, t, e.addr, value, strong);
+                }
+            }
+            Op::Write { strong, value } => {
+                self.access(i, t, e.addr, true, strong);
+                let sync = if strong.is_some() {
+                    self.own_release(t)
+                } else {
+                    Rc::new(Sync::default())
+                };
+                self.written(i, t, e.addr, value, strong, sync);
+            }
+            Op::Rmw { scope, old, new } => {
+                self.access(i, t, e.addr, true, Some(scope));
+                let from = self.read_from(i, t, e.addr, old, Some(scope));
+                // An atomic continues the release sequence of the write it read.
+                let mut sync = (*self.own_release(t)).clone();
+                if let Some(w) = from {
+                    sync.releases.extend(w.releases.iter().cloned());
+                }
+                self.written(i, t, e.addr, new, Some(scope), Rc::new(sync));
+            }
+            Op::Fence { scope } => self.fence(t, scope),
+            Op::Barrier => self.barrier(t),
+        }
+        if let Some(site) = e.site
+            && e.op.is_access()
+            && self.opts.fences.contains(&site)
+        {
+            self.fence(t, self.opts.fence_scope);
+        }
+    }
+
+    fn leave_barrier(&mut self, t: u32) {
+        let ts = &mut self.threads[t as usize];
+        if let Some(g) = ts.waiting.take() {
+            if let Some(c) = self.barriers.get(&(ts.block, g)) {
+                ts.vc.join(c);
+            }
+            ts.vc.raise_block(ts.block, g + 1);
+        }
+    }
+
+    fn fence(&mut self, t: u32, scope: Scope) {
+        let ts = &mut self.threads[t as usize];
+        for (r, _) in std::mem::take(&mut ts.pending) {
+            if r.block == ts.block || (scope >= Scope::Device && r.scope >= Scope::Device) {
+                ts.vc.join(&r.clock);
+            }
+        }
+        let snapshot = Rc::new(ts.vc.clone());
+        if scope >= Scope::Device {
+            ts.release_device = Some(snapshot.clone());
+        }
+        ts.release_block = Some(snapshot);
+        ts.own += 1;
+        ts.vc.raise_thread(t, ts.own);
+    }
+
+    fn barrier(&mut self, t: u32) {
+        let barrier_acquires = self.opts.barrier_acquires;
+        let ts = &mut self.threads[t as usize];
+        for (r, read_scope) in std::mem::take(&mut ts.pending) {
+            if r.block == ts.block {
+                ts.vc.join(&r.clock);
+            } else if barrier_acquires && r.scope >= Scope::Device && read_scope >= Scope::Device {
+                ts.vc.join(&r.clock);
+                self.out.stats.barrier_acquires += 1;
+            }
+        }
+        ts.release_block = Some(Rc::new(ts.vc.clone()));
+        let (block, g) = (ts.block, ts.barriers);
+        let threads = &self.threads;
+        // Block-mates' own entries are covered by the barrier's generation.
+        self.barriers
+            .entry((block, g))
+            .or_default()
+            .join_except(&threads[t as usize].vc, |k| {
+                threads[k as usize].block == block
+            });
+        if g >= 2 {
+            self.barriers.remove(&(block, g - 2));
+        }
+        let ts = &mut self.threads[t as usize];
+        ts.waiting = Some(g);
+        ts.barriers += 1;
+        ts.own += 1;
+        ts.vc.raise_thread(t, ts.own);
+    }
+
+    fn own_release(&self, t: u32) -> Rc<Sync> {
+        let ts = &self.threads[t as usize];
+        let scoped = [
+            (&ts.release_device, Scope::Device),
+            (&ts.release_block, Scope::Block),
+        ];
+        let releases = scoped
+            .into_iter()
+            .filter_map(|(c, scope)| {
+                c.as_ref().map(|clock| Release {
+                    clock: clock.clone(),
+                    scope,
+                    block: ts.block,
+                })
+            })
+            .collect();
+        Rc::new(Sync { releases })
+    }
+
+    /// A strong read: the write it read from (by value) hands over its releases, to be
+    /// acquired at this thread's next fence (or barrier).
+    fn read_from(
+        &mut self,
+        i: u32,
+        t: u32,
+        addr: u64,
+        value: Option<u64>,
+        strong: Option<Scope>,
+    ) -> Option<Rc<Sync>> {
+        let block = self.threads[t as usize].block;
+        let Some(value) = value else {
+            self.out.stats.reads_from_unknown += 1;
+            return None;
+        };
+        let cell = self.cells.entry(addr).or_default();
+        let Some(w) = cell.values.get(&value) else {
+            self.out.stats.reads_from_unknown += 1;
+            return None;
+        };
+        self.out.read_from[i as usize] = Some(w.event);
+        if !morally_strong(w.strong, w.block, strong, block) {
+            return None;
+        }
+        let sync = w.sync.clone();
+        let read_scope = strong.unwrap_or(Scope::Block);
+        let ts = &mut self.threads[t as usize];
+        for r in &sync.releases {
+            ts.pending.push((r.clone(), read_scope));
+        }
+        Some(sync)
+    }
+
+    fn written(
+        &mut self,
+        i: u32,
+        t: u32,
+        addr: u64,
+        value: Option<u64>,
+        strong: Option<Scope>,
+        sync: Rc<Sync>,
+    ) {
+        let block = self.threads[t as usize].block;
+        let cap = self.opts.values_per_address;
+        let cell = self.cells.entry(addr).or_default();
+        let Some(value) = value else { return };
+        if cell
+            .values
+            .insert(
+                value,
+                Written {
+                    event: i,
+                    block,
+                    strong,
+                    sync,
+                },
+            )
+            .is_none()
+        {
+            cell.order.push_back(value);
+            if cell.order.len() > cap
+                && let Some(old) = cell.order.pop_front()
+            {
+                cell.values.remove(&old);
+            }
+        }
+    }
+
+    fn access(&mut self, i: u32, t: u32, addr: u64, write: bool, strong: Option<Scope>) {
+        self.out.stats.accesses += 1;
+        let ts = &self.threads[t as usize];
+        let me = Access {
+            event: i,
+            thread: t,
+            block: ts.block,
+            launch: ts.launch,
+            clock: ts.own,
+            barriers: ts.barriers,
+            strong,
+        };
+        let cap = self.opts.reads_per_address;
+        let cell = self.cells.entry(addr).or_default();
+        let mut found: Vec<(Access, RaceKind)> = Vec::new();
+        if let Some(w) = cell.write {
+            let kind = if write {
+                RaceKind::WriteWrite
+            } else {
+                RaceKind::WriteRead
+            };
+            found.push((w, kind));
+        }
+        if write {
+            found.extend(cell.reads.iter().map(|&r| (r, RaceKind::ReadWrite)));
+            cell.write = Some(me);
+            cell.reads.clear();
+        } else {
+            cell.reads.retain(|r| r.thread != t);
+            if cell.reads.len() >= cap {
+                cell.reads.remove(0);
+                self.out.stats.reads_not_checked += 1;
+            }
+            cell.reads.push(me);
+        }
+        let vc = &self.threads[t as usize].vc;
+        for (p, kind) in found {
+            if p.thread == t || p.launch != me.launch {
+                continue;
+            }
+            if morally_strong(p.strong, p.block, me.strong, me.block) {
+                continue;
+            }
+            if vc.thread(p.thread) >= p.clock || vc.block(p.block) > p.barriers {
+                continue;
+            }
+            let key = PairKey {
+                first: self.events[p.event as usize].site,
+                second: self.events[i as usize].site,
+                kind,
+            };
+            let pair = self.out.pairs.entry(key).or_default();
+            pair.count += 1;
+            if pair.examples.len() < 3 {
+                pair.examples.push((p.event, i));
+            }
+        }
+    }
+}

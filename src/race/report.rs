@@ -1,0 +1,238 @@
+//! The races of one or more traces as a user reads them: one row per pair of places (the
+//! fence sites after both accesses, with their file:line from `fences.json`), how often, an
+//! example, and the fences that would order it; the set of fences suggested for all of them,
+//! checked by detecting again on the same traces with those fences taken as enabled.
+
+use super::detect::{self, Detection, Options, PairKey, RaceKind, Stats};
+use super::explain::{self, Explanation};
+use super::trace::Trace;
+use crate::fences::id::{FenceId, Ids};
+use crate::fences::record::FenceList;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub kind: RaceKind,
+    pub first: Place,
+    pub second: Place,
+    /// Racing access pairs over all traces (an access pair counted once per trace).
+    pub count: u64,
+    /// Traces (runs) in which this pair raced.
+    pub runs: usize,
+    pub example: Example,
+    pub explanation: Explanation,
+    pub suggested: Vec<FenceId>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Place {
+    pub site: Option<FenceId>,
+    /// `file:line` from fences.json; "not instrumented" for an atomic of library code.
+    pub location: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Example {
+    pub first: String,
+    pub second: String,
+    pub address: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    pub runs: usize,
+    /// The union of every row's suggested fences.
+    pub suggested: Vec<FenceId>,
+    /// Races left when the suggested fences are taken as enabled on the same traces.
+    pub left_with_suggested: u64,
+    pub stats: Stats,
+    /// Events the GPU could not record, over all traces: not checked.
+    pub dropped: u64,
+}
+
+impl Report {
+    pub fn races(&self) -> u64 {
+        self.rows.iter().map(|r| r.count).sum()
+    }
+}
+
+fn place(site: Option<FenceId>, fences: Option<&FenceList>) -> Place {
+    let location = match (site, fences) {
+        (Some(s), Some(f)) => f
+            .fences
+            .get(s.0)
+            .map(|r| r.location())
+            .unwrap_or_else(|| format!("fence {s}")),
+        (Some(s), None) => format!("fence {s}"),
+        (None, _) => "not instrumented".to_string(),
+    };
+    Place { site, location }
+}
+
+/// Detects over every trace with `opts`, then explains and checks the suggestion.
+pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> Report {
+    let mut rows: BTreeMap<PairKey, Row> = BTreeMap::new();
+    let mut stats = Stats::default();
+    for trace in traces {
+        let d = detect::detect(trace, opts);
+        add_stats(&mut stats, &d.stats);
+        for (key, pair) in &d.pairs {
+            let row = rows.entry(*key).or_insert_with(|| {
+                let (a, b) = pair.examples[0];
+                let explanation = explain::explain(trace, &d, a, b);
+                new_row(trace, *key, a, b, explanation, fences)
+            });
+            row.count += pair.count;
+            row.runs += 1;
+            add_explanations(trace, &d, pair, row);
+        }
+    }
+    let rows: Vec<Row> = rows.into_values().collect();
+    let suggested: Ids = rows
+        .iter()
+        .flat_map(|r| r.suggested.iter().copied())
+        .collect();
+    let left_with_suggested = if suggested.is_empty() {
+        rows.iter().map(|r| r.count).sum()
+    } else {
+        let mut with = opts.clone();
+        with.fences.extend(suggested.iter().copied());
+        traces
+            .iter()
+            .map(|t| detect::detect(t, &with).race_count())
+            .sum()
+    };
+    Report {
+        runs: traces.len(),
+        suggested: suggested.into_iter().collect(),
+        left_with_suggested,
+        stats,
+        dropped: traces.iter().map(|t| t.dropped).sum(),
+        rows,
+    }
+}
+
+/// A pair's further examples may need other fences (another path to the same access): their
+/// suggestions join the row's.
+fn add_explanations(trace: &Trace, d: &Detection, pair: &detect::Pair, row: &mut Row) {
+    for &(a, b) in &pair.examples {
+        for s in explain::explain(trace, d, a, b).suggested() {
+            if !row.suggested.contains(&s) {
+                row.suggested.push(s);
+            }
+        }
+    }
+}
+
+fn new_row(
+    trace: &Trace,
+    key: PairKey,
+    a: u32,
+    b: u32,
+    explanation: Explanation,
+    fences: Option<&FenceList>,
+) -> Row {
+    let (ea, eb) = (&trace.events[a as usize], &trace.events[b as usize]);
+    Row {
+        kind: key.kind,
+        first: place(key.first, fences),
+        second: place(key.second, fences),
+        count: 0,
+        runs: 0,
+        example: Example {
+            first: ea.thread.to_string(),
+            second: eb.thread.to_string(),
+            address: trace.addr_name(ea.addr),
+        },
+        suggested: explanation.suggested(),
+        explanation,
+    }
+}
+
+fn add_stats(into: &mut Stats, s: &Stats) {
+    into.events += s.events;
+    into.accesses += s.accesses;
+    into.threads += s.threads;
+    into.addresses += s.addresses;
+    into.reads_not_checked += s.reads_not_checked;
+    into.reads_from_unknown += s.reads_from_unknown;
+    into.barrier_acquires += s.barrier_acquires;
+    into.clock_entries = into.clock_entries.max(s.clock_entries);
+}
+
+/// The terminal table.
+pub fn table(r: &Report) -> String {
+    let mut out = String::new();
+    if r.rows.is_empty() {
+        out.push_str(&format!(
+            "no race in {} run(s) ({} accesses checked)\n",
+            r.runs, r.stats.accesses
+        ));
+    }
+    for row in &r.rows {
+        out.push_str(&format!(
+            "race ({}): {} -> {}: {} pair(s) in {} of {} run(s); e.g. {} then {} at {}\n",
+            row.kind.name(),
+            row.first.location,
+            row.second.location,
+            row.count,
+            row.runs,
+            r.runs,
+            row.example.first,
+            row.example.second,
+            row.example.address
+        ));
+        out.push_str(&format!("  {}\n", describe(&row.explanation)));
+    }
+    if !r.suggested.is_empty() {
+        let ids: Vec<String> = r.suggested.iter().map(|f| f.to_string()).collect();
+        out.push_str(&format!(
+            "fences that order them: {} ({} race(s) left with them enabled, on these runs)\n",
+            ids.join(","),
+            r.left_with_suggested
+        ));
+    }
+    if r.dropped > 0 || r.stats.reads_not_checked > 0 {
+        out.push_str(&format!(
+            "not checked: {} event(s) the trace buffer could not hold, {} read(s) beyond the per-address list\n",
+            r.dropped, r.stats.reads_not_checked
+        ));
+    }
+    out
+}
+
+fn describe(e: &Explanation) -> String {
+    let ids = |s: &explain::Side| {
+        let v: Vec<String> = s.sites.iter().map(|f| f.to_string()).collect();
+        if v.is_empty() {
+            "no instrumented site".to_string()
+        } else {
+            format!("fence {}", v.join(" or "))
+        }
+    };
+    match e {
+        Explanation::NoMessage => {
+            "no fence orders them: nothing the later thread read was written after the earlier access".to_string()
+        }
+        Explanation::Message { writer, reader, .. } => {
+            let mut parts = Vec::new();
+            for (name, side) in [("writer", writer), ("reader", reader)] {
+                if let Some(s) = side {
+                    let scope = if s.block_scope_fence {
+                        " (its fence is of block scope, device scope needed)"
+                    } else {
+                        ""
+                    };
+                    parts.push(format!("{name} side needs {}{scope}", ids(s)));
+                }
+            }
+            if parts.is_empty() {
+                "ordered on both sides in this explanation".to_string()
+            } else {
+                parts.join("; ")
+            }
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! An access trace: what the detection runtime records on the GPU (a binary file, read here
+//! with the fence sites' kinds from `fences.json`) or what a test writes by hand (the text
+//! form). Both become the same `Trace` of `Event`s, in the order the GPU handed out slots.
+
+use crate::fences::id::FenceId;
+use crate::fences::record::AccessKind;
+use anyhow::{Context, Result, bail};
+use std::collections::HashMap;
+
+/// A memory scope of the PTX model (cluster scope is read as block scope).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Block,
+    Device,
+    System,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Block => "block",
+            Scope::Device => "device",
+            Scope::System => "system",
+        }
+    }
+
+    fn from_bits(bits: u8) -> Scope {
+        match bits & 3 {
+            0 => Scope::Block,
+            1 => Scope::Device,
+            _ => Scope::System,
+        }
+    }
+}
+
+/// A GPU thread of one launch: the hardware block and thread (linear), not wmfix's remapped ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Thread {
+    pub launch: u32,
+    pub block: u32,
+    pub thread: u32,
+}
+
+impl std::fmt::Display for Thread {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "block {} thread {}", self.block, self.thread)
+    }
+}
+
+/// What an event did. `strong` is the scope of a strong (volatile or atomic) access; `None` is
+/// a weak (plain) one. A failed compare-and-swap is a strong read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Read {
+        strong: Option<Scope>,
+        value: Option<u64>,
+    },
+    Write {
+        strong: Option<Scope>,
+        value: Option<u64>,
+    },
+    Rmw {
+        scope: Scope,
+        old: Option<u64>,
+        new: Option<u64>,
+    },
+    Fence {
+        scope: Scope,
+    },
+    Barrier,
+}
+
+impl Op {
+    pub fn is_access(&self) -> bool {
+        !matches!(self, Op::Fence { .. } | Op::Barrier)
+    }
+
+    pub fn writes(&self) -> bool {
+        matches!(self, Op::Write { .. } | Op::Rmw { .. })
+    }
+
+    /// The scope of a strong access; `None` for a weak one, a fence or a barrier.
+    pub fn strong(&self) -> Option<Scope> {
+        match *self {
+            Op::Read { strong, .. } | Op::Write { strong, .. } => strong,
+            Op::Rmw { scope, .. } => Some(scope),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub thread: Thread,
+    pub op: Op,
+    pub addr: u64,
+    /// The fence site right after this access (an instrumented access), if any.
+    pub site: Option<FenceId>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub events: Vec<Event>,
+    /// Events the GPU could not record (the buffer was full): what was not checked.
+    pub dropped: u64,
+    /// Names of the text form's addresses, for messages.
+    pub names: HashMap<u64, String>,
+}
+
+/// The binary form's record: 40 bytes, little-endian (`runtime-cu/wmfix_race.cuh`).
+pub const RECORD_BYTES: usize = 40;
+const MAGIC: &str = "wmfix-race-trace 1";
+const NO_SITE: u32 = u32::MAX;
+
+mod kind {
+    pub const ACCESS: u8 = 1;
+    pub const RMW: u8 = 2;
+    pub const FENCE: u8 = 3;
+    pub const BARRIER: u8 = 4;
+    pub const CAS_FAILED: u8 = 5;
+}
+mod flag {
+    pub const STRONG: u8 = 4;
+    pub const VALUE: u8 = 8;
+}
+
+impl Trace {
+    /// Reads the runtime's file. `sites` gives each fence id's access kind (from
+    /// `fences.json`): an access event is a read or a write by its site; the site after an
+    /// atomic names the atomic event its thread recorded just before.
+    pub fn from_bytes(bytes: &[u8], sites: &[AccessKind]) -> Result<Trace> {
+        let header_end = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .context("a race trace without its header line")?;
+        let header = std::str::from_utf8(&bytes[..header_end]).unwrap_or("");
+        let Some(fields) = header.strip_prefix(MAGIC) else {
+            bail!("not a wmfix race trace (header {header:?})");
+        };
+        let mut dropped = 0;
+        for field in fields.split_whitespace() {
+            if let Some(v) = field.strip_prefix("dropped=") {
+                dropped = v.parse().context("the trace's dropped count")?;
+            }
+        }
+        let body = &bytes[header_end + 1..];
+        let mut trace = Trace {
+            dropped,
+            ..Trace::default()
+        };
+        let mut last_atomic: HashMap<Thread, usize> = HashMap::new();
+        for rec in body.chunks_exact(RECORD_BYTES) {
+            let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().unwrap());
+            let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().unwrap());
+            let (kind, flags) = (rec[38], rec[39]);
+            if kind == 0 {
+                continue; // a slot handed out but never written (a killed kernel)
+            }
+            let thread = Thread {
+                launch: u32_at(24),
+                block: u32_at(28),
+                thread: u32::from(u16::from_le_bytes([rec[36], rec[37]])),
+            };
+            let (addr, a, b, site) = (u64_at(0), u64_at(8), u64_at(16), u32_at(32));
+            let value = (flags & flag::VALUE != 0).then_some(a);
+            let scope = Scope::from_bits(flags);
+            let site = (site != NO_SITE).then_some(FenceId(site as usize));
+            let op = match kind {
+                kind::ACCESS => {
+                    let strong = (flags & flag::STRONG != 0).then_some(Scope::System);
+                    match site.and_then(|s| sites.get(s.0)) {
+                        Some(AccessKind::Store) => Op::Write { strong, value },
+                        Some(AccessKind::Atomic) => {
+                            // The atomic itself was recorded with its values: name its site.
+                            if let Some(&i) = last_atomic.get(&thread) {
+                                let e: &mut Event = &mut trace.events[i];
+                                if e.addr == addr && e.site.is_none() {
+                                    e.site = site;
+                                    continue;
+                                }
+                            }
+                            Op::Rmw {
+                                scope: Scope::Device,
+                                old: None,
+                                new: None,
+                            }
+                        }
+                        _ => Op::Read { strong, value },
+                    }
+                }
+                kind::RMW => Op::Rmw {
+                    scope,
+                    old: value,
+                    new: value.map(|_| b),
+                },
+                kind::CAS_FAILED => Op::Read {
+                    strong: Some(scope),
+                    value,
+                },
+                kind::FENCE => Op::Fence { scope },
+                kind::BARRIER => Op::Barrier,
+                other => bail!("a race trace record of unknown kind {other}"),
+            };
+            if matches!(op, Op::Rmw { .. }) || kind == kind::CAS_FAILED {
+                last_atomic.insert(thread, trace.events.len());
+            }
+            trace.events.push(Event {
+                thread,
+                op,
+                addr,
+                site,
+            });
+        }
+        Ok(trace)
+    }
+
+    /// The text form, one event a line: `b1.t0 ld.volatile flag 1 @3` (launch 0; `k2.b1.t0` for
+    /// launch 2). Operations: `ld`, `st` (weak), `.volatile` (strong, system scope),
+    /// `.relaxed.block|device|system`; `atom[.SCOPE] ADDR OLD NEW`; `cas.fail[.SCOPE] ADDR
+    /// VALUE`; `fence.block|device|system`; `bar`. `@N` names the fence site after an access.
+    /// `#` starts a comment.
+    pub fn parse_text(text: &str) -> Result<Trace> {
+        let mut trace = Trace::default();
+        let mut addrs: HashMap<String, u64> = HashMap::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let event = parse_line(line, &mut addrs)
+                .with_context(|| format!("trace line {}: {line:?}", n + 1))?;
+            trace.events.push(event);
+        }
+        trace.names = addrs.into_iter().map(|(k, v)| (v, k)).collect();
+        Ok(trace)
+    }
+
+    /// An address as a message shows it: its name in the text form, else hex.
+    pub fn addr_name(&self, addr: u64) -> String {
+        self.names
+            .get(&addr)
+            .cloned()
+            .unwrap_or_else(|| format!("{addr:#x}"))
+    }
+}
+
+fn parse_line(line: &str, addrs: &mut HashMap<String, u64>) -> Result<Event> {
+    let mut words = line.split_whitespace();
+    let who = words.next().context("no thread")?;
+    let thread = parse_thread(who)?;
+    let op = words.next().context("no operation")?;
+    let mut rest: Vec<&str> = words.collect();
+    let site = match rest.last() {
+        Some(w) if w.starts_with('@') => {
+            let id = w[1..].parse().context("a fence site after @")?;
+            rest.pop();
+            Some(FenceId(id))
+        }
+        _ => None,
+    };
+    let mut addr = |name: &str| {
+        let next = addrs.len() as u64 * 8 + 0x1000;
+        *addrs.entry(name.to_string()).or_insert(next)
+    };
+    let num = |i: usize| -> Result<u64> {
+        rest.get(i)
+            .context("a value is missing")?
+            .parse::<u64>()
+            .context("a value")
+    };
+    let (base, suffix) = op.split_once('.').unwrap_or((op, ""));
+    let scope_of = |s: &str| -> Result<Scope> {
+        Ok(match s {
+            "block" | "cta" => Scope::Block,
+            "device" | "gpu" | "" => Scope::Device,
+            "system" | "sys" => Scope::System,
+            other => bail!("unknown scope {other:?}"),
+        })
+    };
+    let strength = |s: &str| -> Result<Option<Scope>> {
+        Ok(match s {
+            "" => None,
+            "volatile" => Some(Scope::System),
+            _ => match s.strip_prefix("relaxed") {
+                Some(rest) => Some(scope_of(rest.trim_start_matches('.'))?),
+                None => bail!("unknown strength {s:?}"),
+            },
+        })
+    };
+    let op = match base {
+        "ld" | "st" => {
+            let strong = strength(suffix)?;
+            let at = addr(rest.first().context("no address")?);
+            let value = rest.get(1).map(|_| num(1)).transpose()?;
+            let op = if base == "ld" {
+                Op::Read { strong, value }
+            } else {
+                Op::Write { strong, value }
+            };
+            return Ok(Event {
+                thread,
+                op,
+                addr: at,
+                site,
+            });
+        }
+        "atom" => {
+            let at = addr(rest.first().context("no address")?);
+            let op = Op::Rmw {
+                scope: scope_of(suffix)?,
+                old: Some(num(1)?),
+                new: Some(num(2)?),
+            };
+            return Ok(Event {
+                thread,
+                op,
+                addr: at,
+                site,
+            });
+        }
+        "cas" => {
+            let scope = scope_of(suffix.trim_start_matches("fail").trim_start_matches('.'))?;
+            let at = addr(rest.first().context("no address")?);
+            let op = Op::Read {
+                strong: Some(scope),
+                value: Some(num(1)?),
+            };
+            return Ok(Event {
+                thread,
+                op,
+                addr: at,
+                site,
+            });
+        }
+        "fence" => Op::Fence {
+            scope: scope_of(suffix)?,
+        },
+        "bar" => Op::Barrier,
+        other => bail!("unknown operation {other:?}"),
+    };
+    Ok(Event {
+        thread,
+        op,
+        addr: 0,
+        site,
+    })
+}
+
+fn parse_thread(s: &str) -> Result<Thread> {
+    let mut t = Thread {
+        launch: 0,
+        block: 0,
+        thread: 0,
+    };
+    let (mut block, mut thread) = (false, false);
+    for part in s.split('.') {
+        let (key, n) = part.split_at(1);
+        let n: u32 = n.parse().with_context(|| format!("thread {s:?}"))?;
+        match key {
+            "k" => t.launch = n,
+            "b" => (t.block, block) = (n, true),
+            "t" => (t.thread, thread) = (n, true),
+            _ => bail!("thread {s:?}: want k<launch>.b<block>.t<thread>"),
+        }
+    }
+    if !block || !thread {
+        bail!("thread {s:?}: want b<block>.t<thread>");
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_form_reads_every_operation() {
+        let t = Trace::parse_text(
+            "b0.t1 st x 5 @2\nk1.b3.t0 ld.relaxed.block f 1\nb0.t0 atom.device c 0 1 @4 # x\n\
+             b0.t0 cas.fail.system l 1\nb0.t0 fence.block\nb0.t0 bar\n",
+        )
+        .unwrap();
+        assert_eq!(t.events.len(), 6);
+        assert_eq!(
+            t.events[0].op,
+            Op::Write {
+                strong: None,
+                value: Some(5)
+            }
+        );
+        assert_eq!(t.events[0].site, Some(FenceId(2)));
+        assert_eq!(t.events[1].thread.launch, 1);
+        assert_eq!(t.events[1].op.strong(), Some(Scope::Block));
+        assert_eq!(t.events[3].op.strong(), Some(Scope::System));
+        assert_eq!(t.addr_name(t.events[0].addr), "x");
+        assert!(Trace::parse_text("b0 ld x").is_err());
+        assert!(Trace::parse_text("b0.t0 ld.weird x").is_err());
+    }
+
+    fn record(kind: u8, flags: u8, addr: u64, a: u64, b: u64, site: u32, thread: u16) -> Vec<u8> {
+        let mut r = Vec::new();
+        r.extend(addr.to_le_bytes());
+        r.extend(a.to_le_bytes());
+        r.extend(b.to_le_bytes());
+        r.extend(0u32.to_le_bytes());
+        r.extend(7u32.to_le_bytes());
+        r.extend(site.to_le_bytes());
+        r.extend(thread.to_le_bytes());
+        r.push(kind);
+        r.push(flags);
+        r
+    }
+
+    #[test]
+    fn binary_records_take_their_kind_from_the_site_and_atomics_their_site_from_the_next_record() {
+        let mut bytes = b"wmfix-race-trace 1 dropped=3\n".to_vec();
+        bytes.extend(record(kind::ACCESS, 0, 0x10, 0, 0, 0, 1));
+        bytes.extend(record(kind::RMW, 1 | flag::VALUE, 0x20, 4, 5, NO_SITE, 1));
+        bytes.extend(record(kind::ACCESS, 0, 0x20, 0, 0, 1, 1));
+        bytes.extend(record(
+            kind::ACCESS,
+            flag::STRONG | flag::VALUE,
+            0x30,
+            9,
+            0,
+            2,
+            2,
+        ));
+        bytes.extend(record(0, 0, 0, 0, 0, 0, 0));
+        bytes.extend(record(kind::FENCE, 1, 0, 0, 0, NO_SITE, 2));
+        let sites = [AccessKind::Store, AccessKind::Atomic, AccessKind::Load];
+        let t = Trace::from_bytes(&bytes, &sites).unwrap();
+        assert_eq!(t.dropped, 3);
+        assert_eq!(t.events.len(), 4);
+        assert!(matches!(t.events[0].op, Op::Write { strong: None, .. }));
+        assert_eq!(
+            t.events[1].op,
+            Op::Rmw {
+                scope: Scope::Device,
+                old: Some(4),
+                new: Some(5)
+            }
+        );
+        assert_eq!(t.events[1].site, Some(FenceId(1)));
+        assert_eq!(
+            t.events[2].op,
+            Op::Read {
+                strong: Some(Scope::System),
+                value: Some(9)
+            }
+        );
+        assert_eq!(t.events[2].thread.block, 7);
+        assert_eq!(
+            t.events[3].op,
+            Op::Fence {
+                scope: Scope::Device
+            }
+        );
+        assert!(Trace::from_bytes(b"something else\n", &sites).is_err());
+    }
+}

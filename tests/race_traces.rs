@@ -1,0 +1,108 @@
+//! The race detector on hand-written traces with known verdicts (`tests/fixtures/race/`): each
+//! file says which addresses race (`# expect: race x,y` or `none`) and, where a fence orders
+//! them, which fence sites the report must suggest (`# suggests: 0,3`); with the suggested
+//! fences taken as enabled, no race may be left.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use wmfix::race::detect::{self, Options};
+use wmfix::race::report;
+use wmfix::race::trace::Trace;
+
+struct Expected {
+    races: BTreeSet<String>,
+    suggests: Option<BTreeSet<usize>>,
+}
+
+fn expected(text: &str) -> Expected {
+    let mut e = Expected {
+        races: BTreeSet::new(),
+        suggests: None,
+    };
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("# expect: ") {
+            if let Some(list) = v.strip_prefix("race ") {
+                e.races = list.split(',').map(|s| s.trim().to_string()).collect();
+            } else {
+                assert_eq!(v.trim(), "none", "bad expect line {line:?}");
+            }
+        }
+        if let Some(v) = line.strip_prefix("# suggests: ") {
+            e.suggests = Some(v.split(',').map(|s| s.trim().parse().unwrap()).collect());
+        }
+    }
+    e
+}
+
+fn racing_addresses(trace: &Trace) -> BTreeSet<String> {
+    let d = detect::detect(trace, &Options::default());
+    d.pairs
+        .values()
+        .flat_map(|p| p.examples.iter())
+        .map(|&(a, _)| trace.addr_name(trace.events[a as usize].addr))
+        .collect()
+}
+
+#[test]
+fn every_ground_truth_trace_gets_its_verdict_and_its_fences() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/race");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 30, "the suite has {} traces", files.len());
+    let mut wrong = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let want = expected(&text);
+        let trace = Trace::parse_text(&text).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let got = racing_addresses(&trace);
+        if got != want.races {
+            wrong.push(format!(
+                "{name}: races on {got:?}, expected {:?}",
+                want.races
+            ));
+            continue;
+        }
+        let r = report::report(std::slice::from_ref(&trace), &Options::default(), None);
+        if let Some(s) = &want.suggests {
+            let got: BTreeSet<usize> = r.suggested.iter().map(|f| f.0).collect();
+            if &got != s {
+                wrong.push(format!("{name}: suggests {got:?}, expected {s:?}"));
+            }
+            if r.left_with_suggested != 0 {
+                wrong.push(format!(
+                    "{name}: {} race(s) left with the suggested fences",
+                    r.left_with_suggested
+                ));
+            }
+        } else if !want.races.is_empty() && !r.suggested.is_empty() {
+            wrong.push(format!(
+                "{name}: suggests {:?} where no fence orders the race",
+                r.suggested
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_barrier_relaxation_is_what_orders_threadfence_reductions_reader() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/race/ticket-barrier-reader.trace"),
+    )
+    .unwrap();
+    let trace = Trace::parse_text(&text).unwrap();
+    let strict = Options {
+        barrier_acquires: false,
+        ..Options::default()
+    };
+    assert!(detect::detect(&trace, &strict).race_count() > 0);
+    let d = detect::detect(&trace, &Options::default());
+    assert_eq!(d.race_count(), 0);
+    assert!(d.stats.barrier_acquires > 0);
+}
