@@ -51,6 +51,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "wmfix_common.cuh"
@@ -138,6 +139,92 @@ cudaError_t tu_init(const TuConst& c, const Settings& s, cudaStream_t stream) {
 
 [[maybe_unused]] const bool tu_registered = register_tu(&tu_init, WMFIX_NUM_FENCES);
 
+#if defined(WMFIX_RACE) && defined(__CUDA_ARCH__)
+// A race build (wmfix race): each instrumented global access, atomic, fence and barrier takes a
+// slot of the trace (wmfix_host.cuh's RaceRecord) in the order the device hands them out.
+namespace race {
+// kAccess: a load or a store as fences.json says of its site; kLoad, kStore: said here.
+enum : unsigned char { kAccess = 1, kRmw = 2, kFence = 3, kBarrier = 4, kCasFailed = 5, kLoad = 6, kStore = 7 };
+enum : unsigned char { kStrong = 4, kValue = 8 };
+constexpr unsigned kNoSite = ~0U;
+
+__device__ __forceinline__ void record(unsigned char kind, unsigned char flags, const volatile void* addr,
+                                       unsigned long long a, unsigned long long b, unsigned site) {
+  const RaceLog& log = tu_const.race;
+  if (log.records == nullptr) return;
+  const unsigned long long i = atomicAdd(log.count, 1ULL);
+  if (i >= log.capacity) return;
+  unsigned long long gid;
+  asm("mov.u64 %0, %%gridid;" : "=l"(gid));
+  RaceRecord* r = log.records + i;
+  r->addr = (unsigned long long)(uintptr_t)addr;
+  r->a = a;
+  r->b = b;
+  r->launch = (unsigned)gid;
+  r->block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  r->site = site;
+  r->thread = (unsigned short)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  r->flags = flags;
+  r->kind = kind;
+}
+
+template <class T>
+__device__ __forceinline__ unsigned long long bits(const T& v) {
+  unsigned long long out = 0;
+  __builtin_memcpy(&out, &v, sizeof(T) < 8 ? sizeof(T) : 8);
+  return out;
+}
+
+template <class T> struct plain { typedef T type; };
+template <class T> struct plain<volatile T> { typedef T type; };
+template <class T> struct plain<const volatile T> { typedef T type; };
+template <class T> struct plain<const T> { typedef T type; };
+
+// An access through an lvalue of type T: strong when T is volatile (relaxed, system scope, as
+// PTX reads volatile); a strong scalar's value is read again for reads-from. Only global memory
+// is recorded: shared memory of two blocks has the same generic addresses.
+template <class T>
+__device__ __forceinline__ void access_ref(unsigned site, T& x, unsigned char kind = kAccess) {
+  const void* p = (const void*)__builtin_addressof(x);
+  if (!__isGlobal(p)) return;
+  typedef typename plain<T>::type U;
+  if constexpr (std::is_volatile<T>::value && std::is_scalar<U>::value && sizeof(U) <= 8) {
+    const U v = x;
+    record(kind, kStrong | kValue, p, bits(v), 0, site);
+  } else {
+    record(kind, std::is_volatile<T>::value ? kStrong : 0, p, 0, 0, site);
+  }
+}
+
+// The same with the value the access read (WMFIX_AFTER).
+template <class T, class V>
+__device__ __forceinline__ void access_read(unsigned site, T& x, const V& read) {
+  const void* p = (const void*)__builtin_addressof(x);
+  if (!__isGlobal(p)) return;
+  if constexpr (std::is_volatile<T>::value && sizeof(V) <= 8)
+    record(kAccess, kStrong | kValue, p, bits(read), 0, site);
+  else
+    record(kAccess, std::is_volatile<T>::value ? kStrong : 0, p, 0, 0, site);
+}
+template <class T, class V>
+__device__ __forceinline__ void access_read(unsigned, const T&&, const V&) {}
+
+// A bit-field or a prvalue has no address: nothing to record (as address_of).
+template <class T>
+__device__ __forceinline__ void access_ref(unsigned, const T&&, unsigned char = kAccess) {}
+__device__ __forceinline__ void access_ref(unsigned, ...) {}
+
+template <class P>
+__device__ __forceinline__ void access_ptr(unsigned site, P p) {
+  if constexpr (std::is_pointer<P>::value) {
+    if (p != nullptr) access_ref(site, *p);
+  }
+}
+}  // namespace race
+#define WMFIX_RACE_ACCESS(id, ...) ::wmfix::race::access_ref((id), __VA_ARGS__)
+#define WMFIX_RACE_ACCESS_PTR(id, ...) ::wmfix::race::access_ptr((id), __VA_ARGS__)
+#endif
+
 __device__ __forceinline__ void scope_fence() {
 #if WMFIX_FENCE_SCOPE == 0
   __threadfence_block();
@@ -152,7 +239,12 @@ template <unsigned Id>
 __host__ __device__ __forceinline__ void fence_if() {
 #if defined(__CUDA_ARCH__)
   static_assert(Id < WMFIX_NUM_FENCES, "wmfix: fence id >= WMFIX_NUM_FENCES");
-  if (!((fence_off[Id / 32] >> (Id % 32)) & 1U)) scope_fence();
+  if (!((fence_off[Id / 32] >> (Id % 32)) & 1U)) {
+#if defined(WMFIX_RACE)
+    race::record(race::kFence, WMFIX_FENCE_SCOPE, nullptr, 0, 0, Id);
+#endif
+    scope_fence();
+  }
 #endif
 }
 
@@ -312,7 +404,12 @@ template <unsigned Id, class T>
 __host__ __device__ __forceinline__ constexpr typename after_result<T>::type after_ref(T&& value) {
   typename after_result<T>::type read = static_cast<T&&>(value);
 #if defined(__CUDA_ARCH__)
-  if (!__builtin_is_constant_evaluated()) fence_at<Id>(address_of(static_cast<T&&>(value)));
+  if (!__builtin_is_constant_evaluated()) {
+#if defined(WMFIX_RACE)
+    race::access_read(Id, static_cast<T&&>(value), read);
+#endif
+    fence_at<Id>(address_of(static_cast<T&&>(value)));
+  }
 #endif
   return read;
 }
@@ -375,12 +472,14 @@ class ExitGuard {
 #define WMFIX_FENCE_AT(id, ...)                                                  \
   do {                                                                           \
     const volatile void* const wmfix_at_ = ::wmfix::address_of(__VA_ARGS__);   \
+    WMFIX_RACE_ACCESS((id), __VA_ARGS__);                                        \
     ::wmfix::fence_at<(id)>(wmfix_at_);                                          \
     if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
   } while (0)
 #define WMFIX_FENCE_PTR(id, ...)                                                 \
   do {                                                                           \
     const volatile void* const wmfix_at_ = (const volatile void*)(__VA_ARGS__); \
+    WMFIX_RACE_ACCESS_PTR((id), __VA_ARGS__);                                    \
     ::wmfix::fence_at<(id)>(wmfix_at_);                                          \
     if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
   } while (0)
@@ -396,6 +495,17 @@ class ExitGuard {
 #define WMFIX_IN_LOOP(id) true
 #endif
 #define WMFIX_AFTER(id, ...) (::wmfix::after_ref<(id)>(__VA_ARGS__))
+
+// A statement's other accesses (its fence names one): recorded by a race build, else nothing.
+#if defined(WMFIX_RACE) && defined(__CUDA_ARCH__)
+#define WMFIX_RACE_LOAD(id, ...) ::wmfix::race::access_ref((id), (__VA_ARGS__), ::wmfix::race::kLoad)
+#define WMFIX_RACE_STORE(id, ...) ::wmfix::race::access_ref((id), (__VA_ARGS__), ::wmfix::race::kStore)
+#else
+#define WMFIX_RACE_ACCESS(id, ...) ((void)0)
+#define WMFIX_RACE_ACCESS_PTR(id, ...) ((void)0)
+#define WMFIX_RACE_LOAD(id, ...) ((void)0)
+#define WMFIX_RACE_STORE(id, ...) ((void)0)
+#endif
 
 // First statement of every kernel. A stressing block stresses and returns; an application block
 // records its mapping and falls through.
@@ -439,5 +549,9 @@ static __host__ __device__ __forceinline__ dim3 wmfix_gridDim() {
   return dim3(0, 0, 0);
 #endif
 }
+
+#if defined(WMFIX_RACE)
+#include "wmfix_race.cuh"
+#endif
 
 #endif  // WMFIX_CUH_INCLUDED

@@ -41,6 +41,8 @@ struct Settings {
   std::string fences = "all";
   std::string fences_in_loop = "all";  // ids whose placement at the top of a loop body is on
   std::string coverage_path;            // WMFIX_COVERAGE: where the coverage file goes at exit
+  std::string race_path;                // WMFIX_RACE_TRACE: where a race build writes its trace at exit
+  unsigned long long race_events = 1ULL << 22;  // WMFIX_RACE_EVENTS: the trace buffer's records
   bool verbose = false;
 };
 
@@ -153,6 +155,13 @@ inline Settings settings_from_env() {
   s.keep_block_order = order == "keep";
 
   s.coverage_path = trim(getenv_or("WMFIX_COVERAGE", ""));
+  s.race_path = trim(getenv_or("WMFIX_RACE_TRACE", ""));
+  if (const char* n = std::getenv("WMFIX_RACE_EVENTS")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(n, &end, 10);
+    if (end == n || *end != '\0' || v == 0) fatal(std::string("WMFIX_RACE_EVENTS must be a positive number, not \"") + n + "\"");
+    s.race_events = v;
+  }
   s.fences = getenv_or("WMFIX_FENCES", "all");
   s.fences_in_loop = getenv_or("WMFIX_FENCES_IN_LOOP", "all");
   const std::string verbose = trim(getenv_or("WMFIX_VERBOSE", "0"));
@@ -291,6 +300,28 @@ inline bool plan_launch(const Settings& s, dim3 grid, unsigned long long launch_
 
 // ---- registry of translation units ---------------------------------------------------------------
 
+// A race build's trace (wmfix race): one record per instrumented access, atomic, fence and
+// barrier, in host memory mapped for the device, slots handed out by a device counter; read by
+// src/race/trace.rs. Fields are written before `kind`, which 0 marks as never written.
+struct RaceRecord {
+  unsigned long long addr;
+  unsigned long long a;  // the value read or written; an atomic's old value
+  unsigned long long b;  // an atomic's new value
+  unsigned launch;       // %gridid's low word
+  unsigned block;        // linear hardware block
+  unsigned site;         // the fence id after the access, or ~0
+  unsigned short thread; // linear hardware thread in its block
+  unsigned char kind;    // 1 access, 2 atomic, 3 fence, 4 barrier, 5 failed compare-and-swap
+  unsigned char flags;   // bits 0-1 scope (block, device, system), 4 strong, 8 value known
+};
+static_assert(sizeof(RaceRecord) == 40, "the trace format has 40-byte records");
+
+struct RaceLog {  // no initialisers: it lives in __constant__ memory
+  RaceRecord* records;  // null: not recording
+  unsigned long long capacity;
+  unsigned long long* count;  // device memory
+};
+
 // What each TU's device constants hold (see wmfix.cuh); zero-initialised = no-str-, all fences.
 struct TuConst {
   unsigned active;          // 1 in every environment but no-str-
@@ -298,6 +329,7 @@ struct TuConst {
   LaunchTable* table;       // this device's launch table
   unsigned long long* aim;  // aim-str: where instrumented accesses record addresses; else null
   unsigned char* coverage;  // WMFIX_COVERAGE: two bytes a fence id, mapped host memory; else null
+  RaceLog race;             // WMFIX_RACE_TRACE in a race build; else empty
 };
 
 // Uploads one TU's constants (and its fence mask, built from s.fences) on `stream`.
@@ -359,9 +391,17 @@ inline std::string coverage_text(const unsigned char* bytes, unsigned n) {
          "\nglobal " + fence_ranges(bytes, n, 1) + "\n";
 }
 
+// The race trace's buffer and where it goes at exit.
+struct RaceTrace {
+  std::string path;
+  RaceRecord* host = nullptr;
+  RaceLog device{};
+};
+
 struct Runtime {
   std::mutex mu;
   Coverage coverage;
+  RaceTrace race;
   unsigned max_fences = 0;  // the largest WMFIX_NUM_FENCES of a registered TU
   bool parsed = false;
   Settings settings;
@@ -396,6 +436,28 @@ inline void write_coverage() {
 }
 
 
+// The trace file: a header line, then the written records in slot order. The slot counter is
+// read when the device is still there (dropped = slots handed out past the buffer's end).
+inline void write_race_trace() {
+  const RaceTrace& r = runtime().race;
+  if (!r.host) return;
+  unsigned long long handed = 0;
+  const bool counted = cudaMemcpy(&handed, r.device.count, sizeof handed, cudaMemcpyDeviceToHost) == cudaSuccess;
+  FILE* f = std::fopen(r.path.c_str(), "wb");
+  if (!f) {
+    std::fprintf(stderr, "wmfix: warning: cannot write the race trace %s\n", r.path.c_str());
+    return;
+  }
+  const unsigned long long dropped = counted && handed > r.device.capacity ? handed - r.device.capacity : 0;
+  const std::string header = "wmfix-race-trace 1 capacity=" + std::to_string(r.device.capacity) +
+                             " dropped=" + std::to_string(dropped) + (counted ? "" : " counter=lost") + "\n";
+  std::fwrite(header.data(), 1, header.size(), f);
+  const unsigned long long n = counted ? std::min(handed, r.device.capacity) : r.device.capacity;
+  for (unsigned long long i = 0; i < n; ++i)
+    if (r.host[i].kind != 0) std::fwrite(&r.host[i], sizeof(RaceRecord), 1, f);
+  std::fclose(f);
+}
+
 inline bool cuda_ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return true;
   std::fprintf(stderr, "wmfix: warning: %s failed: %s; this launch runs unchanged\n", what, cudaGetErrorString(e));
@@ -424,6 +486,33 @@ inline void start_coverage(Runtime& rt) {
   std::atexit(write_coverage);
 }
 
+// The trace buffer of a race build, made at the first launch when WMFIX_RACE_TRACE names a
+// file: malloc'd and registered, so that it outlives a cudaDeviceReset as the coverage does.
+inline void start_race(Runtime& rt) {
+  const Settings& s = rt.settings;
+  RaceTrace& r = rt.race;
+  if (r.host || s.race_path.empty()) return;
+  const size_t bytes = (size_t)s.race_events * sizeof(RaceRecord);
+  RaceRecord* h = static_cast<RaceRecord*>(std::calloc(s.race_events, sizeof(RaceRecord)));
+  void* dptr = nullptr;
+  unsigned long long* count = nullptr;
+  if (!h) {
+    std::fprintf(stderr, "wmfix: warning: no memory for a race trace of %llu records\n", s.race_events);
+    return;
+  }
+  if (!cuda_ok(cudaHostRegister(h, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), "cudaHostRegister(race trace)") ||
+      !cuda_ok(cudaHostGetDevicePointer(&dptr, h, 0), "cudaHostGetDevicePointer(race trace)") ||
+      !cuda_ok(cudaMalloc(&count, sizeof *count), "cudaMalloc(race counter)") ||
+      !cuda_ok(cudaMemset(count, 0, sizeof *count), "cudaMemset(race counter)")) {
+    std::free(h);
+    return;
+  }
+  r.path = s.race_path;
+  r.host = h;
+  r.device = RaceLog{static_cast<RaceRecord*>(dptr), s.race_events, count};
+  std::atexit(write_race_trace);
+}
+
 inline bool is_capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &st) != cudaSuccess) return true;  // assume the worst
@@ -437,7 +526,7 @@ inline bool upload_tus(const Settings& s, DeviceState& d, size_t from, cudaStrea
   // Accesses record addresses only under aim-str (a scratchpad kept from an earlier aim-str
   // generation keeps its slots).
   const TuConst c{s.active ? 1U : 0U, s.rand_threads ? 1U : 0U, d.table,
-                  s.stress == kAimStress ? d.scratch.aim : nullptr, runtime().coverage.device};
+                  s.stress == kAimStress ? d.scratch.aim : nullptr, runtime().coverage.device, runtime().race.device};
   const std::vector<TuInitFn>& reg = tu_registry();
   for (size_t i = from; i < reg.size(); ++i)
     if (!cuda_ok(reg[i](c, s, stream), "uploading wmfix constants")) return false;
@@ -450,6 +539,7 @@ inline bool upload_tus(const Settings& s, DeviceState& d, size_t from, cudaStrea
 inline bool init_device(Runtime& rt, DeviceState& d, int dev, cudaStream_t stream) {
   const Settings& s = rt.settings;
   start_coverage(rt);
+  start_race(rt);
   if (s.active) {
     if (!d.table) {
       if (!cuda_ok(cudaMalloc(&d.table, sizeof(LaunchTable)), "cudaMalloc(launch table)")) return false;

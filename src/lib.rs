@@ -1,9 +1,9 @@
 //! wmfix: exposes weak-memory bugs in CUDA applications and hardens them with the fewest
 //! fences. The folders follow the pipeline (DESIGN.md has the map): `rewrite` (insert) ->
-//! `app` (build) -> `run` (runs under stress) -> `cmd::test` / `reduce` -> `cost`, and the side
-//! track `litmus` -> `tune`. `cmd` holds the subcommands; `exit_code`, `stats`, `chip` (GPUs
-//! by name, the shipped profiles) and `out_dir` (the output folder, which `insert` writes too)
-//! are leaves.
+//! `app` (build) -> `run` (runs under stress) -> `race` (detection runs) -> `cmd::test` /
+//! `reduce` -> `cost`, and the side track `litmus` -> `tune`. `cmd` holds the subcommands;
+//! `exit_code`, `stats`, `chip` (GPUs by name, the shipped profiles) and `out_dir` (the output
+//! folder, which `insert` writes too) are leaves.
 
 pub mod app;
 pub mod chip;

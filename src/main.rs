@@ -27,6 +27,9 @@ enum Command {
     /// Empirical fence insertion: find the fences the application needs under stress, and
     /// write them as a patch (wmfix-out/reduce/fences.patch) for review.
     Reduce(cmd::reduce::Args),
+    /// Find data races under the PTX memory model in one run, whether or not this GPU reorders,
+    /// and name the fences that would order them. Exit status 2 when a race is found.
+    Race(cmd::race::Args),
     /// Apply the last reduction's patch to the application's sources (only on request).
     Apply(cmd::apply::Args),
     /// What the fences cost: build the program as written, with the reduced fences and with
@@ -70,6 +73,7 @@ fn main() {
         Command::Build(args) => cmd::build::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Reduce(args) => cmd::reduce::run(args),
+        Command::Race(args) => cmd::race::run(args),
         Command::Apply(args) => cmd::apply::run(args),
         Command::Cost(args) => cmd::cost::run(args),
         Command::Tune(args) => cmd::tune::run(args),

@@ -166,6 +166,9 @@ impl OutDir {
     pub fn cost(&self) -> CostFiles {
         CostFiles(self.at("cost"))
     }
+    pub fn race(&self) -> RaceFiles {
+        RaceFiles(self.at("race"))
+    }
 
     /// Deletes `path` (a file or a folder) if it exists. Only paths inside this marked folder
     /// can be deleted; anything else is a bug, refused.
@@ -283,6 +286,41 @@ impl CostFiles {
     }
     pub fn build_log(&self, name: &str) -> PathBuf {
         self.0.join(format!("build-{name}.log"))
+    }
+}
+
+/// `out/race/`: the detection build (a copy of `tree/` and `runtime/` with the detection
+/// runtime switched on), its runs' traces and logs, and the report.
+pub struct RaceFiles(PathBuf);
+
+impl RaceFiles {
+    pub fn dir(&self) -> &Path {
+        &self.0
+    }
+    pub fn tree(&self) -> PathBuf {
+        self.0.join("tree")
+    }
+    pub fn runtime(&self) -> PathBuf {
+        self.0.join("runtime")
+    }
+    /// What the detection build was made from (the instrumented build's stamp).
+    pub fn stamp(&self) -> PathBuf {
+        self.0.join("build.stamp")
+    }
+    pub fn build_log(&self) -> PathBuf {
+        self.0.join("build.log")
+    }
+    pub fn trace(&self, run: usize) -> PathBuf {
+        self.0.join(format!("trace-{run}.bin"))
+    }
+    pub fn log(&self, run: usize) -> PathBuf {
+        self.0.join(format!("run-{run}.log"))
+    }
+    pub fn native_log(&self) -> PathBuf {
+        self.0.join("native.log")
+    }
+    pub fn report(&self) -> PathBuf {
+        self.0.join("race.json")
     }
 }
 

@@ -191,6 +191,26 @@ fn case_studies_build_and_link() {
     }
 }
 
+/// Detection builds (`wmfix race`: `WMFIX_RACE` on) compile: every atomic wrapper at each scope
+/// and type, the ground-truth suite, and studies whose atomics, fences and barriers go through
+/// the recording wrappers, CUB's headers (included after the runtime's macros) among them.
+#[test]
+fn detection_builds_compile() {
+    let fixture = repo().join("tests/fixtures/race_atomics");
+    let (_tmp, _orig, tree) = instrument(&fixture);
+    sh(&tree, "nvcc -arch=sm_90 -DWMFIX_RACE -o a atomics.cu");
+    for dir in [
+        "tests/race-suite",
+        "case-studies/sdk-red-nf",
+        "case-studies/ls-bh-nf",
+        "case-studies/cub-scan",
+    ] {
+        let (_tmp, orig, tree) = instrument(&repo().join(dir));
+        let build = build_command(&orig);
+        sh(&tree, &format!("NVCC_APPEND_FLAGS=-DWMFIX_RACE {build}"));
+    }
+}
+
 /// Writes the patch that keeps `kept` fences of the app in `src`, applies it to a clean copy with
 /// `patch -p1`, and builds the result with the app's build command.
 fn patch_applies_and_builds(src: &Path, kept: &[usize], build: &str) {

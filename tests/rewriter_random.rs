@@ -1577,9 +1577,13 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
         } else if let Some(r) = rest_or_none
             .strip_prefix(" WMFIX_FENCE_AT(")
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_PTR("))
+            .or_else(|| rest_or_none.strip_prefix(" WMFIX_RACE_LOAD("))
+            .or_else(|| rest_or_none.strip_prefix(" WMFIX_RACE_STORE("))
         {
-            // A fence naming its access's address for aim-str: the id, then the address, one
-            // line with balanced parentheses.
+            // A fence naming its access's address for aim-str (or a race build's record of
+            // another access, before it): the id, then the address, one line with balanced
+            // parentheses.
+            let race_hook = rest.starts_with(" WMFIX_RACE_");
             i = text.len() - r.len();
             let id = number(&mut i);
             assert_eq!(&text[i..i + 2], ", ");
@@ -1596,7 +1600,17 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
             }
             assert_eq!(&text[i..i + 2], ");");
             i += 2;
-            found.push((id, line, "statement"));
+            if race_hook {
+                assert!(
+                    text[i..].starts_with(" WMFIX_RACE_")
+                        || text[i..].starts_with(&format!(" WMFIX_FENCE_AT({id}, "))
+                        || text[i..].starts_with(&format!(" WMFIX_FENCE_PTR({id}, "))
+                        || text[i..].starts_with(&format!(" WMFIX_FENCE({id});")),
+                    "a race record not followed by its fence at line {line}"
+                );
+            } else {
+                found.push((id, line, "statement"));
+            }
         } else if let Some(r) = rest_or_none.strip_prefix(", WMFIX_FENCE_EXPR(") {
             i = text.len() - r.len();
             let id = number(&mut i);

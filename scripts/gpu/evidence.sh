@@ -726,6 +726,60 @@ wmfix_mps_test() { JOBS=8 test_cell "$1" sys-str+ "${GPUS_RUNS:-240}" -- --gpus 
 add wmfix-mps-test-cbe-dot wmfix_mps_test cbe-dot
 add wmfix-mps-reduce-ls-bh-nf reduce_study ls-bh-nf --mps
 add wmfix-mps-reduce-ct-octree reduce_study ct-octree --mps
+
+# Issue 27: wmfix race. The ground-truth suite (tests/race-suite; scripts/race_suite.py checks
+# each kernel's verdict into verdicts.txt), every case study in one detection run at its own
+# settings (the fence-less ones must race, the fenced ones not), sdk-red-nf and sdk-red at one
+# reduction a run (where stress shows next to nothing), and compute-sanitizer racecheck on the
+# same programs beside it. Each step keeps race.json (wrapped with its provenance) and the
+# fences.json it names sites of.
+race_step() { # race_step DIR [wmfix race options]: into $WORK/$STEP
+  local dir=$1; shift
+  local out=$WORK/$STEP
+  local cmd=("$W" race "$dir" --out "$out" "$@")
+  bounded "${LIMIT:-240}" "${cmd[@]}"
+  local rc=$?
+  cp "$out/fences.json" "$STEP_DIR/" 2>/dev/null
+  cp "$out/race/race.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/race.json" "${cmd[@]}"
+  [ -f "$STEP_DIR/race.json" ] || return 1
+  case $rc in 0|2) return 0 ;; *) return $rc ;; esac
+}
+race_suite() {
+  race_step tests/race-suite || return 1
+  python3 scripts/race_suite.py "$STEP_DIR" > "$STEP_DIR/verdicts.txt" 2>&1
+  tail -n 1 "$STEP_DIR/verdicts.txt" >> "$STEP_DIR/log.txt"
+  return 0
+}
+one_reduction() { # one_reduction STUDY [wmfix race options]: the study run as `./red 256 256 65536 1`
+  local copy=$WORK/$1-one-reduction
+  rm -rf "$copy" && cp -r "case-studies/$1" "$copy" || return 1
+  sed -i 's|^run = .*|run = "./red 256 256 65536 1"|' "$copy/wmfix.toml"
+  shift
+  race_step "$copy" "$@"
+}
+racecheck() { # racecheck DIR: compute-sanitizer's racecheck on the original program, timed
+  local dir=$1 out=$WORK/$STEP run
+  run=$(sed -n 's/^run = "\(.*\)"$/\1/p' "$dir/wmfix.toml")
+  bounded 240 "$W" build "$dir" --out "$out" || return 1
+  local f=$STEP_DIR/racecheck.txt t0
+  header "cd original && compute-sanitizer --tool racecheck $run" > "$f"
+  t0=$(date +%s.%N)
+  (cd "$out/original" && timeout --foreground -s INT 200 compute-sanitizer --tool racecheck --print-limit 20 $run) >> "$f" 2>&1
+  echo "# exit $? after $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s" >> "$f"
+}
+racecheck_one() { # racecheck_one STUDY: racecheck of the study at one reduction a run
+  local copy=$WORK/$1-one-reduction-rc
+  rm -rf "$copy" && cp -r "case-studies/$1" "$copy" || return 1
+  sed -i 's|^run = .*|run = "./red 256 256 65536 1"|' "$copy/wmfix.toml"
+  racecheck "$copy"
+}
+add race-suite race_suite
+for s in $FENCELESS; do add "race-$s" race_step "case-studies/$s"; done
+add race-sdk-red-nf-one one_reduction sdk-red-nf
+add race-sdk-red-one one_reduction sdk-red
+for s in $FENCED; do add "race-$s" race_step "case-studies/$s"; done
+add racecheck-sdk-red-nf-one racecheck_one sdk-red-nf
+for s in cbe-dot ls-bh-nf tpo-tm; do add "racecheck-$s" racecheck "case-studies/$s"; done
 # The same server over one GPU and two, in one call of a two-GPU machine (TAG: a folder of its
 # own): does MPS lift the host's serial context creation that kept two GPUs at 1.04x?
 for n in 1 2; do

@@ -8,6 +8,7 @@ pub mod help;
 pub mod init;
 pub mod insert;
 pub mod litmus;
+pub mod race;
 pub mod reduce;
 pub mod test;
 pub mod tune;

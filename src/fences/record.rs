@@ -73,6 +73,10 @@ pub struct FenceRecord {
     /// The statement, condition or value whose accesses the fence follows.
     pub access: String,
     pub kind: AccessKind,
+    /// The kind of the access the fence names (`WMFIX_FENCE_AT`), where it is not `kind`
+    /// (a statement whose store could not be named): what `wmfix race` records it as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aimed: Option<AccessKind>,
     /// Each access it follows: `kind: text`.
     pub accesses: Vec<String>,
     pub placements: Vec<Placement>,
@@ -146,6 +150,7 @@ mod tests {
                 function: "k".into(),
                 access: "x[i] = 1;".into(),
                 kind: AccessKind::Store,
+                aimed: None,
                 accesses: vec!["store: x[i]".into()],
                 placements: vec![Placement {
                     line: 3,

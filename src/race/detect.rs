@@ -165,6 +165,9 @@ struct ThreadState {
     release_device: Option<Rc<Clock>>,
     pending: Vec<(Release, Scope)>,
     waiting: Option<u32>,
+    /// An enabled fence site whose accesses this thread just made: its fence comes before the
+    /// thread's next event of another site.
+    fence_due: Option<FenceId>,
 }
 
 /// Whether two strong accesses are morally strong: both strong with scopes that cover both.
@@ -241,6 +244,7 @@ impl Detector<'_> {
             release_device: None,
             pending: Vec::new(),
             waiting: None,
+            fence_due: None,
         });
         self.out.histories.push(Vec::new());
         self.index.insert(e.thread, t);
@@ -256,6 +260,11 @@ impl Detector<'_> {
             .push(self.out.histories[t as usize].len() as u32);
         self.out.histories[t as usize].push(i);
         self.leave_barrier(t);
+        let due = self.threads[t as usize].fence_due;
+        if due.is_some() && (due != e.site || !e.op.is_access()) {
+            self.threads[t as usize].fence_due = None;
+            self.fence(t, self.opts.fence_scope);
+        }
         match e.op {
             Op::Read { strong, value } => {
                 self.access(i, t, e.addr, false, strong);
@@ -289,7 +298,7 @@ impl Detector<'_> {
             && e.op.is_access()
             && self.opts.fences.contains(&site)
         {
-            self.fence(t, self.opts.fence_scope);
+            self.threads[t as usize].fence_due = Some(site);
         }
     }
 

@@ -8,4 +8,5 @@ pub mod clock;
 pub mod detect;
 pub mod explain;
 pub mod report;
+pub mod runs;
 pub mod trace;

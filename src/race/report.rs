@@ -42,7 +42,8 @@ pub struct Example {
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub rows: Vec<Row>,
-    pub runs: usize,
+    /// Traces (runs) checked.
+    pub traces: usize,
     /// The union of every row's suggested fences.
     pub suggested: Vec<FenceId>,
     /// Races left when the suggested fences are taken as enabled on the same traces.
@@ -105,7 +106,7 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
             .sum()
     };
     Report {
-        runs: traces.len(),
+        traces: traces.len(),
         suggested: suggested.into_iter().collect(),
         left_with_suggested,
         stats,
@@ -168,7 +169,7 @@ pub fn table(r: &Report) -> String {
     if r.rows.is_empty() {
         out.push_str(&format!(
             "no race in {} run(s) ({} accesses checked)\n",
-            r.runs, r.stats.accesses
+            r.traces, r.stats.accesses
         ));
     }
     for row in &r.rows {
@@ -179,7 +180,7 @@ pub fn table(r: &Report) -> String {
             row.second.location,
             row.count,
             row.runs,
-            r.runs,
+            r.traces,
             row.example.first,
             row.example.second,
             row.example.address

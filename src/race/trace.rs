@@ -118,6 +118,8 @@ mod kind {
     pub const FENCE: u8 = 3;
     pub const BARRIER: u8 = 4;
     pub const CAS_FAILED: u8 = 5;
+    pub const LOAD: u8 = 6;
+    pub const STORE: u8 = 7;
 }
 mod flag {
     pub const STRONG: u8 = 4;
@@ -125,9 +127,10 @@ mod flag {
 }
 
 impl Trace {
-    /// Reads the runtime's file. `sites` gives each fence id's access kind (from
-    /// `fences.json`): an access event is a read or a write by its site; the site after an
-    /// atomic names the atomic event its thread recorded just before.
+    /// Reads the runtime's file. `sites` gives the kind of the access each fence id names
+    /// (from `fences.json`): an access event is a read or a write by its site (the statement's
+    /// other accesses say their kind); the site after an atomic names the atomic event its
+    /// thread recorded just before.
     pub fn from_bytes(bytes: &[u8], sites: &[AccessKind]) -> Result<Trace> {
         let header_end = bytes
             .iter()
@@ -192,6 +195,14 @@ impl Trace {
                     scope,
                     old: value,
                     new: value.map(|_| b),
+                },
+                kind::LOAD => Op::Read {
+                    strong: (flags & flag::STRONG != 0).then_some(Scope::System),
+                    value,
+                },
+                kind::STORE => Op::Write {
+                    strong: (flags & flag::STRONG != 0).then_some(Scope::System),
+                    value,
                 },
                 kind::CAS_FAILED => Op::Read {
                     strong: Some(scope),

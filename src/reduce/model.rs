@@ -476,6 +476,7 @@ mod tests {
             function: function.into(),
             access: text.into(),
             kind,
+            aimed: None,
             accesses: vec![access.into()],
             placements: if spin {
                 vec![at(true), at(false)]

@@ -30,6 +30,8 @@ pub enum AimForm {
 pub struct Aim {
     pub range: Range<usize>,
     pub form: AimForm,
+    /// The named access's kind (a statement's fence names a store first).
+    pub kind: AccessKind,
 }
 
 /// What a file's captures say about which text may be copied.
@@ -84,20 +86,42 @@ impl<'t> Facts<'t> {
     pub fn aim(&self, statement: Range<usize>, accesses: &[(Node<'t>, AccessKind)]) -> Option<Aim> {
         let mut ordered: Vec<&(Node, AccessKind)> = accesses.iter().collect();
         ordered.sort_by_key(|(_, k)| *k == AccessKind::Load);
-        ordered.into_iter().find_map(|(node, _)| {
+        ordered.into_iter().find_map(|(node, kind)| {
             let aim = if self.calls.contains(&node.id()) {
                 Aim {
                     range: call_pointer(*node)?.byte_range(),
                     form: AimForm::Pointer,
+                    kind: *kind,
                 }
             } else {
                 Aim {
                     range: node.byte_range(),
                     form: AimForm::Lvalue,
+                    kind: *kind,
                 }
             };
             self.copyable(&aim.range, &statement).then_some(aim)
         })
+    }
+
+    /// The plain accesses of a site that the detection runtime records apart
+    /// (`WMFIX_RACE_LOAD`/`_STORE`; `wmfix race` must see every access, and the fence names
+    /// at most one): all whose text may be copied but the one `aim` names, and none inside it.
+    pub fn race_hooks(
+        &self,
+        site: Range<usize>,
+        accesses: &[(Node<'t>, AccessKind)],
+        aim: Option<&Aim>,
+    ) -> Vec<(Range<usize>, AccessKind)> {
+        accesses
+            .iter()
+            .filter(|(n, k)| *k != AccessKind::Atomic && !self.calls.contains(&n.id()))
+            .map(|(n, k)| (n.byte_range(), *k))
+            .filter(|(r, _)| {
+                aim.is_none_or(|a| !r.contains(&a.range.start) && !a.range.contains(&r.start))
+            })
+            .filter(|(r, _)| self.copyable(r, &site))
+            .collect()
     }
 
     fn copyable(&self, r: &Range<usize>, statement: &Range<usize>) -> bool {
@@ -153,7 +177,10 @@ mod tests {
     #[test]
     fn a_statements_access_is_named_after_it() {
         let t = instrument("a[i] = b[j];");
-        assert!(t.contains("a[i] = b[j]; WMFIX_FENCE_AT(0, a[i]);"), "{t}");
+        assert!(
+            t.contains("a[i] = b[j]; WMFIX_RACE_LOAD(0, b[j]); WMFIX_FENCE_AT(0, a[i]);"),
+            "the other access for a race build: {t}"
+        );
         let t = instrument("int v = b[j + 1];");
         assert!(t.contains("WMFIX_FENCE_AT(0, b[j + 1]);"), "{t}");
         let t = instrument("atomicAdd(&a[i], 1);");
@@ -188,6 +215,28 @@ mod tests {
         assert!(t.contains("WMFIX_FENCE_AT(0, a[j]);"), "{t}");
         let t = instrument("a[i] = b[i++];");
         assert!(!t.contains("WMFIX_FENCE_AT"), "{t}");
+    }
+
+    #[test]
+    fn a_race_build_records_every_access_it_may_copy() {
+        let t = instrument("a[i] = b[j] + b[j + 1];");
+        assert!(
+            t.contains(
+                "WMFIX_RACE_LOAD(0, b[j]); WMFIX_RACE_LOAD(0, b[j + 1]); WMFIX_FENCE_AT(0, a[i]);"
+            ),
+            "{t}"
+        );
+        // A loop condition's fence names no address; the race build re-reads it after the loop.
+        let t = instrument("while (*(volatile int *)a == 0) { }");
+        assert!(
+            t.contains("} WMFIX_RACE_LOAD(0, *(volatile int *)a); WMFIX_FENCE(0);"),
+            "{t}"
+        );
+        // Nor the text that may not be copied, nor atomics (the race runtime sees those).
+        let t = instrument("a[i] = b[i++];");
+        assert!(!t.contains("WMFIX_RACE"), "{t}");
+        let t = instrument("a[j] = atomicAdd(&b[i], 1);");
+        assert!(!t.contains("WMFIX_RACE"), "{t}");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! source order (files by path, then byte offset), and renders each file's new text.
 
 use crate::fences::id::{FenceId, Ids};
-use crate::fences::record::{FenceRecord, How, Placement};
+use crate::fences::record::{AccessKind, FenceRecord, How, Placement};
 use crate::fences::scope::FenceScope;
 use crate::rewrite::aim::AimForm;
 use crate::rewrite::device_code::{self, Program};
@@ -332,9 +332,23 @@ fn site_edits<'s>(
             format!(" {name}({id}, {});", rewritten(text, replaced, &aim.range))
         }
     };
+    // The site's other accesses, for the detection runtime only (nothing otherwise); before
+    // the fence, as the named access's record is.
+    let others: String = site
+        .race_hooks
+        .iter()
+        .map(|(r, kind)| {
+            let name = if *kind == AccessKind::Load {
+                "WMFIX_RACE_LOAD"
+            } else {
+                "WMFIX_RACE_STORE"
+            };
+            format!(" {name}({id}, {});", rewritten(text, replaced, r))
+        })
+        .collect();
     site.spots.iter().map(move |s| {
         let text = match s.piece {
-            Piece::Fence => fence.clone(),
+            Piece::Fence => format!("{others}{fence}"),
             Piece::LoopFence => format!(" if (WMFIX_IN_LOOP({id})){fence}"),
             Piece::CommaFence => format!(", WMFIX_FENCE_EXPR({id})"),
             Piece::WrapOpen => format!("WMFIX_AFTER({id}, "),
@@ -404,6 +418,11 @@ fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> Fence
         function: plan.functions[site.function].name.clone(),
         access: plan::one_line(&file.text[site.range.clone()]),
         kind: site.kind(),
+        aimed: site
+            .aim
+            .as_ref()
+            .map(|a| a.kind)
+            .filter(|k| *k != site.kind()),
         accesses: site
             .accesses
             .iter()

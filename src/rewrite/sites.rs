@@ -67,6 +67,9 @@ pub struct Site {
     /// For a fence after a statement: the address of one of its accesses, which the fence
     /// hands to the runtime for aimed stress (`aim.rs`).
     pub aim: Option<Aim>,
+    /// The accesses a race build records after the site's statement spot besides the one
+    /// `aim` names (`aim.rs`'s `race_hooks`).
+    pub race_hooks: Vec<(std::ops::Range<usize>, AccessKind)>,
 }
 
 impl Site {
@@ -215,6 +218,7 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
                 spots: vec![],
                 braces: vec![],
                 aim: None,
+                race_hooks: vec![],
             };
             (found, site, vec![])
         });
@@ -227,6 +231,7 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
         if found.role == Role::After {
             site.aim = facts.aim(site.range.clone(), &nodes);
         }
+        site.race_hooks = facts.race_hooks(site.range.clone(), &nodes, site.aim.as_ref());
         let mut braces = Vec::new();
         site.spots = spots(&found, &roles, &mut |b| braces.extend(brace_edits(b)));
         site.braces = braces;

@@ -1,0 +1,132 @@
+// wmfix race: what a race build adds at the end of wmfix.cuh. The application's fences,
+// barriers and atomics are recorded in the trace (wmfix.cuh's race::record) and then done:
+// CUDA's names become macros for recording wrappers, so the code after the runtime (the
+// application and the headers it includes) calls them. The runtime's own code, above, does not.
+// Wrappers are in the global namespace so that `::atomicAdd(...)` still names one.
+#ifndef WMFIX_RACE_CUH_INCLUDED
+#define WMFIX_RACE_CUH_INCLUDED
+
+#if defined(__CUDA_ARCH__)
+namespace wmfix {
+namespace {  // beside the recorder in wmfix.cuh (per TU)
+namespace race {
+
+template <class T>
+__device__ __forceinline__ unsigned long long value_bits(T v) {
+  return bits(v);
+}
+
+// An atomic that wrote `next(old)`: its values when they are integers (reads-from by value
+// needs exact values), else only that it happened.
+template <class P, class T, class F>
+__device__ __forceinline__ void rmw(unsigned char scope, P p, T old, F next) {
+  if (!__isGlobal((const void*)p)) return;
+  if constexpr (std::is_integral<T>::value)
+    record(kRmw, scope | kValue, (const volatile void*)p, value_bits(old), value_bits(next(old)), kNoSite);
+  else
+    record(kRmw, scope, (const volatile void*)p, 0, 0, kNoSite);
+}
+
+template <class P, class T>
+__device__ __forceinline__ void cas_failed(unsigned char scope, P p, T old) {
+  if (!__isGlobal((const void*)p)) return;
+  record(kCasFailed, scope | kValue, (const volatile void*)p, value_bits(old), 0, kNoSite);
+}
+
+__device__ __forceinline__ void fence(unsigned char scope) { record(kFence, scope, nullptr, 0, 0, kNoSite); }
+__device__ __forceinline__ void barrier() { record(kBarrier, 0, nullptr, 0, 0, kNoSite); }
+
+}  // namespace race
+}  // namespace
+}  // namespace wmfix
+
+// name: CUDA's function; scope: 0 block, 1 device, 2 system; NEXT: the value written, from
+// `o` (the old value) and `v` (the operand).
+#define WMFIX_RACE_RMW(name, scope, NEXT)                                                         \
+  template <class P, class V>                                                                     \
+  __device__ __forceinline__ auto wmfix_race_##name(P p, V v)->decltype(name(p, v)) {            \
+    auto old = name(p, v);                                                                        \
+    ::wmfix::race::rmw((scope), p, old, [&](auto o) -> decltype(old) { return NEXT; }); \
+    return old;                                                                                   \
+  }
+#define WMFIX_RACE_RMW_SCOPES(name, NEXT) \
+  WMFIX_RACE_RMW(name, 1, NEXT)           \
+  WMFIX_RACE_RMW(name##_block, 0, NEXT)   \
+  WMFIX_RACE_RMW(name##_system, 2, NEXT)
+
+WMFIX_RACE_RMW_SCOPES(atomicAdd, o + v)
+WMFIX_RACE_RMW_SCOPES(atomicSub, o - v)
+WMFIX_RACE_RMW_SCOPES(atomicExch, v)
+WMFIX_RACE_RMW_SCOPES(atomicMin, v < o ? v : o)
+WMFIX_RACE_RMW_SCOPES(atomicMax, v > o ? v : o)
+WMFIX_RACE_RMW_SCOPES(atomicInc, o >= v ? 0 : o + 1)
+WMFIX_RACE_RMW_SCOPES(atomicDec, (o == 0 || o > v) ? v : o - 1)
+WMFIX_RACE_RMW_SCOPES(atomicAnd, o & v)
+WMFIX_RACE_RMW_SCOPES(atomicOr, o | v)
+WMFIX_RACE_RMW_SCOPES(atomicXor, o ^ v)
+
+#define WMFIX_RACE_CAS(name, scope)                                                       \
+  template <class P, class C, class V>                                                    \
+  __device__ __forceinline__ auto wmfix_race_##name(P p, C c, V v)->decltype(name(p, c, v)) { \
+    auto old = name(p, c, v);                                                             \
+    if (old == c)                                                                         \
+      ::wmfix::race::rmw((scope), p, old, [&](auto) -> decltype(old) { return v; }); \
+    else                                                                                  \
+      ::wmfix::race::cas_failed((scope), p, old);                                         \
+    return old;                                                                           \
+  }
+WMFIX_RACE_CAS(atomicCAS, 1)
+WMFIX_RACE_CAS(atomicCAS_block, 0)
+WMFIX_RACE_CAS(atomicCAS_system, 2)
+
+__device__ __forceinline__ void wmfix_race_threadfence_block() { ::wmfix::race::fence(0); __threadfence_block(); }
+__device__ __forceinline__ void wmfix_race_threadfence() { ::wmfix::race::fence(1); __threadfence(); }
+__device__ __forceinline__ void wmfix_race_threadfence_system() { ::wmfix::race::fence(2); __threadfence_system(); }
+__device__ __forceinline__ void wmfix_race_syncthreads() { ::wmfix::race::barrier(); __syncthreads(); }
+__device__ __forceinline__ int wmfix_race_syncthreads_count(int p) { ::wmfix::race::barrier(); return __syncthreads_count(p); }
+__device__ __forceinline__ int wmfix_race_syncthreads_and(int p) { ::wmfix::race::barrier(); return __syncthreads_and(p); }
+__device__ __forceinline__ int wmfix_race_syncthreads_or(int p) { ::wmfix::race::barrier(); return __syncthreads_or(p); }
+
+#define atomicAdd(...) wmfix_race_atomicAdd(__VA_ARGS__)
+#define atomicAdd_block(...) wmfix_race_atomicAdd_block(__VA_ARGS__)
+#define atomicAdd_system(...) wmfix_race_atomicAdd_system(__VA_ARGS__)
+#define atomicSub(...) wmfix_race_atomicSub(__VA_ARGS__)
+#define atomicSub_block(...) wmfix_race_atomicSub_block(__VA_ARGS__)
+#define atomicSub_system(...) wmfix_race_atomicSub_system(__VA_ARGS__)
+#define atomicExch(...) wmfix_race_atomicExch(__VA_ARGS__)
+#define atomicExch_block(...) wmfix_race_atomicExch_block(__VA_ARGS__)
+#define atomicExch_system(...) wmfix_race_atomicExch_system(__VA_ARGS__)
+#define atomicMin(...) wmfix_race_atomicMin(__VA_ARGS__)
+#define atomicMin_block(...) wmfix_race_atomicMin_block(__VA_ARGS__)
+#define atomicMin_system(...) wmfix_race_atomicMin_system(__VA_ARGS__)
+#define atomicMax(...) wmfix_race_atomicMax(__VA_ARGS__)
+#define atomicMax_block(...) wmfix_race_atomicMax_block(__VA_ARGS__)
+#define atomicMax_system(...) wmfix_race_atomicMax_system(__VA_ARGS__)
+#define atomicInc(...) wmfix_race_atomicInc(__VA_ARGS__)
+#define atomicInc_block(...) wmfix_race_atomicInc_block(__VA_ARGS__)
+#define atomicInc_system(...) wmfix_race_atomicInc_system(__VA_ARGS__)
+#define atomicDec(...) wmfix_race_atomicDec(__VA_ARGS__)
+#define atomicDec_block(...) wmfix_race_atomicDec_block(__VA_ARGS__)
+#define atomicDec_system(...) wmfix_race_atomicDec_system(__VA_ARGS__)
+#define atomicAnd(...) wmfix_race_atomicAnd(__VA_ARGS__)
+#define atomicAnd_block(...) wmfix_race_atomicAnd_block(__VA_ARGS__)
+#define atomicAnd_system(...) wmfix_race_atomicAnd_system(__VA_ARGS__)
+#define atomicOr(...) wmfix_race_atomicOr(__VA_ARGS__)
+#define atomicOr_block(...) wmfix_race_atomicOr_block(__VA_ARGS__)
+#define atomicOr_system(...) wmfix_race_atomicOr_system(__VA_ARGS__)
+#define atomicXor(...) wmfix_race_atomicXor(__VA_ARGS__)
+#define atomicXor_block(...) wmfix_race_atomicXor_block(__VA_ARGS__)
+#define atomicXor_system(...) wmfix_race_atomicXor_system(__VA_ARGS__)
+#define atomicCAS(...) wmfix_race_atomicCAS(__VA_ARGS__)
+#define atomicCAS_block(...) wmfix_race_atomicCAS_block(__VA_ARGS__)
+#define atomicCAS_system(...) wmfix_race_atomicCAS_system(__VA_ARGS__)
+#define __threadfence_block() wmfix_race_threadfence_block()
+#define __threadfence() wmfix_race_threadfence()
+#define __threadfence_system() wmfix_race_threadfence_system()
+#define __syncthreads() wmfix_race_syncthreads()
+#define __syncthreads_count(p) wmfix_race_syncthreads_count(p)
+#define __syncthreads_and(p) wmfix_race_syncthreads_and(p)
+#define __syncthreads_or(p) wmfix_race_syncthreads_or(p)
+#endif  // __CUDA_ARCH__
+
+#endif  // WMFIX_RACE_CUH_INCLUDED

@@ -1,0 +1,137 @@
+//! `wmfix race`: data races under the PTX model from one run (or a few), with the fences that
+//! would order them.
+
+use super::AppArgs;
+use crate::cmd::values::{Count, Env};
+use crate::exit_code;
+use crate::fences::set::FenceSet;
+use crate::race::detect::Options as Detect;
+use crate::race::report::{self, Report};
+use crate::race::runs::{self, RunInfo};
+use crate::run::environment::TestEnv;
+use serde::Serialize;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    app: AppArgs,
+    /// Detection runs (each its own seed, so its own thread-id mapping under a `+`
+    /// environment).
+    #[arg(long, default_value = "1")]
+    runs: Count,
+    /// Testing environment of the runs (`no-str-`: natively, as the program runs).
+    #[arg(long, default_value = "no-str-")]
+    env: Env,
+    /// wmfix's fences enabled in the runs: `none` (the program's own fences only), `all`, or
+    /// ids like `0,3,7-9`.
+    #[arg(long, default_value = "none")]
+    fences: FenceSet,
+    /// Trace records a run may hold (40 bytes each, in host memory); past it, events are
+    /// dropped and reported as not checked.
+    #[arg(long, default_value_t = 1 << 22, value_parser = crate::cmd::values::whole_u64)]
+    events: u64,
+    /// Follow PTX strictly: a `__syncthreads` after a strong read does not complete its
+    /// acquire (threadFenceReduction's reader then races).
+    #[arg(long)]
+    strict: bool,
+    #[arg(long, default_value_t = 1, value_parser = crate::cmd::values::whole_u64)]
+    seed: u64,
+    /// Print the report (what race.json holds) as one JSON document on stdout; the table goes
+    /// to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `race.json`.
+#[derive(Serialize)]
+struct Document<'a> {
+    app: String,
+    env: TestEnv,
+    fences: String,
+    runs: &'a [RunInfo],
+    /// The original program's run time natively, and the detection runs' mean.
+    native_s: Option<f64>,
+    detection_s: f64,
+    #[serde(flatten)]
+    report: &'a Report,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let app = crate::app::config::App::load(&args.app.dir)?;
+    let out = crate::out_dir::OutDir::open(&args.app.out(), std::slice::from_ref(&app.root))?;
+    let fences = crate::fences::record::FenceList::load(&out.fences_json()).ok();
+    if let Some(f) = &fences {
+        args.fences.check_ids("--fences", f.total)?;
+    }
+    super::needs_gpu(&app, "wmfix race")?;
+    let built = crate::app::builder::build(&app, &out, args.app.fence)?;
+    let fences = crate::fences::record::FenceList::load(&out.fences_json())?;
+    args.fences.check_ids("--fences", fences.total)?;
+    runs::build(&app, &out)?;
+    let opts = runs::Options {
+        runs: args.runs.get(),
+        env: args.env.0,
+        seed: args.seed,
+        fences: args.fences.clone(),
+        events: args.events,
+    };
+    let done = runs::run(&app, &out, &opts, &built.original)?;
+    let detect = Detect {
+        barrier_acquires: !args.strict,
+        fence_scope: scope_of(args.app.fence),
+        ..Detect::default()
+    };
+    let report = report::report(&done.traces, &detect, Some(&fences));
+    let detection_s =
+        done.info.iter().map(|r| r.seconds).sum::<f64>() / done.info.len().max(1) as f64;
+    let doc = Document {
+        app: app.root.display().to_string(),
+        env: args.env.0,
+        fences: args.fences.to_string(),
+        runs: &done.info,
+        native_s: done.native_s,
+        detection_s,
+        report: &report,
+    };
+    let text = serde_json::to_string_pretty(&doc)?;
+    std::fs::write(out.race().report(), format!("{text}\n"))?;
+    let mut human = report::table(&report);
+    human.push_str(&timing(&done.info, done.native_s));
+    human.push_str(&format!(
+        "wmfix: report in {}\n",
+        out.race().report().display()
+    ));
+    super::report(args.json, &doc, &human);
+    Ok(if report.rows.is_empty() {
+        exit_code::OK
+    } else {
+        exit_code::ERRORS_SEEN
+    })
+}
+
+fn scope_of(f: crate::fences::scope::FenceScope) -> crate::race::trace::Scope {
+    use crate::fences::scope::FenceScope;
+    use crate::race::trace::Scope;
+    match f {
+        FenceScope::Block => Scope::Block,
+        FenceScope::Device => Scope::Device,
+        FenceScope::System => Scope::System,
+    }
+}
+
+fn timing(info: &[RunInfo], native_s: Option<f64>) -> String {
+    let events: usize = info.iter().map(|r| r.events).sum();
+    let mean = info.iter().map(|r| r.seconds).sum::<f64>() / info.len().max(1) as f64;
+    let native = native_s.map_or_else(String::new, |n| {
+        format!(
+            " (the original natively: {n:.2} s, {:.1}x)",
+            mean / n.max(1e-9)
+        )
+    });
+    let outcomes: Vec<String> = info.iter().map(|r| r.outcome.to_string()).collect();
+    format!(
+        "{} detection run(s) ({}), {events} events, {mean:.2} s a run{native}\n",
+        info.len(),
+        outcomes.join(", ")
+    )
+}

@@ -1,0 +1,150 @@
+//! Detection runs on the GPU: the instrumented tree copied with the detection runtime switched
+//! on (`WMFIX_RACE`) and built, then run natively, each run writing its trace, and read back.
+
+use super::trace::Trace;
+use crate::app::builder;
+use crate::app::config::App;
+use crate::exit_code::{self, fail};
+use crate::fences::record::{AccessKind, FenceList};
+use crate::fences::set::FenceSet;
+use crate::out_dir::OutDir;
+use crate::run::environment::TestEnv;
+use crate::run::trial::{self, Outcome};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::Path;
+use std::time::Instant;
+
+pub struct Options {
+    pub runs: usize,
+    pub env: TestEnv,
+    pub seed: u64,
+    /// wmfix's own fences enabled in the runs (`none`: the program's own fences only).
+    pub fences: FenceSet,
+    /// Trace records a run may write (40 bytes each, host memory).
+    pub events: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunInfo {
+    pub run: usize,
+    pub seed: u64,
+    pub outcome: Outcome,
+    pub seconds: f64,
+    pub events: usize,
+    pub dropped: u64,
+}
+
+pub struct Runs {
+    pub traces: Vec<Trace>,
+    pub info: Vec<RunInfo>,
+    /// The original program's run time, natively, for the overhead figure.
+    pub native_s: Option<f64>,
+}
+
+/// Copies the instrumented build's `tree/` and `runtime/` into `race/`, switches the detection
+/// runtime on there and builds it, unless the instrumented build it came from is unchanged.
+pub fn build(app: &App, out: &OutDir) -> Result<()> {
+    let files = out.race();
+    let stamp = std::fs::read_to_string(out.build_stamp()).unwrap_or_default();
+    let up_to_date = std::fs::read_to_string(files.stamp()).is_ok_and(|s| s == stamp);
+    if up_to_date && files.tree().is_dir() {
+        return Ok(());
+    }
+    out.remove(&files.stamp())?;
+    for (from, to) in [(out.tree(), files.tree()), (out.runtime(), files.runtime())] {
+        out.remove(&to)?;
+        copy_tree(&from, &to).with_context(|| format!("copying {}", from.display()))?;
+    }
+    let header = files.runtime().join("wmfix.cuh");
+    let text = std::fs::read_to_string(&header).context("the copied runtime header")?;
+    std::fs::write(&header, format!("#define WMFIX_RACE 1\n{text}"))?;
+    let step = builder::spinner("building the detection variant");
+    builder::run_build(app, &files.tree(), &files.build_log())?;
+    step.finish_and_clear();
+    std::fs::create_dir_all(files.dir())?;
+    std::fs::write(files.stamp(), stamp)?;
+    Ok(())
+}
+
+/// A folder copied as it is: files, folders, and links as links.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in walkdir::WalkDir::new(from).follow_links(false) {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(from).expect("inside the walk");
+        let dest = to.join(rel);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &dest)?;
+        } else {
+            std::fs::copy(entry.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// The original once natively (for the overhead), then the detection runs.
+pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<Runs> {
+    let files = out.race();
+    let fences = FenceList::load(&out.fences_json())?;
+    let kinds: Vec<AccessKind> = fences
+        .fences
+        .iter()
+        .map(|f| f.aimed.unwrap_or(f.kind))
+        .collect();
+    let native_s = timed(app, original, &[], &files.native_log())?.map(|(_, s)| s);
+    let mut runs = Runs {
+        traces: Vec::new(),
+        info: Vec::new(),
+        native_s,
+    };
+    for run in 0..opts.runs {
+        let seed = opts.seed + run as u64;
+        let trace_path = files.trace(run);
+        out.remove(&trace_path)?;
+        let mut env = trial::TrialSpec::new(opts.env, seed, &opts.fences).env_vars();
+        env.push((
+            "WMFIX_RACE_TRACE".into(),
+            std::path::absolute(&trace_path)?.display().to_string(),
+        ));
+        env.push(("WMFIX_RACE_EVENTS".into(), opts.events.to_string()));
+        let Some((outcome, seconds)) = timed(app, &files.tree(), &env, &files.log(run))? else {
+            return Err(crate::interrupt::stopped("during a detection run"));
+        };
+        let bytes = std::fs::read(&trace_path).map_err(|e| {
+            fail(
+                exit_code::INTERNAL,
+                format!(
+                    "run {run} ({outcome}) wrote no trace at {}: {e}; its output is in {}",
+                    trace_path.display(),
+                    files.log(run).display()
+                ),
+            )
+        })?;
+        let trace = Trace::from_bytes(&bytes, &kinds)
+            .with_context(|| format!("reading {}", trace_path.display()))?;
+        runs.info.push(RunInfo {
+            run,
+            seed,
+            outcome,
+            seconds,
+            events: trace.events.len(),
+            dropped: trace.dropped,
+        });
+        runs.traces.push(trace);
+    }
+    Ok(runs)
+}
+
+fn timed(
+    app: &App,
+    dir: &Path,
+    env: &[(String, String)],
+    log: &Path,
+) -> Result<Option<(Outcome, f64)>> {
+    let t0 = Instant::now();
+    let r = trial::run_once(app, dir, env, log)?;
+    Ok(r.map(|(outcome, _, _)| (outcome, t0.elapsed().as_secs_f64())))
+}

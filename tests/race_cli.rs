@@ -1,0 +1,127 @@
+//! `wmfix race` without a GPU: a stand-in whose run leaves the trace the test wrote where the
+//! detection runtime writes one. The command builds the detection variant (the runtime switched
+//! on in its copy of the runtime), runs it, and reports the racing pair with the fences that
+//! order it; a trace with those fences has no race.
+
+mod common;
+use common::{fixture, stderr, stdout, wmfix};
+use serde_json::Value;
+use std::path::Path;
+
+const ACCESS: u8 = 1;
+const FENCE: u8 = 3;
+const LOAD: u8 = 6;
+const STRONG: u8 = 4;
+const VALUE: u8 = 8;
+const DEVICE: u8 = 1;
+const NO_SITE: u32 = u32::MAX;
+const D: u64 = 0x7000_0000;
+const F: u64 = 0x7000_0100;
+const OUT: u64 = 0x7000_0200;
+
+/// One 40-byte record (runtime-cu/wmfix_host.cuh's RaceRecord).
+fn rec(kind: u8, flags: u8, addr: u64, value: u64, site: u32, block: u32) -> Vec<u8> {
+    let mut r = Vec::new();
+    r.extend(addr.to_le_bytes());
+    r.extend(value.to_le_bytes());
+    r.extend(0u64.to_le_bytes());
+    r.extend(9u32.to_le_bytes());
+    r.extend(block.to_le_bytes());
+    r.extend(site.to_le_bytes());
+    r.extend(0u16.to_le_bytes());
+    r.push(kind);
+    r.push(flags);
+    r
+}
+
+/// The stand-in's kernel run: block 0 stores d (fence site 0) and the flag (1); block 1 waits
+/// for the flag (2) and copies d to out (3). `fenced`: __threadfence() on both sides.
+fn trace(fenced: bool, dropped: u64) -> Vec<u8> {
+    let mut t = format!("wmfix-race-trace 1 capacity=100 dropped={dropped}\n").into_bytes();
+    t.extend(rec(ACCESS, 0, D, 0, 0, 0));
+    if fenced {
+        t.extend(rec(FENCE, DEVICE, 0, 0, NO_SITE, 0));
+    }
+    t.extend(rec(ACCESS, STRONG | VALUE, F, 1, 1, 0));
+    t.extend(rec(LOAD, STRONG | VALUE, F, 1, 2, 1));
+    if fenced {
+        t.extend(rec(FENCE, DEVICE, 0, 0, NO_SITE, 1));
+    }
+    t.extend(rec(LOAD, 0, D, 0, 3, 1));
+    t.extend(rec(ACCESS, 0, OUT, 0, 3, 1));
+    t
+}
+
+fn race(dir: &Path, trace: &[u8], args: &[&str]) -> std::process::Output {
+    let path = dir.parent().unwrap().join("trace.bin");
+    std::fs::write(&path, trace).unwrap();
+    wmfix()
+        .args(["race", dir.to_str().unwrap(), "--out"])
+        .arg(dir.parent().unwrap().join("out"))
+        .args(args)
+        .env("STANDIN_TRACE", &path)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_message_without_fences_is_a_race_named_with_the_fences_that_order_it() {
+    let (_tmp, dir) = fixture("race-standin");
+    let o = race(&dir, &trace(false, 0), &["--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{doc}");
+    let row = &rows[0];
+    assert_eq!(row["kind"], "write-read");
+    assert_eq!(row["first"]["location"], "kernel.cu:3:5");
+    assert_eq!(row["second"]["location"], "kernel.cu:8:5");
+    assert_eq!(row["example"]["first"], "block 0 thread 0");
+    assert_eq!(row["example"]["second"], "block 1 thread 0");
+    assert_eq!(row["suggested"], serde_json::json!([0, 2]));
+    assert_eq!(doc["suggested"], serde_json::json!([0, 2]));
+    assert_eq!(doc["left_with_suggested"], 0);
+    assert_eq!(doc["runs"][0]["events"], 5);
+    let table = stderr(&o);
+    assert!(
+        table.contains(
+            "race (write-read): kernel.cu:3:5 -> kernel.cu:8:5: 1 pair(s) in 1 of 1 run(s)"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("writer side needs fence 0; reader side needs fence 2"),
+        "{table}"
+    );
+    // The detection variant was built from its own copy, with the runtime switched on.
+    let out = dir.parent().unwrap().join("out");
+    let header = std::fs::read_to_string(out.join("race/runtime/wmfix.cuh")).unwrap();
+    assert!(header.starts_with("#define WMFIX_RACE 1\n"));
+    let plain = std::fs::read_to_string(out.join("runtime/wmfix.cuh")).unwrap();
+    assert!(!plain.contains("#define WMFIX_RACE 1"));
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("race/race.json")).unwrap())
+            .unwrap();
+    assert_eq!(saved["rows"], doc["rows"]);
+}
+
+#[test]
+fn fenced_runs_have_no_race_and_what_was_not_recorded_is_said() {
+    let (_tmp, dir) = fixture("race-standin");
+    let o = race(&dir, &trace(true, 7), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("no race in 1 run(s)"), "{text}");
+    assert!(
+        text.contains("not checked: 7 event(s) the trace buffer could not hold"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fence_ids_the_program_does_not_have_are_refused_before_anything_runs() {
+    let (_tmp, dir) = fixture("race-standin");
+    let o = race(&dir, &trace(false, 0), &["--fences", "7"]);
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--fences"), "{}", stderr(&o));
+}
