@@ -144,7 +144,8 @@ cudaError_t tu_init(const TuConst& c, const Settings& s, cudaStream_t stream) {
 // slot of the trace (wmfix_host.cuh's RaceRecord) in the order the device hands them out.
 namespace race {
 // kAccess: a load or a store as fences.json says of its site; kLoad, kStore: said here.
-enum : unsigned char { kAccess = 1, kRmw = 2, kFence = 3, kBarrier = 4, kCasFailed = 5, kLoad = 6, kStore = 7 };
+// kSite: a fence site that names no access (after a call, a loop, a value), where it sits.
+enum : unsigned char { kAccess = 1, kRmw = 2, kFence = 3, kBarrier = 4, kCasFailed = 5, kLoad = 6, kStore = 7, kSite = 8 };
 enum : unsigned char { kStrong = 4, kValue = 8 };
 constexpr unsigned kNoSite = ~0U;
 
@@ -391,6 +392,9 @@ struct DeviceOr {
 // access.
 template <unsigned Id>
 __device__ __forceinline__ void fence_at(const volatile void* p) {
+#if defined(WMFIX_RACE)
+  if (p == nullptr) race::record(race::kSite, 0, nullptr, 0, 0, Id);
+#endif
   const bool global = p == nullptr || __isGlobal((const void*)p);
   if (tu_const.coverage != nullptr)
     cover_site(kBlockCover && block_state_valid() ? block_state.cover : nullptr, cover_seen, tu_const.coverage, Id,

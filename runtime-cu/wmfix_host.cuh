@@ -311,7 +311,8 @@ struct RaceRecord {
   unsigned block;        // linear hardware block
   unsigned site;         // the fence id after the access, or ~0
   unsigned short thread; // linear hardware thread in its block
-  unsigned char kind;    // 1 access, 2 atomic, 3 fence, 4 barrier, 5 failed compare-and-swap
+  unsigned char kind;    // 1 access, 2 atomic, 3 fence, 4 barrier, 5 failed compare-and-swap,
+                         // 6 load, 7 store, 8 a site naming no access
   unsigned char flags;   // bits 0-1 scope (block, device, system), 4 strong, 8 value known
 };
 static_assert(sizeof(RaceRecord) == 40, "the trace format has 40-byte records");

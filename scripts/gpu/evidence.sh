@@ -732,11 +732,12 @@ add wmfix-mps-reduce-ct-octree reduce_study ct-octree --mps
 # settings (the fence-less ones must race, the fenced ones not), sdk-red-nf and sdk-red at one
 # reduction a run (where stress shows next to nothing), and compute-sanitizer racecheck on the
 # same programs beside it. Each step keeps race.json (wrapped with its provenance) and the
-# fences.json it names sites of.
+# fences.json it names sites of. RACE_EVENTS: trace records a run may hold (default 10^8, 4 GB
+# of host memory).
 race_step() { # race_step DIR [wmfix race options]: into $WORK/$STEP
   local dir=$1; shift
   local out=$WORK/$STEP
-  local cmd=("$W" race "$dir" --out "$out" "$@")
+  local cmd=("$W" race "$dir" --out "$out" --events "${RACE_EVENTS:-100000000}" "$@")
   bounded "${LIMIT:-240}" "${cmd[@]}"
   local rc=$?
   cp "$out/fences.json" "$STEP_DIR/" 2>/dev/null

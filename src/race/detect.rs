@@ -10,14 +10,13 @@
 //! relies on (its last block reads the partial sums after a barrier, with no fence); PTX
 //! itself orders that read only for the block.
 //!
-//! Reads-from is found by value: a strong read of v read the latest write of v to that address
-//! the trace has before it. Events are processed in the order the GPU handed out their slots,
-//! which each thread takes after its access.
+//! Reads-from is found by value, and events are checked in slot order but for reads recorded
+//! before the write they read (`order.rs`).
 
 use super::clock::Clock;
 use super::trace::{Event, Op, Scope, Trace};
 use crate::fences::id::{FenceId, Ids};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 #[derive(Clone, Debug)]
@@ -29,8 +28,6 @@ pub struct Options {
     pub barrier_acquires: bool,
     /// Reads kept per address since its last write; older ones are counted as not checked.
     pub reads_per_address: usize,
-    /// Written values kept per address for reads-from.
-    pub values_per_address: usize,
 }
 
 impl Default for Options {
@@ -40,7 +37,6 @@ impl Default for Options {
             fence_scope: Scope::Device,
             barrier_acquires: true,
             reads_per_address: 16,
-            values_per_address: 256,
         }
     }
 }
@@ -87,9 +83,12 @@ pub struct Stats {
     pub addresses: u64,
     /// Reads dropped from a full per-address list: pairs with them were not checked.
     pub reads_not_checked: u64,
-    /// Strong reads whose value no earlier write in the trace wrote (initial values, or a
-    /// write recorded after the read): no synchronisation taken from them.
+    /// Strong reads whose value no write in the trace wrote (initial values) or that did not
+    /// say what they read: no synchronisation taken from them.
     pub reads_from_unknown: u64,
+    /// Events whose reads-from (found by value) could not be put in a causal order: checked in
+    /// slot order.
+    pub order_fallbacks: u64,
     /// Acquires completed by a `__syncthreads` rather than a fence.
     pub barrier_acquires: u64,
     /// Clock entries held at the end (threads' clocks), a measure of the detector's memory.
@@ -139,7 +138,6 @@ struct Sync {
 }
 
 struct Written {
-    event: u32,
     block: u32,
     strong: Option<Scope>,
     sync: Rc<Sync>,
@@ -149,8 +147,6 @@ struct Written {
 struct Cell {
     write: Option<Access>,
     reads: Vec<Access>,
-    values: HashMap<u64, Written>,
-    order: VecDeque<u64>,
 }
 
 struct ThreadState {
@@ -182,28 +178,32 @@ fn morally_strong(a: Option<Scope>, a_block: u32, b: Option<Scope>, b_block: u32
 type Barriers = HashMap<(u32, u32), Clock>;
 
 pub fn detect(trace: &Trace, opts: &Options) -> Detection {
+    let rf = super::order::reads_from(trace);
+    let (order, fallbacks) = super::order::causal(trace, &rf);
     let mut d = Detector {
         opts,
         threads: Vec::new(),
         index: HashMap::new(),
         blocks: HashMap::new(),
         cells: HashMap::new(),
+        written: HashMap::new(),
         barriers: Barriers::new(),
         out: Detection {
             pairs: HashMap::new(),
             stats: Stats::default(),
-            thread_of: Vec::with_capacity(trace.events.len()),
-            position: Vec::with_capacity(trace.events.len()),
-            read_from: vec![None; trace.events.len()],
+            thread_of: vec![0; trace.events.len()],
+            position: vec![0; trace.events.len()],
+            read_from: rf,
             histories: Vec::new(),
         },
         events: &trace.events,
     };
-    for i in 0..trace.events.len() {
-        d.step(i as u32);
+    for i in order {
+        d.step(i);
     }
     let mut out = d.out;
     out.stats.events = trace.events.len() as u64;
+    out.stats.order_fallbacks = fallbacks as u64;
     out.stats.threads = d.threads.len() as u64;
     out.stats.addresses = d.cells.len() as u64;
     out.stats.clock_entries = d.threads.iter().map(|t| t.vc.len() as u64).sum();
@@ -217,6 +217,8 @@ struct Detector<'a> {
     index: HashMap<super::trace::Thread, u32>,
     blocks: HashMap<(u32, u32), u32>,
     cells: HashMap<u64, Cell>,
+    /// What each write handed to its readers (strong writes; weak ones hand nothing).
+    written: HashMap<u32, Written>,
     barriers: Barriers,
     out: Detection,
 }
@@ -254,48 +256,47 @@ impl Detector<'_> {
     fn step(&mut self, i: u32) {
         let e = self.events[i as usize];
         let t = self.thread(&e);
-        self.out.thread_of.push(t);
-        self.out
-            .position
-            .push(self.out.histories[t as usize].len() as u32);
+        self.out.thread_of[i as usize] = t;
+        self.out.position[i as usize] = self.out.histories[t as usize].len() as u32;
         self.out.histories[t as usize].push(i);
         self.leave_barrier(t);
         let due = self.threads[t as usize].fence_due;
-        if due.is_some() && (due != e.site || !e.op.is_access()) {
+        if due.is_some() && (due != e.site || !(e.op.is_access() || e.op == Op::Site)) {
             self.threads[t as usize].fence_due = None;
             self.fence(t, self.opts.fence_scope);
         }
         match e.op {
-            Op::Read { strong, value } => {
+            Op::Read { strong, .. } => {
                 self.access(i, t, e.addr, false, strong);
                 if strong.is_some() {
-                    self.read_from(i, t, e.addr, value, strong);
+                    self.read_from(i, t, strong);
                 }
             }
-            Op::Write { strong, value } => {
+            Op::Write { strong, .. } => {
                 self.access(i, t, e.addr, true, strong);
                 let sync = if strong.is_some() {
                     self.own_release(t)
                 } else {
                     Rc::new(Sync::default())
                 };
-                self.written(i, t, e.addr, value, strong, sync);
+                self.written(i, t, strong, sync);
             }
-            Op::Rmw { scope, old, new } => {
+            Op::Rmw { scope, .. } => {
                 self.access(i, t, e.addr, true, Some(scope));
-                let from = self.read_from(i, t, e.addr, old, Some(scope));
+                let from = self.read_from(i, t, Some(scope));
                 // An atomic continues the release sequence of the write it read.
                 let mut sync = (*self.own_release(t)).clone();
                 if let Some(w) = from {
                     sync.releases.extend(w.releases.iter().cloned());
                 }
-                self.written(i, t, e.addr, new, Some(scope), Rc::new(sync));
+                self.written(i, t, Some(scope), Rc::new(sync));
             }
             Op::Fence { scope } => self.fence(t, scope),
             Op::Barrier => self.barrier(t),
+            Op::Site => {}
         }
         if let Some(site) = e.site
-            && e.op.is_access()
+            && (e.op.is_access() || e.op == Op::Site)
             && self.opts.fences.contains(&site)
         {
             self.threads[t as usize].fence_due = Some(site);
@@ -378,27 +379,14 @@ impl Detector<'_> {
         Rc::new(Sync { releases })
     }
 
-    /// A strong read: the write it read from (by value) hands over its releases, to be
+    /// A strong read: the write it read from (`order.rs`) hands over its releases, to be
     /// acquired at this thread's next fence (or barrier).
-    fn read_from(
-        &mut self,
-        i: u32,
-        t: u32,
-        addr: u64,
-        value: Option<u64>,
-        strong: Option<Scope>,
-    ) -> Option<Rc<Sync>> {
+    fn read_from(&mut self, i: u32, t: u32, strong: Option<Scope>) -> Option<Rc<Sync>> {
         let block = self.threads[t as usize].block;
-        let Some(value) = value else {
+        let Some(w) = self.out.read_from[i as usize].and_then(|w| self.written.get(&w)) else {
             self.out.stats.reads_from_unknown += 1;
             return None;
         };
-        let cell = self.cells.entry(addr).or_default();
-        let Some(w) = cell.values.get(&value) else {
-            self.out.stats.reads_from_unknown += 1;
-            return None;
-        };
-        self.out.read_from[i as usize] = Some(w.event);
         if !morally_strong(w.strong, w.block, strong, block) {
             return None;
         }
@@ -411,39 +399,16 @@ impl Detector<'_> {
         Some(sync)
     }
 
-    fn written(
-        &mut self,
-        i: u32,
-        t: u32,
-        addr: u64,
-        value: Option<u64>,
-        strong: Option<Scope>,
-        sync: Rc<Sync>,
-    ) {
+    fn written(&mut self, i: u32, t: u32, strong: Option<Scope>, sync: Rc<Sync>) {
         let block = self.threads[t as usize].block;
-        let cap = self.opts.values_per_address;
-        let cell = self.cells.entry(addr).or_default();
-        let Some(value) = value else { return };
-        if cell
-            .values
-            .insert(
-                value,
-                Written {
-                    event: i,
-                    block,
-                    strong,
-                    sync,
-                },
-            )
-            .is_none()
-        {
-            cell.order.push_back(value);
-            if cell.order.len() > cap
-                && let Some(old) = cell.order.pop_front()
-            {
-                cell.values.remove(&old);
-            }
-        }
+        self.written.insert(
+            i,
+            Written {
+                block,
+                strong,
+                sync,
+            },
+        );
     }
 
     fn access(&mut self, i: u32, t: u32, addr: u64, write: bool, strong: Option<Scope>) {

@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod detect;
 pub mod explain;
+pub mod order;
 pub mod report;
 pub mod runs;
 pub mod trace;

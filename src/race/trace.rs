@@ -68,11 +68,14 @@ pub enum Op {
         scope: Scope,
     },
     Barrier,
+    /// Where a fence site sits that names no access (after a call, a loop, a value): what
+    /// enabling it would order, and where a fence could go.
+    Site,
 }
 
 impl Op {
     pub fn is_access(&self) -> bool {
-        !matches!(self, Op::Fence { .. } | Op::Barrier)
+        !matches!(self, Op::Fence { .. } | Op::Barrier | Op::Site)
     }
 
     pub fn writes(&self) -> bool {
@@ -120,6 +123,7 @@ mod kind {
     pub const CAS_FAILED: u8 = 5;
     pub const LOAD: u8 = 6;
     pub const STORE: u8 = 7;
+    pub const SITE: u8 = 8;
 }
 mod flag {
     pub const STRONG: u8 = 4;
@@ -151,6 +155,7 @@ impl Trace {
             dropped,
             ..Trace::default()
         };
+        // Each thread's last event, when it is an atomic that no site named yet.
         let mut last_atomic: HashMap<Thread, usize> = HashMap::new();
         for rec in body.chunks_exact(RECORD_BYTES) {
             let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().unwrap());
@@ -177,8 +182,9 @@ impl Trace {
                             // The atomic itself was recorded with its values: name its site.
                             if let Some(&i) = last_atomic.get(&thread) {
                                 let e: &mut Event = &mut trace.events[i];
-                                if e.addr == addr && e.site.is_none() {
+                                if e.addr == addr {
                                     e.site = site;
+                                    last_atomic.remove(&thread);
                                     continue;
                                 }
                             }
@@ -210,10 +216,20 @@ impl Trace {
                 },
                 kind::FENCE => Op::Fence { scope },
                 kind::BARRIER => Op::Barrier,
+                kind::SITE => {
+                    // Right after an atomic (a loop on one, a value): the site is the atomic's.
+                    if let Some(i) = last_atomic.remove(&thread) {
+                        trace.events[i].site = site;
+                        continue;
+                    }
+                    Op::Site
+                }
                 other => bail!("a race trace record of unknown kind {other}"),
             };
             if matches!(op, Op::Rmw { .. }) || kind == kind::CAS_FAILED {
                 last_atomic.insert(thread, trace.events.len());
+            } else {
+                last_atomic.remove(&thread);
             }
             trace.events.push(Event {
                 thread,
@@ -228,7 +244,8 @@ impl Trace {
     /// The text form, one event a line: `b1.t0 ld.volatile flag 1 @3` (launch 0; `k2.b1.t0` for
     /// launch 2). Operations: `ld`, `st` (weak), `.volatile` (strong, system scope),
     /// `.relaxed.block|device|system`; `atom[.SCOPE] ADDR OLD NEW`; `cas.fail[.SCOPE] ADDR
-    /// VALUE`; `fence.block|device|system`; `bar`. `@N` names the fence site after an access.
+    /// VALUE`; `fence.block|device|system`; `bar`; `mark @N` (a site naming no access). `@N`
+    /// names the fence site after an access.
     /// `#` starts a comment.
     pub fn parse_text(text: &str) -> Result<Trace> {
         let mut trace = Trace::default();
@@ -347,6 +364,7 @@ fn parse_line(line: &str, addrs: &mut HashMap<String, u64>) -> Result<Event> {
             scope: scope_of(suffix)?,
         },
         "bar" => Op::Barrier,
+        "mark" => Op::Site,
         other => bail!("unknown operation {other:?}"),
     };
     Ok(Event {
@@ -439,10 +457,13 @@ mod tests {
         ));
         bytes.extend(record(0, 0, 0, 0, 0, 0, 0));
         bytes.extend(record(kind::FENCE, 1, 0, 0, 0, NO_SITE, 2));
+        // A site naming no access: the atomic's just before it, else a mark of its own.
+        bytes.extend(record(kind::CAS_FAILED, 1 | flag::VALUE, 0x40, 1, 0, NO_SITE, 3));
+        bytes.extend(record(kind::SITE, 0, 0, 0, 0, 5, 3));
+        bytes.extend(record(kind::SITE, 0, 0, 0, 0, 6, 3));
         let sites = [AccessKind::Store, AccessKind::Atomic, AccessKind::Load];
         let t = Trace::from_bytes(&bytes, &sites).unwrap();
         assert_eq!(t.dropped, 3);
-        assert_eq!(t.events.len(), 4);
         assert!(matches!(t.events[0].op, Op::Write { strong: None, .. }));
         assert_eq!(
             t.events[1].op,
