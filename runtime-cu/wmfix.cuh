@@ -392,7 +392,7 @@ struct DeviceOr {
 // access.
 template <unsigned Id>
 __device__ __forceinline__ void fence_at(const volatile void* p) {
-#if defined(WMFIX_RACE)
+#if defined(WMFIX_RACE) && defined(__CUDA_ARCH__)
   if (p == nullptr) race::record(race::kSite, 0, nullptr, 0, 0, Id);
 #endif
   const bool global = p == nullptr || __isGlobal((const void*)p);
