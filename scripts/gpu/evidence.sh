@@ -747,6 +747,7 @@ race_step() { # race_step DIR [wmfix race options]: into $WORK/$STEP
 }
 race_suite() {
   race_step tests/race-suite || return 1
+  cp "$WORK/$STEP/race/trace-0.bin" "$STEP_DIR/" 2>/dev/null  # small: kept for a look
   python3 scripts/race_suite.py "$STEP_DIR" > "$STEP_DIR/verdicts.txt" 2>&1
   tail -n 1 "$STEP_DIR/verdicts.txt" >> "$STEP_DIR/log.txt"
   return 0
@@ -775,12 +776,16 @@ racecheck_one() { # racecheck_one STUDY: racecheck of the study at one reduction
   racecheck "$copy"
 }
 add race-suite race_suite
-for s in $FENCELESS; do add "race-$s" race_step "case-studies/$s"; done
+race_small() { RACE_EVENTS=4000000 race_step "$@"; } # the first reductions of 300
 add race-sdk-red-nf-one one_reduction sdk-red-nf
 add race-sdk-red-one one_reduction sdk-red
-for s in $FENCED; do add "race-$s" race_step "case-studies/$s"; done
+for s in cbe-dot cbe-ht tpo-tm ct-octree; do add "race-$s" race_step "case-studies/$s"; done
 add racecheck-sdk-red-nf-one racecheck_one sdk-red-nf
-for s in cbe-dot ls-bh-nf tpo-tm; do add "racecheck-$s" racecheck "case-studies/$s"; done
+for s in cbe-dot tpo-tm; do add "racecheck-$s" racecheck "case-studies/$s"; done
+for s in cub-scan-nf ls-bh-nf cub-scan ls-bh; do add "race-$s" race_step "case-studies/$s"; done
+add race-sdk-red-nf race_small case-studies/sdk-red-nf
+add race-sdk-red race_small case-studies/sdk-red
+add racecheck-ls-bh-nf racecheck case-studies/ls-bh-nf
 # The same server over one GPU and two, in one call of a two-GPU machine (TAG: a folder of its
 # own): does MPS lift the host's serial context creation that kept two GPUs at 1.04x?
 for n in 1 2; do

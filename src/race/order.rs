@@ -2,16 +2,18 @@
 //! access, so two atomics on one counter can be recorded in the other order than they hit it
 //! (with hundreds of blocks taking tickets, often). Reads-from is therefore found over the
 //! whole trace, by value, and events are checked in slot order except that a read waits
-//! (with its thread's later events) for the write it read.
+//! (with its thread's later events) for the write it read, and a thread leaving a barrier
+//! waits for every arrival of its block at that barrier.
 
 use super::trace::{Op, Thread, Trace};
 use std::collections::{HashMap, VecDeque};
 
 /// What each strong read with a known value read from: a write of that value to the address
-/// (strong or weak, an atomic's new value), the latest recorded before it, else the first after
-/// it from another thread. `None`: no write in the trace wrote it (an initial value).
+/// in the same launch (strong or weak, an atomic's new value), the latest recorded before it,
+/// else the first after it from another thread. `None`: no write of the launch wrote it (an
+/// initial value, or one an earlier launch left, which the kernel boundary orders anyway).
 pub fn reads_from(trace: &Trace) -> Vec<Option<u32>> {
-    let mut writes: HashMap<(u64, u64), Vec<u32>> = HashMap::new();
+    let mut writes: HashMap<(u32, u64, u64), Vec<u32>> = HashMap::new();
     for (i, e) in trace.events.iter().enumerate() {
         let written = match e.op {
             Op::Write { value, .. } => value,
@@ -19,7 +21,10 @@ pub fn reads_from(trace: &Trace) -> Vec<Option<u32>> {
             _ => None,
         };
         if let Some(v) = written {
-            writes.entry((e.addr, v)).or_default().push(i as u32);
+            writes
+                .entry((e.thread.launch, e.addr, v))
+                .or_default()
+                .push(i as u32);
         }
     }
     let mut rf = vec![None; trace.events.len()];
@@ -33,7 +38,7 @@ pub fn reads_from(trace: &Trace) -> Vec<Option<u32>> {
             _ => None,
         };
         let Some(v) = read else { continue };
-        let Some(cands) = writes.get(&(e.addr, v)) else {
+        let Some(cands) = writes.get(&(e.thread.launch, e.addr, v)) else {
             continue;
         };
         let i = i as u32;
@@ -50,59 +55,141 @@ pub fn reads_from(trace: &Trace) -> Vec<Option<u32>> {
     rf
 }
 
+/// What an event waits for before it is checked.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Dep {
+    /// The write it read.
+    Write(u32),
+    /// Every arrival at a barrier of its block (it is its thread's first event after it).
+    Barrier(u32),
+}
+
+/// Barriers by (launch, block, generation): each arrival's barrier, each thread's first event
+/// after one, and how many arrivals each barrier has in the trace.
+struct Barriers {
+    arrival: Vec<Option<u32>>,
+    after: Vec<Option<u32>>,
+    expected: Vec<u32>,
+}
+
+fn barriers(trace: &Trace) -> Barriers {
+    let n = trace.events.len();
+    let mut b = Barriers {
+        arrival: vec![None; n],
+        after: vec![None; n],
+        expected: Vec::new(),
+    };
+    let mut ids: HashMap<(u32, u32, u32), u32> = HashMap::new();
+    let mut per_thread: HashMap<Thread, (u32, Option<u32>)> = HashMap::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        let (passed, left) = per_thread.entry(e.thread).or_default();
+        b.after[i] = left.take();
+        if e.op == Op::Barrier {
+            let next = ids.len() as u32;
+            let key = (e.thread.launch, e.thread.block, *passed);
+            let id = *ids.entry(key).or_insert(next);
+            if id as usize == b.expected.len() {
+                b.expected.push(0);
+            }
+            b.expected[id as usize] += 1;
+            b.arrival[i] = Some(id);
+            *passed += 1;
+            *left = Some(id);
+        }
+    }
+    b
+}
+
 /// The order to check events in: slot order, but a read recorded before the write it read
-/// waits for it, and its thread's later events wait behind it. Events left waiting at the end
+/// waits for it, a thread leaving a barrier waits for the block's other arrivals, and a
+/// thread's later events wait behind its waiting one. Events left waiting at the end
 /// (reads-from that cannot be, found by value) follow in slot order; the count says how many.
 pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
     let n = trace.events.len();
-    let mut order = Vec::with_capacity(n);
-    let mut done = vec![false; n];
-    let mut queued: HashMap<Thread, VecDeque<u32>> = HashMap::new();
-    let mut waiting: HashMap<u32, Vec<Thread>> = HashMap::new();
-    let blocker = |i: u32, done: &[bool]| rf[i as usize].filter(|&w| w != i && !done[w as usize]);
-    // Checks j; the threads waiting for it may go on.
-    let run = |j: u32,
-               order: &mut Vec<u32>,
-               done: &mut [bool],
-               waiting: &mut HashMap<u32, Vec<Thread>>,
-               drain: &mut Vec<Thread>| {
-        order.push(j);
-        done[j as usize] = true;
-        drain.extend(waiting.remove(&j).unwrap_or_default());
+    let bars = barriers(trace);
+    let mut s = Schedule {
+        rf,
+        arrived: vec![0; bars.expected.len()],
+        bars,
+        order: Vec::with_capacity(n),
+        done: vec![false; n],
+        queued: HashMap::new(),
+        waiting: HashMap::new(),
+        drain: Vec::new(),
     };
-    let mut drain = Vec::new();
     for i in 0..n as u32 {
         let thread = trace.events[i as usize].thread;
-        if let Some(q) = queued.get_mut(&thread) {
+        if let Some(q) = s.queued.get_mut(&thread) {
             q.push_back(i);
             continue;
         }
-        if let Some(w) = blocker(i, &done) {
-            queued.insert(thread, VecDeque::from([i]));
-            waiting.entry(w).or_default().push(thread);
+        if let Some(dep) = s.blocker(i) {
+            s.queued.insert(thread, VecDeque::from([i]));
+            s.waiting.entry(dep).or_default().push(thread);
             continue;
         }
-        run(i, &mut order, &mut done, &mut waiting, &mut drain);
-        while let Some(t) = drain.pop() {
-            // The thread's queue up to its next read of a write not yet checked.
-            while let Some(&k) = queued.get(&t).and_then(|q| q.front()) {
-                if let Some(w) = blocker(k, &done) {
-                    waiting.entry(w).or_default().push(t);
-                    break;
-                }
-                queued.get_mut(&t).expect("queued").pop_front();
-                run(k, &mut order, &mut done, &mut waiting, &mut drain);
-            }
-            if queued.get(&t).is_some_and(VecDeque::is_empty) {
-                queued.remove(&t);
+        s.run(i);
+        while let Some(t) = s.drain.pop() {
+            s.go_on(t);
+        }
+    }
+    let mut left: Vec<u32> = s.queued.into_values().flatten().collect();
+    left.sort_unstable();
+    let fallbacks = left.len();
+    let mut order = s.order;
+    order.extend(left);
+    (order, fallbacks)
+}
+
+struct Schedule<'a> {
+    rf: &'a [Option<u32>],
+    bars: Barriers,
+    arrived: Vec<u32>,
+    order: Vec<u32>,
+    done: Vec<bool>,
+    queued: HashMap<Thread, VecDeque<u32>>,
+    waiting: HashMap<Dep, Vec<Thread>>,
+    /// Threads whose wait is over.
+    drain: Vec<Thread>,
+}
+
+impl Schedule<'_> {
+    fn blocker(&self, i: u32) -> Option<Dep> {
+        if let Some(w) = self.rf[i as usize].filter(|&w| w != i && !self.done[w as usize]) {
+            return Some(Dep::Write(w));
+        }
+        self.bars.after[i as usize]
+            .filter(|&b| self.arrived[b as usize] < self.bars.expected[b as usize])
+            .map(Dep::Barrier)
+    }
+
+    /// Checks j; the threads waiting for it may go on.
+    fn run(&mut self, j: u32) {
+        self.order.push(j);
+        self.done[j as usize] = true;
+        self.drain
+            .extend(self.waiting.remove(&Dep::Write(j)).unwrap_or_default());
+        if let Some(b) = self.bars.arrival[j as usize] {
+            self.arrived[b as usize] += 1;
+            if self.arrived[b as usize] == self.bars.expected[b as usize] {
+                self.drain
+                    .extend(self.waiting.remove(&Dep::Barrier(b)).unwrap_or_default());
             }
         }
     }
-    let mut left: Vec<u32> = queued.into_values().flatten().collect();
-    left.sort_unstable();
-    let fallbacks = left.len();
-    order.extend(left);
-    (order, fallbacks)
+
+    /// A thread's queue up to its next event that must wait.
+    fn go_on(&mut self, t: Thread) {
+        while let Some(&k) = self.queued.get(&t).and_then(|q| q.front()) {
+            if let Some(dep) = self.blocker(k) {
+                self.waiting.entry(dep).or_default().push(t);
+                return;
+            }
+            self.queued.get_mut(&t).expect("queued").pop_front();
+            self.run(k);
+        }
+        self.queued.remove(&t);
+    }
 }
 
 #[cfg(test)]

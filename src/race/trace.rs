@@ -458,7 +458,15 @@ mod tests {
         bytes.extend(record(0, 0, 0, 0, 0, 0, 0));
         bytes.extend(record(kind::FENCE, 1, 0, 0, 0, NO_SITE, 2));
         // A site naming no access: the atomic's just before it, else a mark of its own.
-        bytes.extend(record(kind::CAS_FAILED, 1 | flag::VALUE, 0x40, 1, 0, NO_SITE, 3));
+        bytes.extend(record(
+            kind::CAS_FAILED,
+            1 | flag::VALUE,
+            0x40,
+            1,
+            0,
+            NO_SITE,
+            3,
+        ));
         bytes.extend(record(kind::SITE, 0, 0, 0, 0, 5, 3));
         bytes.extend(record(kind::SITE, 0, 0, 0, 0, 6, 3));
         let sites = [AccessKind::Store, AccessKind::Atomic, AccessKind::Load];
