@@ -86,9 +86,9 @@ pub struct Stats {
     /// Strong reads whose value no write in the trace wrote (initial values) or that did not
     /// say what they read: no synchronisation taken from them.
     pub reads_from_unknown: u64,
-    /// Events whose reads-from (found by value) could not be put in a causal order: checked in
-    /// slot order.
-    pub order_fallbacks: u64,
+    /// Waits for a write read or a barrier's arrivals that could not end (`order.rs`): those
+    /// events were checked without the write's synchronisation or all arrivals.
+    pub waits_broken: u64,
     /// Acquires completed by a `__syncthreads` rather than a fence.
     pub barrier_acquires: u64,
     /// Clock entries held at the end (threads' clocks), a measure of the detector's memory.
@@ -131,10 +131,49 @@ struct Release {
     block: u32,
 }
 
-/// What a strong write hands to whoever reads it: the clocks released before it.
+/// What a strong write hands to whoever reads it: the clocks released before it, merged so
+/// that a release sequence through thousands of atomics (a lock, a counter) stays a handful of
+/// clocks: one of device scope (from any block) and the latest few of block scope.
 #[derive(Clone, Default)]
 struct Sync {
     releases: Vec<Release>,
+}
+
+/// A device-scope release merged from several blocks can serve a device-scope acquire only.
+const ANY_BLOCK: u32 = u32::MAX;
+const BLOCK_RELEASES_KEPT: usize = 4;
+
+impl Sync {
+    fn merge(&mut self, from: &Sync) {
+        for r in &from.releases {
+            let same = self.releases.iter_mut().find(|m| {
+                (m.scope >= Scope::Device && r.scope >= Scope::Device)
+                    || (m.scope == Scope::Block && r.scope == Scope::Block && m.block == r.block)
+            });
+            match same {
+                Some(m) if Rc::ptr_eq(&m.clock, &r.clock) => {}
+                Some(m) => {
+                    let mut c = (*m.clock).clone();
+                    c.join(&r.clock);
+                    m.clock = Rc::new(c);
+                    if m.block != r.block {
+                        m.block = ANY_BLOCK;
+                    }
+                }
+                None => self.releases.push(r.clone()),
+            }
+        }
+        let block_scoped = self
+            .releases
+            .iter()
+            .filter(|r| r.scope == Scope::Block)
+            .count();
+        if block_scoped > BLOCK_RELEASES_KEPT
+            && let Some(i) = self.releases.iter().position(|r| r.scope == Scope::Block)
+        {
+            self.releases.remove(i);
+        }
+    }
 }
 
 struct Written {
@@ -179,7 +218,7 @@ type Barriers = HashMap<(u32, u32), Clock>;
 
 pub fn detect(trace: &Trace, opts: &Options) -> Detection {
     let rf = super::order::reads_from(trace);
-    let (order, fallbacks) = super::order::causal(trace, &rf);
+    let (order, broken) = super::order::causal(trace, &rf);
     let mut d = Detector {
         opts,
         threads: Vec::new(),
@@ -203,7 +242,7 @@ pub fn detect(trace: &Trace, opts: &Options) -> Detection {
     }
     let mut out = d.out;
     out.stats.events = trace.events.len() as u64;
-    out.stats.order_fallbacks = fallbacks as u64;
+    out.stats.waits_broken = broken as u64;
     out.stats.threads = d.threads.len() as u64;
     out.stats.addresses = d.cells.len() as u64;
     out.stats.clock_entries = d.threads.iter().map(|t| t.vc.len() as u64).sum();
@@ -287,7 +326,7 @@ impl Detector<'_> {
                 // An atomic continues the release sequence of the write it read.
                 let mut sync = (*self.own_release(t)).clone();
                 if let Some(w) = from {
-                    sync.releases.extend(w.releases.iter().cloned());
+                    sync.merge(&w);
                 }
                 self.written(i, t, Some(scope), Rc::new(sync));
             }

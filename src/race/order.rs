@@ -102,8 +102,9 @@ fn barriers(trace: &Trace) -> Barriers {
 
 /// The order to check events in: slot order, but a read recorded before the write it read
 /// waits for it, a thread leaving a barrier waits for the block's other arrivals, and a
-/// thread's later events wait behind its waiting one. Events left waiting at the end
-/// (reads-from that cannot be, found by value) follow in slot order; the count says how many.
+/// thread's later events wait behind its waiting one. Waits that cannot end (reads-from found
+/// by value in a circle: a counter's first reader of 0 and its wrap to 0) are broken, earliest
+/// event first, when the launch ends: launches stay in order. The count says how many broke.
 pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
     let n = trace.events.len();
     let bars = barriers(trace);
@@ -113,12 +114,19 @@ pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
         bars,
         order: Vec::with_capacity(n),
         done: vec![false; n],
+        forced: vec![false; n],
+        broken: 0,
         queued: HashMap::new(),
         waiting: HashMap::new(),
         drain: Vec::new(),
     };
+    let mut launch = None;
     for i in 0..n as u32 {
         let thread = trace.events[i as usize].thread;
+        if launch.is_some_and(|l| l != thread.launch) {
+            s.flush();
+        }
+        launch = Some(thread.launch);
         if let Some(q) = s.queued.get_mut(&thread) {
             q.push_back(i);
             continue;
@@ -129,16 +137,10 @@ pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
             continue;
         }
         s.run(i);
-        while let Some(t) = s.drain.pop() {
-            s.go_on(t);
-        }
+        s.drain();
     }
-    let mut left: Vec<u32> = s.queued.into_values().flatten().collect();
-    left.sort_unstable();
-    let fallbacks = left.len();
-    let mut order = s.order;
-    order.extend(left);
-    (order, fallbacks)
+    s.flush();
+    (s.order, s.broken)
 }
 
 struct Schedule<'a> {
@@ -147,6 +149,9 @@ struct Schedule<'a> {
     arrived: Vec<u32>,
     order: Vec<u32>,
     done: Vec<bool>,
+    /// Events checked without waiting any longer (`flush`).
+    forced: Vec<bool>,
+    broken: usize,
     queued: HashMap<Thread, VecDeque<u32>>,
     waiting: HashMap<Dep, Vec<Thread>>,
     /// Threads whose wait is over.
@@ -155,6 +160,9 @@ struct Schedule<'a> {
 
 impl Schedule<'_> {
     fn blocker(&self, i: u32) -> Option<Dep> {
+        if self.forced[i as usize] {
+            return None;
+        }
         if let Some(w) = self.rf[i as usize].filter(|&w| w != i && !self.done[w as usize]) {
             return Some(Dep::Write(w));
         }
@@ -176,6 +184,31 @@ impl Schedule<'_> {
                     .extend(self.waiting.remove(&Dep::Barrier(b)).unwrap_or_default());
             }
         }
+    }
+
+    fn drain(&mut self) {
+        while let Some(t) = self.drain.pop() {
+            self.go_on(t);
+        }
+    }
+
+    /// Every waiting event checked: the earliest one first, without its wait.
+    fn flush(&mut self) {
+        while let Some((&t, &k)) = self
+            .queued
+            .iter()
+            .filter_map(|(t, q)| q.front().map(|k| (t, k)))
+            .min_by_key(|(_, k)| **k)
+        {
+            self.forced[k as usize] = true;
+            self.broken += 1;
+            self.waiting
+                .values_mut()
+                .for_each(|w| w.retain(|x| *x != t));
+            self.go_on(t);
+            self.drain();
+        }
+        self.waiting.clear();
     }
 
     /// A thread's queue up to its next event that must wait.
@@ -237,6 +270,7 @@ mod tests {
         .unwrap();
         let rf = reads_from(&t);
         assert_eq!(rf, vec![Some(3), Some(2), None, None]);
-        assert_eq!(causal(&t, &rf), (vec![0, 1, 2, 3], 4));
+        // The earliest waiting event goes first without its wait, and the rest unwinds.
+        assert_eq!(causal(&t, &rf), (vec![0, 2, 1, 3], 1));
     }
 }

@@ -159,6 +159,7 @@ fn add_stats(into: &mut Stats, s: &Stats) {
     into.addresses += s.addresses;
     into.reads_not_checked += s.reads_not_checked;
     into.reads_from_unknown += s.reads_from_unknown;
+    into.waits_broken += s.waits_broken;
     into.barrier_acquires += s.barrier_acquires;
     into.clock_entries = into.clock_entries.max(s.clock_entries);
 }
