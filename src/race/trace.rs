@@ -315,51 +315,27 @@ fn parse_line(line: &str, addrs: &mut HashMap<String, u64>) -> Result<Event> {
             },
         })
     };
+    let accessed = || -> Result<&str> { rest.first().copied().context("no address") };
     let op = match base {
-        "ld" | "st" => {
-            let strong = strength(suffix)?;
-            let at = addr(rest.first().context("no address")?);
-            let value = rest.get(1).map(|_| num(1)).transpose()?;
-            let op = if base == "ld" {
-                Op::Read { strong, value }
-            } else {
-                Op::Write { strong, value }
-            };
-            return Ok(Event {
-                thread,
-                op,
-                addr: at,
-                site,
-            });
-        }
-        "atom" => {
-            let at = addr(rest.first().context("no address")?);
-            let op = Op::Rmw {
-                scope: scope_of(suffix)?,
-                old: Some(num(1)?),
-                new: Some(num(2)?),
-            };
-            return Ok(Event {
-                thread,
-                op,
-                addr: at,
-                site,
-            });
-        }
-        "cas" => {
-            let scope = scope_of(suffix.trim_start_matches("fail").trim_start_matches('.'))?;
-            let at = addr(rest.first().context("no address")?);
-            let op = Op::Read {
-                strong: Some(scope),
-                value: Some(num(1)?),
-            };
-            return Ok(Event {
-                thread,
-                op,
-                addr: at,
-                site,
-            });
-        }
+        "ld" => Op::Read {
+            strong: strength(suffix)?,
+            value: rest.get(1).map(|_| num(1)).transpose()?,
+        },
+        "st" => Op::Write {
+            strong: strength(suffix)?,
+            value: rest.get(1).map(|_| num(1)).transpose()?,
+        },
+        "atom" => Op::Rmw {
+            scope: scope_of(suffix)?,
+            old: Some(num(1)?),
+            new: Some(num(2)?),
+        },
+        "cas" => Op::Read {
+            strong: Some(scope_of(
+                suffix.trim_start_matches("fail").trim_start_matches('.'),
+            )?),
+            value: Some(num(1)?),
+        },
         "fence" => Op::Fence {
             scope: scope_of(suffix)?,
         },
@@ -367,10 +343,11 @@ fn parse_line(line: &str, addrs: &mut HashMap<String, u64>) -> Result<Event> {
         "mark" => Op::Site,
         other => bail!("unknown operation {other:?}"),
     };
+    let at = if op.is_access() { addr(accessed()?) } else { 0 };
     Ok(Event {
         thread,
         op,
-        addr: 0,
+        addr: at,
         site,
     })
 }
