@@ -36,9 +36,9 @@ fn expected(text: &str) -> Expected {
 
 fn racing_addresses(trace: &Trace) -> BTreeSet<String> {
     let d = detect::detect(trace, &Options::default());
-    d.pairs
-        .values()
-        .flat_map(|p| p.examples.iter())
+    report::reported(trace, &d)
+        .into_iter()
+        .flat_map(|(_, p, _)| p.examples.iter())
         .map(|&(a, _)| trace.addr_name(trace.events[a as usize].addr))
         .collect()
 }

@@ -98,6 +98,10 @@ pub struct Stats {
 /// The detection of one trace, with what explaining its races needs.
 pub struct Detection {
     pub pairs: HashMap<PairKey, Pair>,
+    /// Unordered conflicting pairs of strong (volatile, atomic) accesses: not data races under
+    /// PTX, but a message passed through relaxed accesses (volatile data after a volatile
+    /// flag) still needs its fences. `report.rs` keeps those a message explains.
+    pub strong_pairs: HashMap<PairKey, Pair>,
     pub stats: Stats,
     /// Per event: its thread's index, its place in that thread's history, and for a strong
     /// read the event it read from.
@@ -229,6 +233,7 @@ pub fn detect(trace: &Trace, opts: &Options) -> Detection {
         barriers: Barriers::new(),
         out: Detection {
             pairs: HashMap::new(),
+            strong_pairs: HashMap::new(),
             stats: Stats::default(),
             thread_of: vec![0; trace.events.len()],
             position: vec![0; trace.events.len()],
@@ -490,9 +495,6 @@ impl Detector<'_> {
             if p.thread == t || p.launch != me.launch {
                 continue;
             }
-            if morally_strong(p.strong, p.block, me.strong, me.block) {
-                continue;
-            }
             if vc.thread(p.thread) >= p.clock || vc.block(p.block) > p.barriers {
                 continue;
             }
@@ -501,7 +503,14 @@ impl Detector<'_> {
                 second: self.events[i as usize].site,
                 kind,
             };
-            let pair = self.out.pairs.entry(key).or_default();
+            // Strong pairs are no data race; they matter when a message passed between the
+            // threads without ordering them (report.rs keeps only those).
+            let pairs = if morally_strong(p.strong, p.block, me.strong, me.block) {
+                &mut self.out.strong_pairs
+            } else {
+                &mut self.out.pairs
+            };
+            let pair = pairs.entry(key).or_default();
             pair.count += 1;
             if pair.examples.len() < 3 {
                 pair.examples.push((p.event, i));

@@ -5,7 +5,7 @@
 
 use super::detect::{self, Detection, Options, PairKey, RaceKind, Stats};
 use super::explain::{self, Explanation};
-use super::trace::Trace;
+use super::trace::{Op, Trace};
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::FenceList;
 use serde::Serialize;
@@ -14,6 +14,11 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     pub kind: RaceKind,
+    /// Both accesses strong (volatile or atomic): no data race under PTX, but a message passed
+    /// between the threads through relaxed accesses without the fences that order it (volatile
+    /// data after a volatile flag: the read may see the old value).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub strong: bool,
     pub first: Place,
     pub second: Place,
     /// Racing access pairs over all traces (an access pair counted once per trace).
@@ -74,16 +79,16 @@ fn place(site: Option<FenceId>, fences: Option<&FenceList>) -> Place {
 
 /// Detects over every trace with `opts`, then explains and checks the suggestion.
 pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> Report {
-    let mut rows: BTreeMap<PairKey, Row> = BTreeMap::new();
+    let mut rows: BTreeMap<(bool, PairKey), Row> = BTreeMap::new();
     let mut stats = Stats::default();
     for trace in traces {
         let d = detect::detect(trace, opts);
         add_stats(&mut stats, &d.stats);
-        for (key, pair) in &d.pairs {
-            let row = rows.entry(*key).or_insert_with(|| {
+        for (key, pair, strong) in reported(trace, &d) {
+            let row = rows.entry((strong, key)).or_insert_with(|| {
                 let (a, b) = pair.examples[0];
                 let explanation = explain::explain(trace, &d, a, b);
-                new_row(trace, *key, a, b, explanation, fences)
+                new_row(trace, key, a, b, explanation, fences, strong)
             });
             row.count += pair.count;
             row.runs += 1;
@@ -102,7 +107,10 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         with.fences.extend(suggested.iter().copied());
         traces
             .iter()
-            .map(|t| detect::detect(t, &with).race_count())
+            .map(|t| {
+                let d = detect::detect(t, &with);
+                reported(t, &d).iter().map(|(_, p, _)| p.count).sum::<u64>()
+            })
             .sum()
     };
     Report {
@@ -113,6 +121,20 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         dropped: traces.iter().map(|t| t.dropped).sum(),
         rows,
     }
+}
+
+/// The pairs a report shows: every data race, and the strong pairs of plain (volatile) loads
+/// and stores whose example a message explains with a side that needs a fence
+/// (`Detection::strong_pairs`); atomics are the synchronisation itself, not its data.
+pub fn reported<'d>(trace: &Trace, d: &'d Detection) -> Vec<(PairKey, &'d detect::Pair, bool)> {
+    let weak = d.pairs.iter().map(|(k, p)| (*k, p, false));
+    let atomic = |i: u32| matches!(trace.events[i as usize].op, Op::Rmw { .. });
+    let strong = d.strong_pairs.iter().filter(|(_, p)| {
+        p.examples.iter().any(|&(a, b)| {
+            !atomic(a) && !atomic(b) && !explain::explain(trace, d, a, b).suggested().is_empty()
+        })
+    });
+    weak.chain(strong.map(|(k, p)| (*k, p, true))).collect()
 }
 
 /// A pair's further examples may need other fences (another path to the same access): their
@@ -134,10 +156,12 @@ fn new_row(
     b: u32,
     explanation: Explanation,
     fences: Option<&FenceList>,
+    strong: bool,
 ) -> Row {
     let (ea, eb) = (&trace.events[a as usize], &trace.events[b as usize]);
     Row {
         kind: key.kind,
+        strong,
         first: place(key.first, fences),
         second: place(key.second, fences),
         count: 0,
@@ -175,8 +199,13 @@ pub fn table(r: &Report) -> String {
     }
     for row in &r.rows {
         out.push_str(&format!(
-            "race ({}): {} -> {}: {} pair(s) in {} of {} run(s); e.g. {} then {} at {}\n",
+            "race ({}{}): {} -> {}: {} pair(s) in {} of {} run(s); e.g. {} then {} at {}\n",
             row.kind.name(),
+            if row.strong {
+                ", relaxed message: both strong"
+            } else {
+                ""
+            },
             row.first.location,
             row.second.location,
             row.count,
