@@ -305,7 +305,7 @@ impl Detector<'_> {
         self.out.histories[t as usize].push(i);
         self.leave_barrier(t);
         let due = self.threads[t as usize].fence_due;
-        if due.is_some() && (due != e.site || !(e.op.is_access() || e.op == Op::Site)) {
+        if due.is_some() && (due != e.site || !e.op.at_site()) {
             self.threads[t as usize].fence_due = None;
             self.fence(t, self.opts.fence_scope);
         }
@@ -340,7 +340,7 @@ impl Detector<'_> {
             Op::Site => {}
         }
         if let Some(site) = e.site
-            && (e.op.is_access() || e.op == Op::Site)
+            && e.op.at_site()
             && self.opts.fences.contains(&site)
         {
             self.threads[t as usize].fence_due = Some(site);

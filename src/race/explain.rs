@@ -127,7 +127,7 @@ fn side(
             Op::Barrier if reader || needed == Scope::Block => return None,
             _ => {}
         }
-        if let Some(s) = ev.site.filter(|_| ev.op.is_access() || ev.op == Op::Site)
+        if let Some(s) = ev.site.filter(|_| ev.op.at_site())
             && !sites.contains(&s)
         {
             sites.push(s);

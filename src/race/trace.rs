@@ -78,8 +78,9 @@ impl Op {
         !matches!(self, Op::Fence { .. } | Op::Barrier | Op::Site)
     }
 
-    pub fn writes(&self) -> bool {
-        matches!(self, Op::Write { .. } | Op::Rmw { .. })
+    /// Whether the event stands where its fence site sits (an access, or a mark).
+    pub fn at_site(&self) -> bool {
+        self.is_access() || *self == Op::Site
     }
 
     /// The scope of a strong access; `None` for a weak one, a fence or a barrier.
