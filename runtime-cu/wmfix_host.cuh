@@ -301,7 +301,7 @@ inline bool plan_launch(const Settings& s, dim3 grid, unsigned long long launch_
 // ---- registry of translation units ---------------------------------------------------------------
 
 // A race build's trace (wmfix race): one record per instrumented access, atomic, fence and
-// barrier, in host memory mapped for the device, slots handed out by a device counter; read by
+// barrier, in device memory copied out at exit, slots handed out by a device counter; read by
 // src/race/trace.rs. Fields are written before `kind`, which 0 marks as never written.
 struct RaceRecord {
   unsigned long long addr;
@@ -395,8 +395,8 @@ inline std::string coverage_text(const unsigned char* bytes, unsigned n) {
 // The race trace's buffer and where it goes at exit.
 struct RaceTrace {
   std::string path;
-  RaceRecord* host = nullptr;
-  RaceLog device{};
+  RaceLog device{};  // records and counter in the memory of the device first launched on
+  bool written = false;  // written before a cudaDeviceReset: no second buffer, no second file
 };
 
 struct Runtime {
@@ -437,25 +437,41 @@ inline void write_coverage() {
 }
 
 
-// The trace file: a header line, then the written records in slot order. The slot counter is
-// read when the device is still there (dropped = slots handed out past the buffer's end).
+// The trace file: a header line, then the written records in slot order, copied from the
+// device in chunks while its context is still there (dropped = slots handed out past the
+// buffer's end; lost = the copy failed, e.g. after a cudaDeviceReset or a kernel fault).
 inline void write_race_trace() {
-  const RaceTrace& r = runtime().race;
-  if (!r.host) return;
+  RaceTrace& r = runtime().race;
+  if (!r.device.records || r.written) return;
+  r.written = true;
   unsigned long long handed = 0;
-  const bool counted = cudaMemcpy(&handed, r.device.count, sizeof handed, cudaMemcpyDeviceToHost) == cudaSuccess;
+  bool copied = cudaMemcpy(&handed, r.device.count, sizeof handed, cudaMemcpyDeviceToHost) == cudaSuccess;
+  const unsigned long long n = std::min(handed, r.device.capacity);
+  std::vector<RaceRecord> body;
+  body.reserve(n);
+  const unsigned long long chunk = 1ULL << 20;
+  std::vector<RaceRecord> buf;
+  for (unsigned long long i = 0; copied && i < n; i += chunk) {
+    const unsigned long long m = std::min(chunk, n - i);
+    buf.resize(m);
+    copied = cudaMemcpy(buf.data(), r.device.records + i, m * sizeof(RaceRecord), cudaMemcpyDeviceToHost) == cudaSuccess;
+    for (unsigned long long j = 0; copied && j < m; ++j)
+      if (buf[j].kind != 0) body.push_back(buf[j]);
+  }
+  if (!copied) {
+    std::fprintf(stderr, "wmfix: warning: the race trace could not be copied from the device at exit (a cudaDeviceReset or a kernel fault?)\n");
+    body.clear();
+  }
   FILE* f = std::fopen(r.path.c_str(), "wb");
   if (!f) {
     std::fprintf(stderr, "wmfix: warning: cannot write the race trace %s\n", r.path.c_str());
     return;
   }
-  const unsigned long long dropped = counted && handed > r.device.capacity ? handed - r.device.capacity : 0;
+  const unsigned long long dropped = handed > r.device.capacity ? handed - r.device.capacity : 0;
   const std::string header = "wmfix-race-trace 1 capacity=" + std::to_string(r.device.capacity) +
-                             " dropped=" + std::to_string(dropped) + (counted ? "" : " counter=lost") + "\n";
+                             " dropped=" + std::to_string(dropped) + (copied ? "" : " lost=1") + "\n";
   std::fwrite(header.data(), 1, header.size(), f);
-  const unsigned long long n = counted ? std::min(handed, r.device.capacity) : r.device.capacity;
-  for (unsigned long long i = 0; i < n; ++i)
-    if (r.host[i].kind != 0) std::fwrite(&r.host[i], sizeof(RaceRecord), 1, f);
+  if (!body.empty()) std::fwrite(body.data(), sizeof(RaceRecord), body.size(), f);
   std::fclose(f);
 }
 
@@ -488,29 +504,24 @@ inline void start_coverage(Runtime& rt) {
 }
 
 // The trace buffer of a race build, made at the first launch when WMFIX_RACE_TRACE names a
-// file: malloc'd and registered, so that it outlives a cudaDeviceReset as the coverage does.
+// file. Device memory: records written into mapped host memory crossed PCIe one field at a time
+// and pinning a 4 GB buffer took about a second a run; only the slots handed out are copied.
 inline void start_race(Runtime& rt) {
   const Settings& s = rt.settings;
   RaceTrace& r = rt.race;
-  if (r.host || s.race_path.empty()) return;
+  if (r.device.records || r.written || s.race_path.empty()) return;
   const size_t bytes = (size_t)s.race_events * sizeof(RaceRecord);
-  RaceRecord* h = static_cast<RaceRecord*>(std::calloc(s.race_events, sizeof(RaceRecord)));
-  void* dptr = nullptr;
+  void* records = nullptr;
   unsigned long long* count = nullptr;
-  if (!h) {
-    std::fprintf(stderr, "wmfix: warning: no memory for a race trace of %llu records\n", s.race_events);
-    return;
-  }
-  if (!cuda_ok(cudaHostRegister(h, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), "cudaHostRegister(race trace)") ||
-      !cuda_ok(cudaHostGetDevicePointer(&dptr, h, 0), "cudaHostGetDevicePointer(race trace)") ||
+  if (!cuda_ok(cudaMalloc(&records, bytes), "cudaMalloc(race trace)")) return;
+  if (!cuda_ok(cudaMemset(records, 0, bytes), "cudaMemset(race trace)") ||
       !cuda_ok(cudaMalloc(&count, sizeof *count), "cudaMalloc(race counter)") ||
       !cuda_ok(cudaMemset(count, 0, sizeof *count), "cudaMemset(race counter)")) {
-    std::free(h);
+    cudaFree(records);
     return;
   }
   r.path = s.race_path;
-  r.host = h;
-  r.device = RaceLog{static_cast<RaceRecord*>(dptr), s.race_events, count};
+  r.device = RaceLog{static_cast<RaceRecord*>(records), s.race_events, count};
   std::atexit(write_race_trace);
 }
 

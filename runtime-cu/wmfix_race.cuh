@@ -129,4 +129,15 @@ __device__ __forceinline__ int wmfix_race_syncthreads_or(int p) { ::wmfix::race:
 #define __syncthreads_or(p) wmfix_race_syncthreads_or(p)
 #endif  // __CUDA_ARCH__
 
+// The trace lives in device memory: a cudaDeviceReset in the application would free it before
+// the copy at exit, so the trace is written first (once; later records are not kept).
+#if !defined(__CUDA_ARCH__)
+inline cudaError_t wmfix_race_device_reset() {
+  ::wmfix::write_race_trace();
+  ::wmfix::runtime().race.device = ::wmfix::RaceLog{};  // freed by the reset: later launches record nothing
+  return cudaDeviceReset();
+}
+#define cudaDeviceReset() wmfix_race_device_reset()
+#endif
+
 #endif  // WMFIX_RACE_CUH_INCLUDED

@@ -733,7 +733,7 @@ add wmfix-mps-reduce-ct-octree reduce_study ct-octree --mps
 # reduction a run (where stress shows next to nothing), and compute-sanitizer racecheck on the
 # same programs beside it. Each step keeps race.json (wrapped with its provenance) and the
 # fences.json it names sites of. RACE_EVENTS: trace records a run may hold (default 10^8, 4 GB
-# of host memory).
+# of device memory).
 race_step() { # race_step DIR [wmfix race options]: into $WORK/$STEP
   local dir=$1; shift
   local out=$WORK/$STEP
@@ -786,6 +786,17 @@ for s in cub-scan-nf ls-bh-nf cub-scan ls-bh; do add "race-$s" race_step "case-s
 add race-sdk-red-nf race_small case-studies/sdk-red-nf
 add race-sdk-red race_small case-studies/sdk-red
 add racecheck-ls-bh-nf racecheck case-studies/ls-bh-nf
+# Each fence-less study with its stress reduction's fences and their model completion enabled
+# (case-studies/README.md's H100 rows; ct-octree: the union of its seeds' sets): no race may be left.
+race_reduced() { local s=$1; shift; race_step "case-studies/$s" --fences "$@"; }
+add race-reduced-cbe-dot race_reduced cbe-dot 0,3
+add race-reduced-cbe-ht race_reduced cbe-ht 0,6
+add race-reduced-tpo-tm race_reduced tpo-tm 0,12
+add race-reduced-cub-scan-nf race_reduced cub-scan-nf 3,5
+add race-reduced-ls-bh-nf race_reduced ls-bh-nf 1,2,36,54
+add race-reduced-ct-octree race_reduced ct-octree 0,3,4,9,10,11,13,14
+add race-reduced-sdk-red-nf race_small case-studies/sdk-red-nf --fences 1,2
+add race-reduced-sdk-red-nf-one one_reduction sdk-red-nf --fences 1,2
 # The same server over one GPU and two, in one call of a two-GPU machine (TAG: a folder of its
 # own): does MPS lift the host's serial context creation that kept two GPUs at 1.04x?
 for n in 1 2; do

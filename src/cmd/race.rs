@@ -26,7 +26,7 @@ pub struct Args {
     /// ids like `0,3,7-9`.
     #[arg(long, default_value = "none")]
     fences: FenceSet,
-    /// Trace records a run may hold (40 bytes each, in host memory); past it, events are
+    /// Trace records a run may hold (40 bytes each, in device memory); past it, events are
     /// dropped and reported as not checked.
     #[arg(long, default_value_t = 1 << 22, value_parser = crate::cmd::values::whole_u64)]
     events: u64,

@@ -150,6 +150,12 @@ impl Trace {
             if let Some(v) = field.strip_prefix("dropped=") {
                 dropped = v.parse().context("the trace's dropped count")?;
             }
+            if field == "lost=1" {
+                bail!(
+                    "the run's records were lost: the runtime could not copy them from the device \
+                     at exit (a cudaDeviceReset outside instrumented code, or a kernel fault)"
+                );
+            }
         }
         let body = &bytes[header_end + 1..];
         let mut trace = Trace {
@@ -416,6 +422,13 @@ mod tests {
         r.push(kind);
         r.push(flags);
         r
+    }
+
+    #[test]
+    fn a_trace_whose_records_were_lost_is_an_error_not_a_clean_run() {
+        let bytes = b"wmfix-race-trace 1 capacity=4 dropped=0 lost=1\n".to_vec();
+        let err = Trace::from_bytes(&bytes, &[]).unwrap_err().to_string();
+        assert!(err.contains("records were lost"), "{err}");
     }
 
     #[test]
