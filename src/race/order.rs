@@ -52,7 +52,97 @@ pub fn reads_from(trace: &Trace) -> Vec<Option<u32>> {
                 .find(|&w| w != i && trace.events[w as usize].thread != e.thread)
         };
     }
+    rmw_chains(trace, &mut rf);
     rf
+}
+
+/// Atomics on a word no plain write of the launch writes (a lock taken by compare-and-swap and
+/// released by exchange, a ticket counter) are one modification order, each reading the one
+/// before it: a chain through their old and new values. By value alone a lock's acquire could
+/// read any release of 0, and picking a later holder's release left the real previous holder's
+/// critical section unordered (false races). The chain starts at the value read once more than
+/// written (else the earliest atomic's), and at each link takes, of the atomics that read the
+/// current value and are next in their thread, the earliest recorded. A chain that gets stuck
+/// keeps reads-from by value for the atomics it did not reach.
+fn rmw_chains(trace: &Trace, rf: &mut [Option<u32>]) {
+    let mut groups: HashMap<(u32, u64), Vec<u32>> = HashMap::new();
+    let mut plain: std::collections::HashSet<(u32, u64)> = Default::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        match e.op {
+            Op::Rmw {
+                old: Some(_),
+                new: Some(_),
+                ..
+            } => groups
+                .entry((e.thread.launch, e.addr))
+                .or_default()
+                .push(i as u32),
+            Op::Write { value: Some(_), .. } | Op::Rmw { .. } => {
+                plain.insert((e.thread.launch, e.addr));
+            }
+            _ => {}
+        }
+    }
+    for (key, atomics) in groups {
+        if !plain.contains(&key) && atomics.len() > 1 {
+            chain(trace, &atomics, rf);
+        }
+    }
+}
+
+fn old_new(trace: &Trace, i: u32) -> (u64, u64) {
+    match trace.events[i as usize].op {
+        Op::Rmw {
+            old: Some(o),
+            new: Some(n),
+            ..
+        } => (o, n),
+        _ => unreachable!("chains hold atomics with known values"),
+    }
+}
+
+/// One word's atomics (in slot order) linked into a modification order where their values allow.
+fn chain(trace: &Trace, atomics: &[u32], rf: &mut [Option<u32>]) {
+    let mut balance: HashMap<u64, i64> = HashMap::new();
+    let mut per_thread: HashMap<Thread, VecDeque<u32>> = HashMap::new();
+    for &i in atomics {
+        let (old, new) = old_new(trace, i);
+        *balance.entry(old).or_default() += 1;
+        *balance.entry(new).or_default() -= 1;
+        per_thread
+            .entry(trace.events[i as usize].thread)
+            .or_default()
+            .push_back(i);
+    }
+    let first = old_new(trace, atomics[0]).0;
+    let mut cur = balance
+        .iter()
+        .filter(|&(_, &b)| b == 1)
+        .map(|(&v, _)| v)
+        .min()
+        .unwrap_or(first);
+    // Each thread's next atomic, by the value it read.
+    let mut ready: HashMap<u64, std::collections::BTreeSet<u32>> = HashMap::new();
+    for q in per_thread.values() {
+        let &i = q.front().expect("a thread's queue is not empty");
+        ready.entry(old_new(trace, i).0).or_default().insert(i);
+    }
+    let mut prev: Option<u32> = None;
+    while let Some(i) = ready.get_mut(&cur).and_then(|s| s.pop_first()) {
+        rf[i as usize] = prev;
+        prev = Some(i);
+        cur = old_new(trace, i).1;
+        let q = per_thread
+            .get_mut(&trace.events[i as usize].thread)
+            .expect("queued");
+        q.pop_front();
+        if let Some(&next) = q.front() {
+            ready
+                .entry(old_new(trace, next).0)
+                .or_default()
+                .insert(next);
+        }
+    }
 }
 
 /// What an event waits for before it is checked.
