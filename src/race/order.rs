@@ -127,10 +127,10 @@ fn chain(trace: &Trace, atomics: &[u32], rf: &mut [Option<u32>]) {
         let &i = q.front().expect("a thread's queue is not empty");
         ready.entry(old_new(trace, i).0).or_default().insert(i);
     }
-    let mut prev: Option<u32> = None;
+    let start = cur;
+    let mut seq: Vec<u32> = Vec::with_capacity(atomics.len());
     while let Some(i) = ready.get_mut(&cur).and_then(|s| s.pop_first()) {
-        rf[i as usize] = prev;
-        prev = Some(i);
+        seq.push(i);
         cur = old_new(trace, i).1;
         let q = per_thread
             .get_mut(&trace.events[i as usize].thread)
@@ -143,6 +143,48 @@ fn chain(trace: &Trace, atomics: &[u32], rf: &mut [Option<u32>]) {
                 .insert(next);
         }
     }
+    if seq.len() == atomics.len() && cur == start {
+        let cut = circuit_start(trace, &seq);
+        seq.rotate_left(cut);
+    }
+    let mut prev = None;
+    for &i in &seq {
+        rf[i as usize] = prev;
+        prev = Some(i);
+    }
+}
+
+/// Where a chain that ends at the value it began with (a ticket counter that wraps to 0) really
+/// began: values alone cannot say, so at the link recorded most out of order (the wrap, recorded
+/// late, before the first ticket, recorded early), among the links no thread's atomics straddle.
+fn circuit_start(trace: &Trace, seq: &[u32]) -> usize {
+    let n = seq.len();
+    let mut span: HashMap<Thread, (usize, usize)> = HashMap::new();
+    for (k, &i) in seq.iter().enumerate() {
+        let e = span
+            .entry(trace.events[i as usize].thread)
+            .or_insert((k, k));
+        e.1 = k;
+    }
+    // A cut at c is blocked when some thread has atomics before c and at or after it.
+    let mut depth = vec![0i32; n + 1];
+    for &(first, last) in span.values() {
+        depth[first + 1] += 1;
+        depth[last + 1] -= 1;
+    }
+    let mut open = 0;
+    let mut best = (0, i64::MAX);
+    for c in 0..n {
+        open += depth[c];
+        if open > 0 {
+            continue;
+        }
+        let jump = seq[c] as i64 - seq[(c + n - 1) % n] as i64;
+        if jump < best.1 {
+            best = (c, jump);
+        }
+    }
+    best.0
 }
 
 /// What an event waits for before it is checked.
