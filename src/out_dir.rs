@@ -258,6 +258,10 @@ impl ReduceFiles {
     pub fn baseline_log(&self) -> PathBuf {
         self.0.join("baseline.log")
     }
+    /// `--oracle race`: what the detection traces decided, reused by a resume.
+    pub fn race_start(&self) -> PathBuf {
+        self.0.join("race-start.json")
+    }
 }
 
 /// `out/cost/`: the variants' builds, the runs and the report.

@@ -742,12 +742,14 @@ race_step() { # race_step DIR [wmfix race options]: into $WORK/$STEP
   local rc=$?
   cp "$out/fences.json" "$STEP_DIR/" 2>/dev/null
   cp "$out/race/race.json" "$STEP_DIR/" 2>/dev/null && json_result "$STEP_DIR/race.json" "${cmd[@]}"
+  # A small trace comes back, to check it again offline when the detector changes.
+  local t=$out/race/trace-0.bin
+  [ -f "$t" ] && [ "$(stat -c %s "$t")" -lt 40000000 ] && gzip -c "$t" > "$STEP_DIR/trace-0.bin.gz"
   [ -f "$STEP_DIR/race.json" ] || return 1
   case $rc in 0|2) return 0 ;; *) return $rc ;; esac
 }
 race_suite() {
   race_step tests/race-suite || return 1
-  cp "$WORK/$STEP/race/trace-0.bin" "$STEP_DIR/" 2>/dev/null  # small: kept for a look
   python3 scripts/race_suite.py "$STEP_DIR" > "$STEP_DIR/verdicts.txt" 2>&1
   tail -n 1 "$STEP_DIR/verdicts.txt" >> "$STEP_DIR/log.txt"
   return 0
@@ -797,6 +799,16 @@ add race-reduced-ls-bh-nf race_reduced ls-bh-nf 1,2,36,54
 add race-reduced-ct-octree race_reduced ct-octree 0,3,4,9,10,11,13,14
 add race-reduced-sdk-red-nf race_small case-studies/sdk-red-nf --fences 1,2
 add race-reduced-sdk-red-nf-one one_reduction sdk-red-nf --fences 1,2
+# `reduce --oracle race` (issue 27): the start set from one detection run, confirmed by the
+# stress stability check (add-back if it fails), with wmfix's MPS server; the wall time is
+# reduce.json's `wall_seconds`. `race-start.json` says what the traces decided.
+race_reduce() {
+  reduce_study "$@" --oracle race --race-events 100000000 --mps
+  local rc=$?
+  cp "$WORK/$STEP/reduce/race-start.json" "$STEP_DIR/" 2>/dev/null
+  return $rc
+}
+for s in cbe-dot cbe-ht tpo-tm cub-scan-nf sdk-red-nf ls-bh-nf ct-octree; do add "reduce-race-$s" race_reduce "$s"; done
 # The same server over one GPU and two, in one call of a two-GPU machine (TAG: a folder of its
 # own): does MPS lift the host's serial context creation that kept two GPUs at 1.04x?
 for n in 1 2; do

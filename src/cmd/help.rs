@@ -7,6 +7,8 @@ use clap::{Arg, Command};
 /// statistics, resuming elsewhere, the litmus engine's incantations, debugging aids.
 const ADVANCED: &[&str] = &[
     "stable_minutes",
+    "race_runs",
+    "race_events",
     "confidence",
     "rare_rate",
     "split",

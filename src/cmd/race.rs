@@ -80,7 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let done = runs::run(&app, &out, &opts, &built.original)?;
     let detect = Detect {
         barrier_acquires: !args.strict,
-        fence_scope: scope_of(args.app.fence),
+        fence_scope: args.app.fence.into(),
         ..Detect::default()
     };
     let t0 = std::time::Instant::now();
@@ -116,16 +116,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         exit_code::ERRORS_SEEN
     })
-}
-
-fn scope_of(f: crate::fences::scope::FenceScope) -> crate::race::trace::Scope {
-    use crate::fences::scope::FenceScope;
-    use crate::race::trace::Scope;
-    match f {
-        FenceScope::Block => Scope::Block,
-        FenceScope::Device => Scope::Device,
-        FenceScope::System => Scope::System,
-    }
 }
 
 fn timing(info: &[RunInfo], native_s: Option<f64>) -> String {

@@ -9,6 +9,7 @@ use crate::fences::record::FenceList;
 use crate::fences::scope::FenceScope;
 use crate::out_dir::OutDir;
 use crate::reduce::algorithm::{self, Progress, Reduced, Settings};
+use crate::reduce::by_race::{self, RaceRuns, RaceStart};
 use crate::reduce::journal::Journaled;
 use crate::reduce::oracle::Program;
 use crate::reduce::patch;
@@ -41,6 +42,8 @@ pub struct Options {
     /// `settings.iterations` is the default I of one-step runs (no `--iterations`): with
     /// several steps a run it becomes the runs that hold as many steps.
     pub default_iterations: bool,
+    /// `--oracle race`: the first set from detection runs (`reduce::by_race`).
+    pub race: Option<RaceRuns>,
 }
 
 pub fn reduce_app(opts: &Options) -> Result<Report> {
@@ -93,13 +96,20 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
     let structure = structure(&records);
+    let resume = opts.resume || opts.resume_from.is_some();
+    let race = race_start(&app, &out, &built.original, opts, &all, &structure, resume)?;
     let stamp = std::fs::read_to_string(out.build_stamp())?;
-    let header = serde_json::to_string(&serde_json::json!({
+    let mut header = serde_json::json!({
         // The budget may change between sessions: not part of what must match.
         "wmfix_reduce": 1, "split": settings.split, "iterations": settings.iterations, "checks": settings.checks,
         "stability": settings.stability, "cache": settings.cache, "env": opts.env, "seed": opts.seed,
         "fences": all.len(), "build": stamp.trim(), "profile": profile, "steps": steps,
-    }))?;
+    });
+    if let Some(r) = &race {
+        header["oracle"] = "race".into();
+        header["race_start"] = serde_json::to_value(&r.fences)?;
+    }
+    let header = serde_json::to_string(&header)?;
     let mut program = Program {
         app: &app,
         tree: built.instrumented.clone(),
@@ -115,7 +125,6 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             .collect(),
         every_fence: all.difference(&structure.unreachable).copied().collect(),
     };
-    let resume = opts.resume || opts.resume_from.is_some();
     let mut journal = Journaled::open(&mut program, &files.journal(), &header, resume)?;
     let bar = progress_bar();
     let budget = settings.budget_seconds;
@@ -131,8 +140,15 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             hms((budget - p.seconds).max(0.0))
         ));
     };
-    let result =
-        algorithm::reduce_structured(&mut journal, &all, &structure, settings.clone(), &mut show);
+    let start = race.as_ref().map(|r| r.fences.clone());
+    let result = algorithm::reduce_from(
+        &mut journal,
+        &all,
+        &structure,
+        settings.clone(),
+        start,
+        &mut show,
+    );
     bar.finish_and_clear();
     let replayed = journal.replayed;
     // Interrupted, the best set so far is still written, marked as such.
@@ -208,9 +224,58 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         profile: Some(profile),
         sanity,
         model,
+        race,
     };
     report.save(&out)?;
     Ok(report)
+}
+
+/// `--oracle race`: the detection runs' start set, said on stderr.
+fn race_start(
+    app: &App,
+    out: &OutDir,
+    original: &Path,
+    opts: &Options,
+    all: &crate::fences::id::Ids,
+    structure: &algorithm::Structure,
+    resume: bool,
+) -> Result<Option<RaceStart>> {
+    let Some(how) = opts.race else {
+        return Ok(None);
+    };
+    let reachable = all.difference(&structure.unreachable).copied().collect();
+    let detect = crate::race::detect::Options {
+        fence_scope: opts.scope.into(),
+        ..Default::default()
+    };
+    let found = by_race::start(app, out, original, how, &detect, &reachable, resume)?;
+    eprintln!("wmfix: {}", race_line(&found));
+    Ok(Some(found))
+}
+
+fn race_line(r: &RaceStart) -> String {
+    let ids: Vec<String> = r.fences.iter().map(|f| f.to_string()).collect();
+    let mut s = format!(
+        "race oracle: {} racing place pairs in {} detection run(s) ({} events, {:.1} s), {} of them ordered by no fence; start set {{{}}} after {} detections ({:.1} s)",
+        r.races,
+        r.traces,
+        r.events,
+        r.run_seconds,
+        r.unordered_by_any_fence,
+        ids.join(", "),
+        r.detections,
+        r.seconds
+    );
+    if r.dropped > 0 {
+        s += &format!(
+            "; {} events not recorded (a full buffer: --race-events)",
+            r.dropped
+        );
+    }
+    if !r.note.is_empty() {
+        s += &format!("; {}", r.note);
+    }
+    s
 }
 
 /// The fences the PTX memory model requires beside `kept` (reduce/model.rs).
@@ -379,7 +444,11 @@ fn hms(seconds: f64) -> String {
 /// The printed summary.
 pub fn summary(r: &Report) -> String {
     let res = &r.result;
-    let mut s = format!(
+    let mut s = r
+        .race
+        .as_ref()
+        .map_or_else(String::new, |race| race_line(race) + "\n");
+    s += &format!(
         "wmfix reduce: {} -> {} fences under {} ({} checks, {} answered from the cache, {} runs, {} of runs, {:.0} s wall)\n",
         r.initial_fences,
         res.fences.len(),
@@ -568,6 +637,18 @@ pub struct Args {
     /// hold no other journal.
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     resume_from: Option<PathBuf>,
+    /// What decides the first reduced set: `stress` reduces from every fence by stress runs
+    /// (the paper's method); `race` takes the least set that orders every race a fence can
+    /// order in detection runs (`wmfix race`), then confirms it with the stress stability check
+    /// (add-back searches the other fences if that fails).
+    #[arg(long, value_enum, default_value = "stress")]
+    oracle: OracleKind,
+    /// `--oracle race`: detection runs (each its own seed).
+    #[arg(long, default_value = "1")]
+    race_runs: Count,
+    /// `--oracle race`: trace records a detection run may hold (40 bytes each, device memory).
+    #[arg(long, default_value_t = 1 << 22, value_parser = crate::cmd::values::whole_u64)]
+    race_events: u64,
     /// Print the report (what reduce.json holds) as one JSON document on stdout; the summary
     /// goes to stderr.
     #[arg(long)]
@@ -611,6 +692,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         scope: args.app.fence,
         steps: args.steps,
         default_iterations: args.iterations.is_none(),
+        race: matches!(args.oracle, OracleKind::Race).then_some(RaceRuns {
+            runs: args.race_runs.get(),
+            events: args.race_events,
+            seed: args.seed,
+        }),
     };
     let report = reduce_app(&opts)?;
     super::report(args.json, &report, &summary(&report));
@@ -618,6 +704,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         exit_code::OK if report.result.undecided => exit_code::UNDECIDED,
         code => code,
     })
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OracleKind {
+    Stress,
+    Race,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]

@@ -56,6 +56,9 @@ pub struct Report {
     pub stats: Stats,
     /// Events the GPU could not record, over all traces: not checked.
     pub dropped: u64,
+    /// Recorded events of launches a full buffer cut short, left out: not checked.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cut: u64,
 }
 
 impl Report {
@@ -119,6 +122,7 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         left_with_suggested,
         stats,
         dropped: traces.iter().map(|t| t.dropped).sum(),
+        cut: traces.iter().map(|t| t.cut).sum(),
         rows,
     }
 }
@@ -231,6 +235,12 @@ pub fn table(r: &Report) -> String {
             r.dropped, r.stats.reads_not_checked
         ));
     }
+    if r.cut > 0 {
+        out.push_str(&format!(
+            "not checked: {} recorded event(s) of the launch the full buffer cut short (its synchronisation may be among the lost)\n",
+            r.cut
+        ));
+    }
     out
 }
 
@@ -266,4 +276,8 @@ fn describe(e: &Explanation) -> String {
             }
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -33,6 +33,17 @@ impl Scope {
     }
 }
 
+impl From<crate::fences::scope::FenceScope> for Scope {
+    fn from(f: crate::fences::scope::FenceScope) -> Scope {
+        use crate::fences::scope::FenceScope;
+        match f {
+            FenceScope::Block => Scope::Block,
+            FenceScope::Device => Scope::Device,
+            FenceScope::System => Scope::System,
+        }
+    }
+}
+
 /// A GPU thread of one launch: the hardware block and thread (linear), not wmfix's remapped ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Thread {
@@ -105,9 +116,10 @@ pub struct Event {
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
     pub events: Vec<Event>,
-    /// Events the GPU could not record (the buffer was full), and those of the launch the full
-    /// buffer cut short: what was not checked.
+    /// Events the GPU could not record (the buffer was full): what was not checked.
     pub dropped: u64,
+    /// Recorded events of the launch a full buffer cut short, left out (`drop_cut_launch`).
+    pub cut: u64,
     /// Names of the text form's addresses, for messages.
     pub names: HashMap<u64, String>,
 }
@@ -262,7 +274,7 @@ impl Trace {
         };
         let before = self.events.len();
         self.events.retain(|e| e.thread.launch != last);
-        self.dropped += (before - self.events.len()) as u64;
+        self.cut = (before - self.events.len()) as u64;
     }
 
     /// The text form, one event a line: `b1.t0 ld.volatile flag 1 @3` (launch 0; `k2.b1.t0` for
@@ -464,7 +476,7 @@ mod tests {
         let t = Trace::from_bytes(&bytes, &[AccessKind::Store]).unwrap();
         assert_eq!(t.events.len(), 1);
         assert_eq!(t.events[0].thread.launch, 1);
-        assert_eq!(t.dropped, 7);
+        assert_eq!((t.dropped, t.cut), (5, 2));
     }
 
     #[test]

@@ -211,6 +211,8 @@ struct Reducer<'a> {
     base_failed: bool,
     /// Fences the check with every fence never ran on global memory: dropped after it.
     off_global: Ids,
+    /// The first reduced set, given (`reduce_from`).
+    start: Option<Ids>,
 }
 
 /// Rejected removals in a row (that ran) after which the set they come from is checked again.
@@ -240,6 +242,21 @@ pub fn reduce_structured(
     settings: Settings,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Reduced> {
+    reduce_from(oracle, all, structure, settings, None, progress)
+}
+
+/// `reduce_structured`, whose first reduced set is `start` (what another oracle found, the
+/// race detector's) instead of binary and linear reduction from every fence: its stability
+/// check confirms it, and when that fails add-back searches the other fences, as after any
+/// failed stability check.
+pub fn reduce_from(
+    oracle: &mut dyn Oracle,
+    all: &Ids,
+    structure: &Structure,
+    settings: Settings,
+    start: Option<Ids>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Reduced> {
     let i = settings.iterations.max(1);
     let all: Ids = all.difference(&structure.unreachable).copied().collect();
     let mut r = Reducer {
@@ -263,6 +280,7 @@ pub fn reduce_structured(
         streak: 0,
         base_failed: false,
         off_global: Ids::new(),
+        start,
     };
     r.run(&all)
 }
@@ -308,8 +326,13 @@ impl Reducer<'_> {
         }
         let statistical = matches!(self.settings.stability, Stability::Statistical { .. });
         let best = 'reduce: loop {
-            let fb = self.binary(all.clone())?;
-            let mut fl = self.linear(fb)?;
+            let mut fl = match self.start.take() {
+                Some(start) => start.intersection(all).copied().collect(),
+                None => {
+                    let fb = self.binary(all.clone())?;
+                    self.linear(fb)?
+                }
+            };
             loop {
                 if self.out_of_budget {
                     break 'reduce self.held.clone();

@@ -838,3 +838,54 @@ fn of_two_fences_that_order_the_same_accesses_the_one_outside_library_headers_is
         );
     }
 }
+
+#[test]
+fn a_given_start_set_is_confirmed_without_reducing_again() {
+    let stability = Stability::Statistical { confidence: 0.99 };
+    let mut o = sim(&[3, 7], 0.5, 1);
+    let all = FenceId::all(40);
+    let mut s = settings(Split::Halves, stability, true);
+    s.checks = Checks::Adaptive { confidence: 0.99 };
+    let r = reduce_from(
+        &mut o,
+        &all,
+        &Structure::default(),
+        s.clone(),
+        Some(set(&[3, 7])),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.fences, set(&[3, 7]));
+    assert!(r.complete);
+    // The check with every fence, the unfenced runs and the stability check: nothing else.
+    assert_eq!(r.checks, 3, "{r:?}");
+    let mut o = sim(&[3, 7], 0.5, 1);
+    let full = reduce(&mut o, &all, s, &mut |_| {}).unwrap();
+    assert_eq!(full.fences, set(&[3, 7]));
+    assert!(
+        full.checks > r.checks + 5,
+        "{} vs {}",
+        full.checks,
+        r.checks
+    );
+}
+
+#[test]
+fn a_start_set_lacking_a_needed_fence_fails_its_stability_check_and_add_back_finds_it() {
+    let stability = Stability::Statistical { confidence: 0.99 };
+    let mut o = sim(&[3, 7], 0.5, 2);
+    let all = FenceId::all(40);
+    let mut s = settings(Split::Halves, stability, true);
+    s.checks = Checks::Adaptive { confidence: 0.99 };
+    let r = reduce_from(
+        &mut o,
+        &all,
+        &Structure::default(),
+        s,
+        Some(set(&[3])),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.fences, set(&[3, 7]), "{r:?}");
+    assert!(r.complete && r.added_back.contains(&FenceId(7)), "{r:?}");
+}

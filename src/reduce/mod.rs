@@ -1,6 +1,7 @@
 //! Empirical fence insertion: the algorithm over an oracle, the journal, the patch.
 
 pub mod algorithm;
+pub mod by_race;
 pub mod checks;
 pub mod journal;
 pub mod model;

@@ -135,6 +135,9 @@ pub struct Report {
     /// `wmfix apply --model`), and the kept fences whose pattern was not recognised.
     #[serde(default)]
     pub model: crate::reduce::model::Completed,
+    /// `--oracle race`: what the detection runs decided (the first reduced set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub race: Option<crate::reduce::by_race::RaceStart>,
 }
 
 impl Report {

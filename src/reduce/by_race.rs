@@ -1,0 +1,229 @@
+//! `reduce --oracle race`: the fences that order every race a fence can order, decided on
+//! recorded detection traces (`race`), so that no check needs runs; then handed to the stress
+//! reduction as its first set, whose stability check confirms them (and whose add-back finds a
+//! fence the traces did not show).
+//!
+//! A set passes when the races left with it enabled are only those left with every fence: a
+//! race no fence orders (stores no message orders, say) is not a reason to keep any.
+
+use crate::app::config::App;
+use crate::fences::id::{FenceId, Ids};
+use crate::fences::set::FenceSet;
+use crate::out_dir::OutDir;
+use crate::race::detect::{self, Options, PairKey};
+use crate::race::report;
+use crate::race::runs;
+use crate::race::trace::Trace;
+use crate::run::environment::TestEnv;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Instant;
+
+/// How the detection runs go (`--race-runs`, `--race-events`).
+#[derive(Clone, Copy, Debug)]
+pub struct RaceRuns {
+    pub runs: usize,
+    pub events: u64,
+    pub seed: u64,
+}
+
+/// The start set of `out`'s reduction: read back on a resume (the traces of another run could
+/// decide otherwise, and the journal's requests follow from it), else found by detection runs
+/// of the race build (natively, wmfix's fences off) and kept.
+pub fn start(
+    app: &App,
+    out: &OutDir,
+    original: &Path,
+    how: RaceRuns,
+    opts: &Options,
+    all: &Ids,
+    resume: bool,
+) -> Result<RaceStart> {
+    let kept = out.reduce().race_start();
+    if resume && let Ok(text) = std::fs::read_to_string(&kept) {
+        return serde_json::from_str(&text).with_context(|| format!("reading {}", kept.display()));
+    }
+    runs::build(app, out)?;
+    let run_opts = runs::Options {
+        runs: how.runs,
+        env: TestEnv {
+            stress: crate::run::environment::Stress::No,
+            randomise: false,
+        },
+        seed: how.seed,
+        fences: FenceSet::Ids(Ids::new()),
+        events: how.events,
+    };
+    let done = runs::run(app, out, &run_opts, original)?;
+    let mut found = minimise(&done.traces, opts, all);
+    found.dropped = done.traces.iter().map(|t| t.dropped + t.cut).sum();
+    found.run_seconds = done.info.iter().map(|r| r.seconds).sum();
+    std::fs::write(&kept, serde_json::to_string_pretty(&found)? + "\n")?;
+    Ok(found)
+}
+
+/// What the traces decided, kept in `reduce.json` and, for a resume, in `reduce/race.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RaceStart {
+    /// The set the stress reduction starts from.
+    pub fences: Ids,
+    /// The fences the report named for the races (the first set tried).
+    pub named: Ids,
+    /// Racing place pairs without wmfix's fences, and of those the ones every fence leaves.
+    pub races: usize,
+    pub unordered_by_any_fence: usize,
+    pub traces: usize,
+    pub events: usize,
+    /// Events the GPU could not record, and those of a launch a full buffer cut short: not
+    /// checked.
+    #[serde(default)]
+    pub dropped: u64,
+    /// The detection runs' seconds, and the detections' (`seconds`).
+    #[serde(default)]
+    pub run_seconds: f64,
+    /// Detections over the traces, each with one candidate set taken as enabled.
+    pub detections: usize,
+    pub seconds: f64,
+    pub note: String,
+}
+
+type Left = BTreeSet<(bool, PairKey)>;
+
+/// The racing place pairs the report shows with `fences` taken as enabled.
+fn left(traces: &[Trace], opts: &Options, fences: &Ids) -> Left {
+    let mut with = opts.clone();
+    with.fences = fences.clone();
+    let mut out = Left::new();
+    for t in traces {
+        let d = detect::detect(t, &with);
+        out.extend(
+            report::reported(t, &d)
+                .into_iter()
+                .map(|(k, _, strong)| (strong, k)),
+        );
+    }
+    out
+}
+
+struct Search<'a> {
+    traces: &'a [Trace],
+    opts: &'a Options,
+    /// What every fence leaves: not orderable by fences.
+    floor: Left,
+    detections: usize,
+}
+
+impl Search<'_> {
+    fn passes(&mut self, fences: &Ids) -> bool {
+        self.detections += 1;
+        left(self.traces, self.opts, fences).is_subset(&self.floor)
+    }
+
+    /// Drops each fence of `set` in turn whose absence leaves no orderable race.
+    fn linear(&mut self, mut set: Ids) -> Ids {
+        let order: Vec<FenceId> = set.iter().rev().copied().collect();
+        for f in order {
+            let mut trial = set.clone();
+            trial.remove(&f);
+            if self.passes(&trial) {
+                set = trial;
+            }
+        }
+        set
+    }
+}
+
+/// The least set of `all` (by removal, one fence at a time) that leaves on `traces` no race
+/// that enabling every fence would order; from the fences the report names when they do.
+pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
+    let t0 = Instant::now();
+    let none = left(traces, opts, &Ids::new());
+    let floor = left(traces, opts, all);
+    let mut search = Search {
+        traces,
+        opts,
+        floor,
+        detections: 2,
+    };
+    let named: Ids = report::report(traces, opts, None)
+        .suggested
+        .into_iter()
+        .filter(|f| all.contains(f))
+        .collect();
+    search.detections += 2;
+    let orderable = none.difference(&search.floor).count();
+    let (fences, note) = if orderable == 0 {
+        let note = if none.is_empty() {
+            "no race in the traces: no fence named"
+        } else {
+            "no race in the traces that a fence orders: no fence named"
+        };
+        (Ids::new(), note.to_string())
+    } else if search.passes(&named) {
+        (search.linear(named.clone()), String::new())
+    } else {
+        let note = "the named fences left races: reduced from every fence".to_string();
+        (search.linear(all.clone()), note)
+    };
+    RaceStart {
+        fences,
+        named,
+        races: none.len(),
+        unordered_by_any_fence: search.floor.len(),
+        traces: traces.len(),
+        events: traces.iter().map(|t| t.events.len()).sum(),
+        dropped: 0,
+        run_seconds: 0.0,
+        detections: search.detections,
+        seconds: t0.elapsed().as_secs_f64(),
+        note,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[usize]) -> Ids {
+        v.iter().map(|&i| FenceId(i)).collect()
+    }
+
+    fn trace(text: &str) -> Trace {
+        Trace::parse_text(text).unwrap()
+    }
+
+    // Message passing: the data store's fence (site 1) and the flag read's (site 3) order it;
+    // sites 0 and 2 (after the flag store and the data read) order nothing.
+    const MP: &str = "\
+b0.t0 st data 1 @1
+b0.t0 st.volatile flag 1 @0
+b1.t0 ld.volatile flag 1 @3
+b1.t0 ld data 1 @2
+";
+
+    #[test]
+    fn message_passing_keeps_the_writer_and_the_reader_fence() {
+        let r = minimise(&[trace(MP)], &Options::default(), &ids(&[0, 1, 2, 3]));
+        assert_eq!(r.fences, ids(&[1, 3]), "{r:?}");
+        assert!(r.races > 0 && r.unordered_by_any_fence == 0, "{r:?}");
+    }
+
+    #[test]
+    fn a_race_no_fence_orders_names_no_fence() {
+        // Two blocks store to one word with no message between them.
+        let t = "b0.t0 st x 1 @0\nb1.t0 st x 2 @1\n";
+        let r = minimise(&[trace(t)], &Options::default(), &ids(&[0, 1]));
+        assert!(r.fences.is_empty(), "{r:?}");
+        assert_eq!(r.unordered_by_any_fence, r.races);
+        assert!(r.races > 0 && r.note.contains("no race in the traces that a fence orders"));
+    }
+
+    #[test]
+    fn a_trace_without_races_names_no_fence() {
+        let t = "k0.b0.t0 st x 1 @0\nk1.b1.t0 ld x 1 @1\n";
+        let r = minimise(&[trace(t)], &Options::default(), &ids(&[0, 1]));
+        assert!(r.fences.is_empty() && r.races == 0, "{r:?}");
+    }
+}
