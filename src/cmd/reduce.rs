@@ -612,9 +612,11 @@ pub struct Args {
     /// The statistical stability check also catches, with --confidence, a set that errs in
     /// this share of runs, however often the program without fences errs (459 runs at 0.01
     /// and 0.99): a set lacking one needed fence may err rarely. With several steps a run, a
-    /// share of steps (46 ten-step runs at 0.01), as if steps erred independently.
-    #[arg(long, default_value = "0.01")]
-    rare_rate: values::Probability,
+    /// share of steps (46 ten-step runs at 0.01), as if steps erred independently
+    /// [default: 0.01; with --oracle race 0.05 (90 runs): the detector, not the stress runs,
+    /// finds the fences there, and the check confirms them].
+    #[arg(long)]
+    rare_rate: Option<values::Probability>,
     /// Steps a run, in place of wmfix.toml's `steps` (its `run` must say `{steps}`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::app::config::MAX_STEPS)))]
     steps: Option<u32>,
@@ -676,7 +678,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             iterations: args.iterations.map_or(32, Count::get),
             checks,
             stability,
-            rare_rate: Some(args.rare_rate.0),
+            rare_rate: Some(args.rare_rate.map_or(
+                match args.oracle {
+                    OracleKind::Stress => 0.01,
+                    OracleKind::Race => 0.05,
+                },
+                |r| r.0,
+            )),
             cache: !args.no_cache,
             budget_seconds: args.hours.0 * 3600.0,
         },

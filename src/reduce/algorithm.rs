@@ -213,6 +213,9 @@ struct Reducer<'a> {
     off_global: Ids,
     /// The first reduced set, given (`reduce_from`).
     start: Option<Ids>,
+    /// A start set was given: its loop fences keep both placements (a second stability check
+    /// for the placement after the loop alone would double the confirmation's runs).
+    given_start: bool,
 }
 
 /// Rejected removals in a row (that ran) after which the set they come from is checked again.
@@ -280,6 +283,7 @@ pub fn reduce_from(
         streak: 0,
         base_failed: false,
         off_global: Ids::new(),
+        given_start: start.is_some(),
         start,
     };
     r.run(&all)
@@ -344,7 +348,11 @@ impl Reducer<'_> {
                     self.stable(&fl, &Ids::new())?
                 };
                 if stable {
-                    let (after_loop_only, note) = self.placements(&fl)?;
+                    let (after_loop_only, note) = if self.given_start {
+                        (Ids::new(), String::new())
+                    } else {
+                        self.placements(&fl)?
+                    };
                     let mut r = self.result(fl, true, runs, note);
                     r.after_loop_only = after_loop_only;
                     r.stability_rate = r.assumed_rate.map(|p| self.stable_rate(p));

@@ -11,6 +11,7 @@ use crate::fences::id::{FenceId, Ids};
 use crate::fences::set::FenceSet;
 use crate::out_dir::OutDir;
 use crate::race::detect::{self, Options, PairKey};
+use crate::race::explain;
 use crate::race::report;
 use crate::race::runs;
 use crate::race::trace::Trace;
@@ -91,6 +92,9 @@ pub struct RaceStart {
 
 type Left = BTreeSet<(bool, PairKey)>;
 
+/// Detections at once: each holds its own clocks, and the biggest traces take gigabytes.
+const AT_ONCE: usize = 4;
+
 /// The racing place pairs the report shows with `fences` taken as enabled.
 fn left(traces: &[Trace], opts: &Options, fences: &Ids) -> Left {
     let mut with = opts.clone();
@@ -103,6 +107,42 @@ fn left(traces: &[Trace], opts: &Options, fences: &Ids) -> Left {
                 .into_iter()
                 .map(|(k, _, strong)| (strong, k)),
         );
+    }
+    out
+}
+
+/// The racing pairs without wmfix's fences, and the fences their examples' messages name.
+fn unfenced(traces: &[Trace], opts: &Options) -> (Left, Ids) {
+    let mut with = opts.clone();
+    with.fences = Ids::new();
+    let (mut out, mut named) = (Left::new(), Ids::new());
+    for t in traces {
+        let d = detect::detect(t, &with);
+        for (k, pair, strong) in report::reported(t, &d) {
+            out.insert((strong, k));
+            for &(a, b) in &pair.examples {
+                named.extend(explain::explain(t, &d, a, b).suggested());
+            }
+        }
+    }
+    (out, named)
+}
+
+/// `left` of each set, several at a time.
+fn left_each(traces: &[Trace], opts: &Options, sets: &[Ids]) -> Vec<Left> {
+    let mut out = Vec::with_capacity(sets.len());
+    for chunk in sets.chunks(AT_ONCE) {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|set| s.spawn(move || left(traces, opts, set)))
+                .collect();
+            out.extend(
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a detection panicked")),
+            );
+        });
     }
     out
 }
@@ -121,10 +161,34 @@ impl Search<'_> {
         left(self.traces, self.opts, fences).is_subset(&self.floor)
     }
 
-    /// Drops each fence of `set` in turn whose absence leaves no orderable race.
-    fn linear(&mut self, mut set: Ids) -> Ids {
-        let order: Vec<FenceId> = set.iter().rev().copied().collect();
-        for f in order {
+    /// Drops the fences of `set` whose absence leaves no orderable race: each one's absence
+    /// checked at once, then all those that passed alone together; where that fails, one at a
+    /// time.
+    fn reduce(&mut self, set: Ids) -> Ids {
+        let singles: Vec<Ids> = set
+            .iter()
+            .map(|f| set.iter().filter(|g| *g != f).copied().collect())
+            .collect();
+        self.detections += singles.len();
+        let lefts = left_each(self.traces, self.opts, &singles);
+        let removable: Vec<FenceId> = set
+            .iter()
+            .zip(&lefts)
+            .filter(|(_, l)| l.is_subset(&self.floor))
+            .map(|(f, _)| *f)
+            .collect();
+        if removable.is_empty() {
+            return set;
+        }
+        let all_out: Ids = set
+            .difference(&removable.iter().copied().collect())
+            .copied()
+            .collect();
+        if removable.len() == 1 || self.passes(&all_out) {
+            return all_out;
+        }
+        let mut set = set;
+        for f in removable.into_iter().rev() {
             let mut trial = set.clone();
             trial.remove(&f);
             if self.passes(&trial) {
@@ -135,24 +199,24 @@ impl Search<'_> {
     }
 }
 
-/// The least set of `all` (by removal, one fence at a time) that leaves on `traces` no race
-/// that enabling every fence would order; from the fences the report names when they do.
+/// The least set of `all` (each fence's removal tried) that leaves on `traces` no race that
+/// enabling every fence would order; from the fences the races' messages name when they do.
 pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
     let t0 = Instant::now();
-    let none = left(traces, opts, &Ids::new());
-    let floor = left(traces, opts, all);
+    let ((none, named), floor) = std::thread::scope(|s| {
+        let floor = s.spawn(|| left(traces, opts, all));
+        (
+            unfenced(traces, opts),
+            floor.join().expect("a detection panicked"),
+        )
+    });
+    let named: Ids = named.into_iter().filter(|f| all.contains(f)).collect();
     let mut search = Search {
         traces,
         opts,
         floor,
         detections: 2,
     };
-    let named: Ids = report::report(traces, opts, None)
-        .suggested
-        .into_iter()
-        .filter(|f| all.contains(f))
-        .collect();
-    search.detections += 2;
     let orderable = none.difference(&search.floor).count();
     let (fences, note) = if orderable == 0 {
         let note = if none.is_empty() {
@@ -162,10 +226,10 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         };
         (Ids::new(), note.to_string())
     } else if search.passes(&named) {
-        (search.linear(named.clone()), String::new())
+        (search.reduce(named.clone()), String::new())
     } else {
         let note = "the named fences left races: reduced from every fence".to_string();
-        (search.linear(all.clone()), note)
+        (search.reduce(all.clone()), note)
     };
     RaceStart {
         fences,
@@ -208,6 +272,26 @@ b1.t0 ld data 1 @2
         let r = minimise(&[trace(MP)], &Options::default(), &ids(&[0, 1, 2, 3]));
         assert_eq!(r.fences, ids(&[1, 3]), "{r:?}");
         assert!(r.races > 0 && r.unordered_by_any_fence == 0, "{r:?}");
+    }
+
+    #[test]
+    fn of_two_fences_that_each_order_the_message_one_is_kept() {
+        // Sites 1 (after the data store) and 4 (a mark before the flag store) each release it.
+        let t = trace(
+            "b0.t0 st data 1 @1\nb0.t0 mark @4\nb0.t0 st.volatile flag 1 @0\nb1.t0 ld.volatile flag 1 @3\nb1.t0 ld data 1 @2\n",
+        );
+        let traces = [t];
+        let opts = Options::default();
+        let all = ids(&[0, 1, 2, 3, 4]);
+        let mut search = Search {
+            traces: &traces,
+            opts: &opts,
+            floor: left(&traces, &opts, &all),
+            detections: 0,
+        };
+        let kept = search.reduce(ids(&[1, 3, 4]));
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        assert!(kept.contains(&FenceId(3)), "{kept:?}");
     }
 
     #[test]
