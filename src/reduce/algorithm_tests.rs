@@ -839,28 +839,36 @@ fn of_two_fences_that_order_the_same_accesses_the_one_outside_library_headers_is
     }
 }
 
-#[test]
-fn a_given_start_set_is_confirmed_without_reducing_again() {
-    let stability = Stability::Statistical { confidence: 0.99 };
-    let mut o = sim(&[3, 7], 0.5, 1);
+/// A reduction of 40 fences, 3 and 7 needed, from `start`.
+fn from_start(start: &[usize], seed: u64) -> Reduced {
+    let mut o = sim(&[3, 7], 0.5, seed);
     let all = FenceId::all(40);
-    let mut s = settings(Split::Halves, stability, true);
-    s.checks = Checks::Adaptive { confidence: 0.99 };
-    let r = reduce_from(
+    reduce_from(
         &mut o,
         &all,
         &Structure::default(),
-        s.clone(),
-        Some(set(&[3, 7])),
+        adaptive(Split::Halves),
+        Some(set(start)),
         &mut |_| {},
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_given_start_set_is_confirmed_without_reducing_again() {
+    let r = from_start(&[3, 7], 1);
     assert_eq!(r.fences, set(&[3, 7]));
     assert!(r.complete);
     // The check with every fence, the unfenced runs and the stability check: nothing else.
     assert_eq!(r.checks, 3, "{r:?}");
     let mut o = sim(&[3, 7], 0.5, 1);
-    let full = reduce(&mut o, &all, s, &mut |_| {}).unwrap();
+    let full = reduce(
+        &mut o,
+        &FenceId::all(40),
+        adaptive(Split::Halves),
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(full.fences, set(&[3, 7]));
     assert!(
         full.checks > r.checks + 5,
@@ -872,20 +880,7 @@ fn a_given_start_set_is_confirmed_without_reducing_again() {
 
 #[test]
 fn a_start_set_lacking_a_needed_fence_fails_its_stability_check_and_add_back_finds_it() {
-    let stability = Stability::Statistical { confidence: 0.99 };
-    let mut o = sim(&[3, 7], 0.5, 2);
-    let all = FenceId::all(40);
-    let mut s = settings(Split::Halves, stability, true);
-    s.checks = Checks::Adaptive { confidence: 0.99 };
-    let r = reduce_from(
-        &mut o,
-        &all,
-        &Structure::default(),
-        s,
-        Some(set(&[3])),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = from_start(&[3], 2);
     assert_eq!(r.fences, set(&[3, 7]), "{r:?}");
     assert!(r.complete && r.added_back.contains(&FenceId(7)), "{r:?}");
 }
