@@ -136,6 +136,12 @@ fn fence_ids_the_program_does_not_have_are_refused_before_anything_runs() {
 /// `trace`.
 fn reduce_by_race(trace: &[u8], required: &str) -> (tempfile::TempDir, Value, String) {
     let (tmp, dir) = fixture("reduce-standin");
+    let (doc, err) = reduce_by_race_in(&dir, trace, required, &[]);
+    (tmp, doc, err)
+}
+
+/// The same in the stand-in copy `dir` (made by `reduce_by_race`'s first call), with `args`.
+fn reduce_by_race_in(dir: &Path, trace: &[u8], required: &str, args: &[&str]) -> (Value, String) {
     let kernel = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/race-standin/kernel.cu"),
     )
@@ -147,6 +153,7 @@ fn reduce_by_race(trace: &[u8], required: &str) -> (tempfile::TempDir, Value, St
         .args(["reduce", dir.to_str().unwrap(), "--out"])
         .arg(dir.parent().unwrap().join("out"))
         .args(["--hours", "1", "--oracle", "race", "--json"])
+        .args(args)
         .env("STANDIN_TRACE", &path)
         .env("STANDIN_REQUIRED", required)
         .env("STANDIN_PERCENT", "50")
@@ -154,7 +161,22 @@ fn reduce_by_race(trace: &[u8], required: &str) -> (tempfile::TempDir, Value, St
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    (tmp, doc, stderr(&o))
+    (doc, stderr(&o))
+}
+
+#[test]
+fn a_resumed_race_reduction_keeps_the_start_set_its_traces_decided() {
+    let (tmp, first, _) = reduce_by_race(&trace(false, 0), "0,2");
+    assert_eq!(first["race"]["fences"], serde_json::json!([0, 2]));
+    // Another detection run would see no race now; the resume must not ask it.
+    let dir = tmp.path().join("reduce-standin");
+    let (again, err) = reduce_by_race_in(&dir, &trace(true, 0), "0,2", &["--resume"]);
+    assert_eq!(again["race"], first["race"], "{err}");
+    assert_eq!(again["result"]["fences"], serde_json::json!([0, 2]));
+    assert_eq!(
+        again["replayed_checks"], first["result"]["checks"],
+        "{again}"
+    );
 }
 
 #[test]

@@ -16,7 +16,7 @@
 use super::clock::Clock;
 use super::trace::{Event, Op, Scope, Trace};
 use crate::fences::id::{FenceId, Ids};
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::rc::Rc;
 
 #[derive(Clone, Debug)]
@@ -189,7 +189,52 @@ struct Written {
 #[derive(Default)]
 struct Cell {
     write: Option<Access>,
-    reads: Vec<Access>,
+    reads: Reads,
+}
+
+/// An address's reads since its last write, oldest first: the first inline, since most
+/// addresses are read once and a vector each cost an allocation per address.
+#[derive(Default)]
+struct Reads {
+    first: Option<Access>,
+    more: Vec<Access>,
+}
+
+impl Reads {
+    fn iter(&self) -> impl Iterator<Item = &Access> {
+        self.first.iter().chain(&self.more)
+    }
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+    fn clear(&mut self) {
+        self.first = None;
+        self.more.clear();
+    }
+    fn push(&mut self, a: Access) {
+        if self.first.is_none() && self.more.is_empty() {
+            self.first = Some(a);
+        } else {
+            self.more.push(a);
+        }
+    }
+    /// The oldest goes; the next oldest moves up.
+    fn remove_oldest(&mut self) {
+        self.first = None;
+        self.settle();
+    }
+    fn retain_other_threads(&mut self, t: u32) {
+        if self.first.is_some_and(|r| r.thread == t) {
+            self.first = None;
+        }
+        self.more.retain(|r| r.thread != t);
+        self.settle();
+    }
+    fn settle(&mut self) {
+        if self.first.is_none() && !self.more.is_empty() {
+            self.first = Some(self.more.remove(0));
+        }
+    }
 }
 
 struct ThreadState {
@@ -228,7 +273,9 @@ pub fn detect(trace: &Trace, opts: &Options) -> Detection {
         threads: Vec::new(),
         index: HashMap::new(),
         blocks: HashMap::new(),
-        cells: HashMap::new(),
+        // Growing the table rehashes it, and freeing the old ones cost more than the lookups.
+        cells: HashMap::with_capacity(trace.events.len() / 4),
+        found: Vec::new(),
         written: HashMap::new(),
         barriers: Barriers::new(),
         out: Detection {
@@ -265,6 +312,9 @@ struct Detector<'a> {
     written: HashMap<u32, Written>,
     barriers: Barriers,
     out: Detection,
+    /// The earlier accesses an access meets at its address: kept between accesses, so that
+    /// checking one allocates nothing.
+    found: Vec<(Access, RaceKind)>,
 }
 
 impl Detector<'_> {
@@ -469,7 +519,8 @@ impl Detector<'_> {
         };
         let cap = self.opts.reads_per_address;
         let cell = self.cells.entry(addr).or_default();
-        let mut found: Vec<(Access, RaceKind)> = Vec::new();
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
         if let Some(w) = cell.write {
             let kind = if write {
                 RaceKind::WriteWrite
@@ -483,15 +534,15 @@ impl Detector<'_> {
             cell.write = Some(me);
             cell.reads.clear();
         } else {
-            cell.reads.retain(|r| r.thread != t);
+            cell.reads.retain_other_threads(t);
             if cell.reads.len() >= cap {
-                cell.reads.remove(0);
+                cell.reads.remove_oldest();
                 self.out.stats.reads_not_checked += 1;
             }
             cell.reads.push(me);
         }
         let vc = &self.threads[t as usize].vc;
-        for (p, kind) in found {
+        for &(p, kind) in &found {
             if p.thread == t || p.launch != me.launch {
                 continue;
             }
@@ -516,5 +567,6 @@ impl Detector<'_> {
                 pair.examples.push((p.event, i));
             }
         }
+        self.found = found;
     }
 }

@@ -6,7 +6,8 @@
 //! waits for every arrival of its block at that barrier.
 
 use super::trace::{Op, Thread, Trace};
-use std::collections::{HashMap, VecDeque};
+use foldhash::{HashMap, HashMapExt};
+use std::collections::VecDeque;
 
 /// What each strong read with a known value read from: a write of that value to the address
 /// in the same launch (strong or weak, an atomic's new value), the latest recorded before it,
