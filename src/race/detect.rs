@@ -103,6 +103,8 @@ pub struct Detection {
     /// flag) still needs its fences. `report.rs` keeps those a message explains.
     pub strong_pairs: HashMap<PairKey, Pair>,
     pub stats: Stats,
+    /// Every address with an unordered conflicting pair (weak or strong).
+    pub addresses: foldhash::HashSet<u64>,
     /// Per event: its thread's index, its place in that thread's history, and for a strong
     /// read the event it read from.
     pub thread_of: Vec<u32>,
@@ -282,6 +284,7 @@ pub fn detect(trace: &Trace, opts: &Options) -> Detection {
             pairs: HashMap::new(),
             strong_pairs: HashMap::new(),
             stats: Stats::default(),
+            addresses: Default::default(),
             thread_of: vec![0; trace.events.len()],
             position: vec![0; trace.events.len()],
             read_from: rf,
@@ -561,6 +564,7 @@ impl Detector<'_> {
             } else {
                 &mut self.out.pairs
             };
+            self.out.addresses.insert(addr);
             let pair = pairs.entry(key).or_default();
             pair.count += 1;
             if pair.examples.len() < 3 {

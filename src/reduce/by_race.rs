@@ -14,9 +14,10 @@ use crate::race::detect::{self, Options, PairKey};
 use crate::race::explain;
 use crate::race::report;
 use crate::race::runs;
-use crate::race::trace::Trace;
+use crate::race::trace::{Event, Op, Thread, Trace};
 use crate::run::environment::TestEnv;
 use anyhow::{Context, Result};
+use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -77,6 +78,9 @@ pub struct RaceStart {
     pub unordered_by_any_fence: usize,
     pub traces: usize,
     pub events: usize,
+    /// Events of the slimmed traces the candidate sets were checked on (`slim`).
+    #[serde(default)]
+    pub checked_events: usize,
     /// Events the GPU could not record, and those of a launch a full buffer cut short: not
     /// checked.
     #[serde(default)]
@@ -111,11 +115,12 @@ fn left(traces: &[Trace], opts: &Options, fences: &Ids) -> Left {
     out
 }
 
-/// The racing pairs without wmfix's fences, and the fences their examples' messages name.
-fn unfenced(traces: &[Trace], opts: &Options) -> (Left, Ids) {
+/// The racing pairs without wmfix's fences, the fences their examples' messages name, and
+/// each trace slimmed to what a check of more fences needs (`slim`).
+fn unfenced(traces: &[Trace], opts: &Options) -> (Left, Ids, Vec<Trace>) {
     let mut with = opts.clone();
     with.fences = Ids::new();
-    let (mut out, mut named) = (Left::new(), Ids::new());
+    let (mut out, mut named, mut slims) = (Left::new(), Ids::new(), Vec::new());
     for t in traces {
         let d = detect::detect(t, &with);
         for (k, pair, strong) in report::reported(t, &d) {
@@ -124,8 +129,49 @@ fn unfenced(traces: &[Trace], opts: &Options) -> (Left, Ids) {
                 named.extend(explain::explain(t, &d, a, b).suggested());
             }
         }
+        slims.push(slim(t, &d.addresses));
     }
-    (out, named)
+    (out, named, slims)
+}
+
+/// `t` less what enabling fences cannot change: more fences only order more, so a plain access
+/// to an address with no unordered pair without them has none with them either, and orders
+/// nothing itself (plain accesses carry no values and synchronise with nothing). Each becomes
+/// the mark of its fence site, where an enabled fence would stand; of a thread's row of them
+/// between two kept events, one mark a site.
+fn slim(t: &Trace, racing: &foldhash::HashSet<u64>) -> Trace {
+    let mut events = Vec::new();
+    let mut marked: HashMap<Thread, Vec<FenceId>> = HashMap::default();
+    for e in &t.events {
+        let plain = matches!(
+            e.op,
+            Op::Read { strong: None, .. } | Op::Write { strong: None, .. }
+        );
+        if plain && !racing.contains(&e.addr) {
+            if let Some(site) = e.site {
+                let row = marked.entry(e.thread).or_default();
+                if !row.contains(&site) {
+                    row.push(site);
+                    events.push(Event {
+                        op: Op::Site,
+                        addr: 0,
+                        ..*e
+                    });
+                }
+            }
+            continue;
+        }
+        if let Some(row) = marked.get_mut(&e.thread) {
+            row.clear();
+        }
+        events.push(*e);
+    }
+    Trace {
+        events,
+        dropped: t.dropped,
+        cut: t.cut,
+        names: t.names.clone(),
+    }
 }
 
 /// `left` of each set, several at a time.
@@ -203,18 +249,12 @@ impl Search<'_> {
 /// enabling every fence would order; from the fences the races' messages name when they do.
 pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
     let t0 = Instant::now();
-    let ((none, named), floor) = std::thread::scope(|s| {
-        let floor = s.spawn(|| left(traces, opts, all));
-        (
-            unfenced(traces, opts),
-            floor.join().expect("a detection panicked"),
-        )
-    });
+    let (none, named, slims) = unfenced(traces, opts);
     let named: Ids = named.into_iter().filter(|f| all.contains(f)).collect();
     let mut search = Search {
-        traces,
+        traces: &slims,
         opts,
-        floor,
+        floor: left(&slims, opts, all),
         detections: 2,
     };
     let orderable = none.difference(&search.floor).count();
@@ -238,6 +278,7 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         unordered_by_any_fence: search.floor.len(),
         traces: traces.len(),
         events: traces.iter().map(|t| t.events.len()).sum(),
+        checked_events: slims.iter().map(|t| t.events.len()).sum(),
         dropped: 0,
         run_seconds: 0.0,
         detections: search.detections,
@@ -292,6 +333,54 @@ b1.t0 ld data 1 @2
         let kept = search.reduce(ids(&[1, 3, 4]));
         assert_eq!(kept.len(), 2, "{kept:?}");
         assert!(kept.contains(&FenceId(3)), "{kept:?}");
+    }
+
+    /// Every subset of the trace's sites (up to 2^9) leaves the same races on the slim trace as
+    /// on the whole one.
+    fn slim_agrees(name: &str, t: &Trace) {
+        let opts = Options::default();
+        let (none, _, slims) = unfenced(std::slice::from_ref(t), &opts);
+        let sites: Vec<FenceId> = t
+            .events
+            .iter()
+            .filter_map(|e| e.site)
+            .collect::<Ids>()
+            .into_iter()
+            .take(9)
+            .collect();
+        assert_eq!(left(&slims, &opts, &Ids::new()), none, "{name}");
+        for mask in 0u32..(1 << sites.len()) {
+            let set: Ids = (0..sites.len())
+                .filter(|k| mask >> k & 1 == 1)
+                .map(|k| sites[k])
+                .collect();
+            assert_eq!(
+                left(&slims, &opts, &set),
+                left(std::slice::from_ref(t), &opts, &set),
+                "{name} with {set:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_slim_trace_leaves_the_same_races_as_the_whole_one_for_every_fence_set() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/race");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let t = trace(&std::fs::read_to_string(&path).unwrap());
+            slim_agrees(&path.display().to_string(), &t);
+            n += 1;
+        }
+        assert!(n >= 40, "{n} traces");
+        // Plain accesses that race with nothing between the data store and the flag store:
+        // their sites (4, 5) still release the message when enabled.
+        let t = trace(
+            "b0.t0 st data 1 @1\nb0.t0 ld other @4\nb0.t0 st other @5\nb0.t0 ld other @4\nb0.t0 st.volatile flag 1 @0\nb1.t0 ld.volatile flag 1 @3\nb1.t0 ld data 1 @2\n",
+        );
+        let (_, _, slims) = unfenced(std::slice::from_ref(&t), &Options::default());
+        assert_eq!(slims[0].events.len(), t.events.len() - 1, "one mark a site");
+        slim_agrees("other accesses", &t);
     }
 
     #[test]
