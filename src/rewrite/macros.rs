@@ -87,6 +87,9 @@ pub enum Shape {
     /// `-> __VA_ARGS__ IMPL` with `IMPL(...)` a requires-clause: `NAME(T)(C)` becomes `-> T`,
     /// the constraint blanked.
     TrailingRequires,
+    /// Template parameters (`typename D = void, std::enable_if_t<__VA_ARGS__, D>* = nullptr`,
+    /// stdgpu's SFINAE): the use becomes one unnamed `typename` parameter.
+    TypeParameter,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,9 +173,26 @@ impl Macros {
                 }
             }
             if !changed {
-                return m;
+                break;
             }
         }
+        // Macros whose every definition declares something with code: blanked like code-free
+        // ones (their code is in the definition, and no grammar reads a declaration made by a
+        // call, as cuda-samples' `BUILD_SHAREDMEMORY_TYPE(int, s_int);`).
+        for (name, defs) in &calls {
+            let declares = |b: &String| declares(b, |w| m.by_name.contains_key(w));
+            if !m.calls.contains_key(name)
+                && !m.shapes.contains_key(name)
+                && defs.iter().all(declares)
+            {
+                let call = Call {
+                    meaning: Meaning::Plain,
+                    every: true,
+                };
+                m.calls.insert(name.clone(), call);
+            }
+        }
+        m
     }
 
     pub fn is_empty(&self) -> bool {
@@ -393,6 +413,9 @@ fn shape_of(body: &str, calls: &HashMap<String, Vec<String>>) -> Option<Shape> {
         "requires__VA_ARGS__" => return Some(Shape::Requires),
         _ => {}
     }
+    if squeezed.starts_with("typename") && squeezed.contains("__VA_ARGS__") {
+        return Some(Shape::TypeParameter);
+    }
     let rest = squeezed.strip_prefix("->__VA_ARGS__")?;
     let requires = |b: &String| shape_of(b, &HashMap::new()) == Some(Shape::Requires);
     calls
@@ -426,6 +449,21 @@ fn skip_attribute(text: &str) -> Option<&str> {
 
 /// The end of the parenthesised group starting at `open` (`(`), past its `)`; parentheses in
 /// string and character literals do not count.
+/// Whether a definition is whole declarations with a body: `template <> struct S<t> { ... }`,
+/// or a function after a qualifier, given or learnt (`MGPU_DEVICE inline T f(...) { ... }`).
+fn declares(body: &str, learnt: impl Fn(&str) -> bool) -> bool {
+    let b = strip_comments(body);
+    let b = b.trim_start();
+    let first = b
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("");
+    let head = ["template", "struct", "class", "union"].contains(&first)
+        || QUALIFIERS.contains(&first)
+        || learnt(first);
+    head && b.contains('{')
+}
+
 pub fn balanced(text: &str, open: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     if bytes.get(open) != Some(&b'(') {

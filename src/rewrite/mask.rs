@@ -460,6 +460,15 @@ pub fn macros(
             }
             continue;
         }
+        if beside_string(text, at, word) {
+            // A macro pasted into a string (`"%" STDGPU_PRIINDEX " items"`, `"%" PRId64`):
+            // a string literal of its length.
+            let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
+            blank(o, at..at + word.len());
+            o[at] = b'"';
+            o[at + word.len() - 1] = b'"';
+            continue;
+        }
         if let Some(call) = macros.calls.get(word) {
             if let Some(end) = code_free_call(text, at, word, call) {
                 blank(out.get_or_insert_with(|| text.as_bytes().to_vec()), at..end);
@@ -494,6 +503,31 @@ pub fn macros(
     out.map(|o| (bytes_to_string(o), listed))
 }
 
+/// Whether the identifier `word` at `at` is a macro standing for a string beside a string
+/// literal (`"%" PRId64 "\n"`): upper case, at least three characters (not an encoding prefix
+/// such as `L` or `u8`), with a string literal's closing quote before it or an opening one
+/// after it past spaces, outside directives.
+fn beside_string(text: &str, at: usize, word: &str) -> bool {
+    let shouting = word.len() >= 3
+        && word
+            .bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+        && word.bytes().any(|c| c.is_ascii_uppercase());
+    if !shouting {
+        return false;
+    }
+    let before = text[..at].trim_end();
+    let after = text[at + word.len()..].trim_start();
+    // Not after a linkage specification: `extern "C" CUB_RUNTIME_FUNCTION void f();`.
+    let linkage = |b: &str| {
+        let open = b[..b.len() - 1].rfind('"').unwrap_or(0);
+        b[..open].trim_end().ends_with("extern")
+    };
+    let quoted_before = before.ends_with('"') && !before.ends_with("'\"'") && !linkage(before);
+    let quoted_after = after.starts_with('"') && at + word.len() < text.len() - after.len();
+    (quoted_before || quoted_after) && !on_directive(text, at)
+}
+
 /// Where the arguments of the macro `word` used at `at` would open: past the name and spaces.
 fn args_at(text: &str, at: usize, word: &str) -> usize {
     let after = at + word.len();
@@ -516,11 +550,12 @@ fn shaped(
         Shape::TemplateHead => b"template<",
         Shape::Requires => b"requires",
         Shape::TrailingRequires => b"->",
+        Shape::TypeParameter => b"typename",
     };
-    let head_end = if shape == Shape::Requires {
-        at + word.len()
-    } else {
-        open + 1
+    let head_end = match shape {
+        Shape::Requires => at + word.len(),
+        Shape::TypeParameter => end,
+        _ => open + 1,
     };
     if head_end - at < say.len() {
         return None;
@@ -530,7 +565,7 @@ fn shaped(
     // The arguments stay, so macros inside them are masked in turn: only the head is done.
     match shape {
         Shape::TemplateHead => o[end - 1] = b'>',
-        Shape::Requires => {}
+        Shape::Requires | Shape::TypeParameter => {}
         Shape::TrailingRequires => {
             o[end - 1] = b' ';
             // The constraint: `(C)` right after.
@@ -609,6 +644,56 @@ mod tests {
             crate::rewrite::parse::first_error(&crate::rewrite::parse::parse(&masked)).is_none(),
             "{masked}"
         );
+    }
+
+    #[test]
+    fn string_macros_beside_string_literals_become_string_literals() {
+        let m = crate::rewrite::macros::Macros::default();
+        let t = "__device__ void f(long n) { printf(\"%\" PRIINDEX \" items\\n\", n); }\nconst wchar_t *w = L\"x\";\nextern \"C\" MY_API void g();\n#define FMT \"%\" PRIINDEX\n";
+        let (masked, _) = macros(t, &m).unwrap();
+        assert_eq!(masked.len(), t.len());
+        assert!(
+            masked.contains("printf(\"%\" \"      \" \" items"),
+            "{masked:?}"
+        );
+        assert!(
+            masked.contains("L\"x\""),
+            "an encoding prefix stays: {masked:?}"
+        );
+        assert!(
+            masked.contains("extern \"C\" MY_API void g();"),
+            "{masked:?}"
+        );
+        assert!(
+            masked.ends_with("#define FMT \"%\" PRIINDEX\n"),
+            "{masked:?}"
+        );
+    }
+
+    #[test]
+    fn sfinae_macros_in_a_template_head_become_one_unnamed_type_parameter() {
+        let defs = "#define OVERLOAD_IF(...) \\\n    typename D = void, std::enable_if_t<__VA_ARGS__, D>* = nullptr\n";
+        let m = crate::rewrite::macros::Macros::learn([defs], &[]);
+        let t = "template <typename T, OVERLOAD_IF(std::is_integral_v<T>)>\n__device__ T f(T x);\n";
+        let (masked, _) = macros(t, &m).unwrap();
+        assert_eq!(masked.len(), t.len());
+        assert!(
+            masked.starts_with("template <typename T, typename "),
+            "{masked:?}"
+        );
+        assert!(masked.contains(" >\n__device__ T f(T x);"), "{masked:?}");
+    }
+
+    #[test]
+    fn calls_of_macros_that_declare_with_code_are_blanked() {
+        let defs = "#define BUILD(t, n) \\\n  template <> struct S<t> { \\\n    __device__ t &operator*() { extern __shared__ t n[]; return *n; } \\\n  }\n#define ADD(a) a + 1\n";
+        let m = crate::rewrite::macros::Macros::learn([defs], &[]);
+        let t = "BUILD(int, s_int);\nBUILD(unsigned int, s_uint);\n__device__ int f(int x) { return ADD(x); }\n";
+        let (masked, _) = macros(t, &m).unwrap();
+        assert_eq!(masked.len(), t.len());
+        assert!(masked.starts_with("                 ;\n"), "{masked:?}");
+        // A macro of an expression stays: its uses are code.
+        assert!(masked.contains("return ADD(x);"), "{masked:?}");
     }
 
     #[test]

@@ -32,10 +32,7 @@ pub struct Masked {
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     let mut pragmas = blank_pragmas(text);
     let mut qualified = Vec::new();
-    if let Some((m, q)) = (!macros.is_empty())
-        .then(|| mask::macros(&pragmas, macros))
-        .flatten()
-    {
+    if let Some((m, q)) = mask::macros(&pragmas, macros) {
         pragmas = m.into();
         qualified = q;
     }
