@@ -363,6 +363,75 @@ fn blank(bytes: &mut [u8], range: std::ops::Range<usize>) {
     }
 }
 
+/// CUDA's `nv/target` statement macros, defined in the toolkit's headers, not the tree.
+const NV_TARGET: &[&str] = &["NV_IF_TARGET", "NV_IF_ELSE_TARGET", "NV_DISPATCH_TARGET"];
+
+/// `text` with `nv/target`'s statement macros (`NV_IF_TARGET(NV_IS_DEVICE, (a;), (b;))`,
+/// `NV_DISPATCH_TARGET(c1, (a;), c2, (b;))`) as blocks `{ a; } { b; }`: the macro and its
+/// conditions blanked, each parenthesised branch's parentheses made braces, so that every
+/// branch's code is parsed and instrumented. `None` where there is none.
+pub fn nv_target(text: &str) -> Option<String> {
+    use crate::rewrite::macros::{balanced, identifiers};
+    let mut out: Option<Vec<u8>> = None;
+    let mut done_to = 0;
+    for (at, word) in identifiers(text) {
+        if at < done_to || !NV_TARGET.contains(&word) || on_directive(text, at) {
+            continue;
+        }
+        let open = args_at(text, at, word);
+        let Some(end) = balanced(text, open) else {
+            continue;
+        };
+        let branches: Vec<(usize, usize)> = top_level_args(text, open + 1, end - 1)
+            .into_iter()
+            .filter_map(|(from, to)| {
+                let lead = from + text[from..to].len() - text[from..to].trim_start().len();
+                let close = balanced(text, lead)?;
+                (text[close..to].trim().is_empty()).then_some((lead, close - 1))
+            })
+            .collect();
+        if branches.is_empty() {
+            continue;
+        }
+        let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
+        blank(o, at..end);
+        for (p, q) in branches {
+            o[p + 1..q].copy_from_slice(&text.as_bytes()[p + 1..q]);
+            o[p] = b'{';
+            o[q] = b'}';
+        }
+        done_to = end;
+    }
+    out.map(bytes_to_string)
+}
+
+/// The byte ranges of the comma-separated arguments between `from` and `to`, split at commas
+/// outside brackets and literals.
+fn top_level_args(text: &str, from: usize, to: usize) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let (mut out, mut start, mut depth, mut quote) = (Vec::new(), from, 0i32, None);
+    let mut i = from;
+    while i < to {
+        let b = bytes[i];
+        match (quote, b) {
+            (Some(_), b'\\') => i += 1,
+            (Some(q), _) if b == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(b),
+            (None, b'(' | b'[' | b'{') => depth += 1,
+            (None, b')' | b']' | b'}') => depth -= 1,
+            (None, b',') if depth == 0 => {
+                out.push((start, i));
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push((start, to));
+    out
+}
+
 fn bytes_to_string(bytes: Vec<u8>) -> String {
     // Only whole characters become spaces: the result is UTF-8 when the input is.
     String::from_utf8(bytes).expect("blanking keeps UTF-8")

@@ -207,3 +207,16 @@ fn nested_groups_inside_a_blanked_branch_stay_blanked() {
     let lines: Vec<&str> = m.lines().map(str::trim_end).collect();
     assert_eq!(lines, ["", "x", "", "", "", "", "", "", "w"]);
 }
+
+#[test]
+fn nv_target_branches_become_blocks_and_their_code_stays() {
+    let t = "__device__ void f(int *p) {\n  NV_IF_TARGET(NV_IS_DEVICE, (p[0] = 1; g(p, 2);), (p[1] = 2;));\n  NV_DISPATCH_TARGET(\n    NV_IS_HOST, (h(\"a,b\");),\n    NV_IS_DEVICE, (p[2] = 3;))\n}\n";
+    let masked = nv_target(t).unwrap();
+    assert_eq!(masked.len(), t.len());
+    let squeezed: String = masked.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        squeezed,
+        "__device__ void f(int *p) { {p[0] = 1; g(p, 2);} {p[1] = 2;} ; {h(\"a,b\");} {p[2] = 3;} }"
+    );
+    assert!(nv_target("__device__ void g() {}\n").is_none());
+}

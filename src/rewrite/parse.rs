@@ -36,6 +36,11 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
         pragmas = m.into();
         qualified = q;
     }
+    if pragmas.contains("NV_") {
+        if let Some(m) = mask::nv_target(&pragmas) {
+            pragmas = m.into();
+        }
+    }
     if pragmas.contains("__attribute__((") {
         pragmas = mask::gnu_attributes(&pragmas).into();
     }
