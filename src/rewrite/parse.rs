@@ -36,10 +36,10 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
         pragmas = m.into();
         qualified = q;
     }
-    if pragmas.contains("NV_") {
-        if let Some(m) = mask::nv_target(&pragmas) {
-            pragmas = m.into();
-        }
+    if pragmas.contains("NV_")
+        && let Some(m) = mask::nv_target(&pragmas)
+    {
+        pragmas = m.into();
     }
     if pragmas.contains("__attribute__((") {
         pragmas = mask::gnu_attributes(&pragmas).into();
