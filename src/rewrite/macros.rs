@@ -465,32 +465,49 @@ fn declares(body: &str, learnt: impl Fn(&str) -> bool) -> bool {
 }
 
 pub fn balanced(text: &str, open: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    if bytes.get(open) != Some(&b'(') {
+    if text.as_bytes().get(open) != Some(&b'(') {
         return None;
     }
     let mut depth = 0usize;
+    let mut end = None;
+    outside_literals(text, open, text.len(), |i, b| {
+        match b {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = Some(i + 1);
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+    end
+}
+
+/// Calls `f` with each byte of `text[from..to]` outside string and character literals, and its
+/// index, until `f` says to stop.
+pub fn outside_literals(text: &str, from: usize, to: usize, mut f: impl FnMut(usize, u8) -> bool) {
+    let bytes = text.as_bytes();
     let mut quote = None;
-    let mut i = open;
-    while i < bytes.len() {
+    let mut i = from;
+    while i < to {
         let b = bytes[i];
         match (quote, b) {
             (Some(_), b'\\') => i += 1,
             (Some(q), _) if b == q => quote = None,
             (Some(_), _) => {}
             (None, b'"' | b'\'') => quote = Some(b),
-            (None, b'(') => depth += 1,
-            (None, b')') => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i + 1);
+            (None, _) => {
+                if !f(i, b) {
+                    return;
                 }
             }
-            _ => {}
         }
         i += 1;
     }
-    None
 }
 
 fn strip_comments(body: &str) -> String {

@@ -408,26 +408,19 @@ pub fn nv_target(text: &str) -> Option<String> {
 /// The byte ranges of the comma-separated arguments between `from` and `to`, split at commas
 /// outside brackets and literals.
 fn top_level_args(text: &str, from: usize, to: usize) -> Vec<(usize, usize)> {
-    let bytes = text.as_bytes();
-    let (mut out, mut start, mut depth, mut quote) = (Vec::new(), from, 0i32, None);
-    let mut i = from;
-    while i < to {
-        let b = bytes[i];
-        match (quote, b) {
-            (Some(_), b'\\') => i += 1,
-            (Some(q), _) if b == q => quote = None,
-            (Some(_), _) => {}
-            (None, b'"' | b'\'') => quote = Some(b),
-            (None, b'(' | b'[' | b'{') => depth += 1,
-            (None, b')' | b']' | b'}') => depth -= 1,
-            (None, b',') if depth == 0 => {
+    let (mut out, mut start, mut depth) = (Vec::new(), from, 0i32);
+    crate::rewrite::macros::outside_literals(text, from, to, |i, b| {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b',' if depth == 0 => {
                 out.push((start, i));
                 start = i + 1;
             }
             _ => {}
         }
-        i += 1;
-    }
+        true
+    });
     out.push((start, to));
     out
 }
