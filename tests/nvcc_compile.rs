@@ -43,6 +43,12 @@ fn build_each(dir: &Path, flags: &str) {
 #[test]
 fn constructs_compile() {
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/constructs"));
+    // nv/target's branches are instrumented inside the macro's arguments.
+    let control = std::fs::read_to_string(tree.join("control.cu")).unwrap();
+    assert!(
+        control.contains("NV_IF_TARGET(NV_IS_DEVICE, (p[i] = 1; WMFIX_FENCE_AT("),
+        "{control}"
+    );
     build_each(&orig, "");
     build_each(&tree, "");
 }
