@@ -585,8 +585,14 @@ fn beside_string(text: &str, at: usize, word: &str) -> bool {
         let open = b[..b.len() - 1].rfind('"').unwrap_or(0);
         b[..open].trim_end().ends_with("extern")
     };
-    let quoted_before = before.ends_with('"') && !before.ends_with("'\"'") && !linkage(before);
-    let quoted_after = after.starts_with('"') && at + word.len() < text.len() - after.len();
+    // The literal must be code too, not an `#include "x.h"` on the line before.
+    let quoted_before = before.ends_with('"')
+        && !before.ends_with("'\"'")
+        && !linkage(before)
+        && !on_directive(text, before.len() - 1);
+    let after_at = text.len() - after.len();
+    let quoted_after =
+        after.starts_with('"') && at + word.len() < after_at && !on_directive(text, after_at);
     (quoted_before || quoted_after) && !on_directive(text, at)
 }
 

@@ -36,7 +36,7 @@ fn concept_emulation_macros_become_cxx20_templates_and_constraints() {
 #[test]
 fn string_macros_beside_string_literals_become_string_literals() {
     let m = crate::rewrite::macros::Macros::default();
-    let t = "__device__ void f(long n) { printf(\"%\" PRIINDEX \" items\\n\", n); }\nconst wchar_t *w = L\"x\";\nextern \"C\" MY_API void g();\n#define FMT \"%\" PRIINDEX\n";
+    let t = "__device__ void f(long n) { printf(\"%\" PRIINDEX \" items\\n\", n); }\nconst wchar_t *w = L\"x\";\nextern \"C\" MY_API void g();\n#include \"k.h\"\nKERN void k();\nTAIL\n#include \"t.h\"\n#define FMT \"%\" PRIINDEX\n";
     let (masked, _) = macros(t, &m).unwrap();
     assert_eq!(masked.len(), t.len());
     assert!(
