@@ -7,16 +7,16 @@
 
 use std::time::Instant;
 use wmfix::fences::id::FenceId;
-use wmfix::fences::record::AccessKind;
 use wmfix::race::detect::{self, Options};
+use wmfix::race::format::{NO_SITE, Record, flag, kind};
+use wmfix::race::sites::SiteKind;
 use wmfix::race::trace::Trace;
 
-const LOAD: u8 = 6;
-const STORE: u8 = 7;
-const BARRIER: u8 = 4;
-const STRONG: u8 = 4;
-const VALUE: u8 = 8;
-const NO_SITE: u32 = u32::MAX;
+const LOAD: u8 = kind::LOAD;
+const STORE: u8 = kind::STORE;
+const BARRIER: u8 = kind::BARRIER;
+const STRONG: u8 = flag::STRONG;
+const VALUE: u8 = flag::VALUE;
 const IN: u64 = 0x1000_0000;
 const OUT: u64 = 0x4000_0000;
 const FLAG: u64 = 0x7000_0000;
@@ -33,19 +33,22 @@ fn rec(
     block: u32,
     thread: u16,
 ) {
-    out.extend(addr.to_le_bytes());
-    out.extend(value.to_le_bytes());
-    out.extend(0u64.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    out.extend(block.to_le_bytes());
-    out.extend(site.to_le_bytes());
-    out.extend(thread.to_le_bytes());
-    out.push(kind);
-    out.push(flags);
+    Record {
+        addr,
+        a: value,
+        launch: 1,
+        block,
+        site,
+        thread,
+        kind,
+        flags,
+        ..Record::default()
+    }
+    .encode(out);
 }
 
 fn synthetic(blocks: u32, threads: u16, items: u64) -> Vec<u8> {
-    let mut t = b"wmfix-race-trace 1 dropped=0\n".to_vec();
+    let mut t = wmfix::race::format::header(0);
     let strong = STRONG | VALUE;
     for b in 0..blocks {
         for th in 0..threads {
@@ -91,7 +94,7 @@ fn main() {
         [b, t, i] => (b as u32, t as u16, i),
         _ => (256, 256, 160),
     };
-    let kinds = [AccessKind::Load; 6];
+    let kinds = [SiteKind::Load; 6];
     let t0 = Instant::now();
     let trace = Trace::from_bytes(&synthetic(blocks, threads, items), &kinds).unwrap();
     let n = trace.events.len();
@@ -103,11 +106,13 @@ fn main() {
     let d = detect::detect(&trace, &Options::default());
     let s = t0.elapsed().as_secs_f64();
     println!(
-        "one detection: {s:.2} s, {:.2} M events/s, {} racing pairs, {} strong pairs, {} clock entries",
+        "one detection: {s:.2} s, {:.2} M events/s, {} racing pairs, {} strong pairs, {} clock entries, {} addresses checked, {} private accesses",
         n as f64 / s / 1e6,
         d.race_count(),
         d.strong_pairs.len(),
-        d.stats.clock_entries
+        d.stats.clock_entries,
+        d.stats.addresses,
+        d.stats.private_accesses
     );
     let all = FenceId::all(6);
     let t0 = Instant::now();

@@ -8,29 +8,25 @@ use common::{fixture, stderr, stdout, wmfix};
 use serde_json::Value;
 use std::path::Path;
 
-const ACCESS: u8 = 1;
-const FENCE: u8 = 3;
-const LOAD: u8 = 6;
-const STRONG: u8 = 4;
-const VALUE: u8 = 8;
-const DEVICE: u8 = 1;
-const NO_SITE: u32 = u32::MAX;
+use wmfix::race::format::{NO_SITE, Record, flag, kind};
 const D: u64 = 0x7000_0000;
 const F: u64 = 0x7000_0100;
 const OUT: u64 = 0x7000_0200;
 
-/// One 40-byte record (runtime-cu/wmfix_host.cuh's RaceRecord).
+/// One record of launch 9, thread 0 of `block`.
 fn rec(kind: u8, flags: u8, addr: u64, value: u64, site: u32, block: u32) -> Vec<u8> {
     let mut r = Vec::new();
-    r.extend(addr.to_le_bytes());
-    r.extend(value.to_le_bytes());
-    r.extend(0u64.to_le_bytes());
-    r.extend(9u32.to_le_bytes());
-    r.extend(block.to_le_bytes());
-    r.extend(site.to_le_bytes());
-    r.extend(0u16.to_le_bytes());
-    r.push(kind);
-    r.push(flags);
+    Record {
+        addr,
+        a: value,
+        launch: 9,
+        block,
+        site,
+        kind,
+        flags,
+        ..Record::default()
+    }
+    .encode(&mut r);
     r
 }
 
@@ -38,17 +34,17 @@ fn rec(kind: u8, flags: u8, addr: u64, value: u64, site: u32, block: u32) -> Vec
 /// for the flag (2) and copies d to out (3). `fenced`: __threadfence() on both sides.
 fn trace(fenced: bool, dropped: u64) -> Vec<u8> {
     let mut t = format!("wmfix-race-trace 1 capacity=100 dropped={dropped}\n").into_bytes();
-    t.extend(rec(ACCESS, 0, D, 0, 0, 0));
+    t.extend(rec(kind::ACCESS, 0, D, 0, 0, 0));
     if fenced {
-        t.extend(rec(FENCE, DEVICE, 0, 0, NO_SITE, 0));
+        t.extend(rec(kind::FENCE, flag::DEVICE, 0, 0, NO_SITE, 0));
     }
-    t.extend(rec(ACCESS, STRONG | VALUE, F, 1, 1, 0));
-    t.extend(rec(LOAD, STRONG | VALUE, F, 1, 2, 1));
+    t.extend(rec(kind::ACCESS, flag::STRONG | flag::VALUE, F, 1, 1, 0));
+    t.extend(rec(kind::LOAD, flag::STRONG | flag::VALUE, F, 1, 2, 1));
     if fenced {
-        t.extend(rec(FENCE, DEVICE, 0, 0, NO_SITE, 1));
+        t.extend(rec(kind::FENCE, flag::DEVICE, 0, 0, NO_SITE, 1));
     }
-    t.extend(rec(LOAD, 0, D, 0, 3, 1));
-    t.extend(rec(ACCESS, 0, OUT, 0, 3, 1));
+    t.extend(rec(kind::LOAD, 0, D, 0, 3, 1));
+    t.extend(rec(kind::ACCESS, 0, OUT, 0, 3, 1));
     t
 }
 

@@ -14,6 +14,7 @@
 //! before the write they read (`order.rs`).
 
 use super::clock::Clock;
+use super::private::Private;
 use super::trace::{Event, Op, Scope, Trace};
 use crate::fences::id::{FenceId, Ids};
 use foldhash::{HashMap, HashMapExt};
@@ -80,7 +81,10 @@ pub struct Stats {
     pub events: u64,
     pub accesses: u64,
     pub threads: u64,
+    /// Addresses checked: those two threads or more of a launch touched (`private.rs`).
     pub addresses: u64,
+    /// Accesses to an address no other thread of the launch touched: no shadow state kept.
+    pub private_accesses: u64,
     /// Reads dropped from a full per-address list: pairs with them were not checked.
     pub reads_not_checked: u64,
     /// Strong reads whose value no write in the trace wrote (initial values) or that did not
@@ -275,8 +279,8 @@ pub fn detect(trace: &Trace, opts: &Options) -> Detection {
         threads: Vec::new(),
         index: HashMap::new(),
         blocks: HashMap::new(),
-        // Growing the table rehashes it, and freeing the old ones cost more than the lookups.
-        cells: HashMap::with_capacity(trace.events.len() / 4),
+        cells: HashMap::new(),
+        private: Private::of(&trace.events),
         found: Vec::new(),
         written: HashMap::new(),
         barriers: Barriers::new(),
@@ -311,7 +315,8 @@ struct Detector<'a> {
     index: HashMap<super::trace::Thread, u32>,
     blocks: HashMap<(u32, u32), u32>,
     cells: HashMap<u64, Cell>,
-    /// What each write handed to its readers (strong writes; weak ones hand nothing).
+    private: Private,
+    /// What each strong write handed to its readers (weak ones hand nothing and are not kept).
     written: HashMap<u32, Written>,
     barriers: Barriers,
     out: Detection,
@@ -371,12 +376,11 @@ impl Detector<'_> {
             }
             Op::Write { strong, .. } => {
                 self.access(i, t, e.addr, true, strong);
-                let sync = if strong.is_some() {
-                    self.own_release(t)
-                } else {
-                    Rc::new(Sync::default())
-                };
-                self.written(i, t, strong, sync);
+                // A weak write hands nothing: no entry (most writes are weak data stores).
+                if strong.is_some() {
+                    let sync = self.own_release(t);
+                    self.written(i, t, strong, sync);
+                }
             }
             Op::Rmw { scope, .. } => {
                 self.access(i, t, e.addr, true, Some(scope));
@@ -480,10 +484,12 @@ impl Detector<'_> {
     /// acquired at this thread's next fence (or barrier).
     fn read_from(&mut self, i: u32, t: u32, strong: Option<Scope>) -> Option<Rc<Sync>> {
         let block = self.threads[t as usize].block;
-        let Some(w) = self.out.read_from[i as usize].and_then(|w| self.written.get(&w)) else {
+        let Some(w) = self.out.read_from[i as usize] else {
             self.out.stats.reads_from_unknown += 1;
             return None;
         };
+        // Not written: it read a weak write, which synchronises nothing.
+        let w = self.written.get(&w)?;
         if !morally_strong(w.strong, w.block, strong, block) {
             return None;
         }
@@ -510,6 +516,10 @@ impl Detector<'_> {
 
     fn access(&mut self, i: u32, t: u32, addr: u64, write: bool, strong: Option<Scope>) {
         self.out.stats.accesses += 1;
+        if self.private.is_private(&self.events[i as usize]) {
+            self.out.stats.private_accesses += 1;
+            return;
+        }
         let ts = &self.threads[t as usize];
         let me = Access {
             event: i,

@@ -84,9 +84,13 @@ fn place(site: Option<FenceId>, fences: Option<&FenceList>) -> Place {
 pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> Report {
     let mut rows: BTreeMap<(bool, PairKey), Row> = BTreeMap::new();
     let mut stats = Stats::default();
+    let mut racing = Vec::new();
     for trace in traces {
         let d = detect::detect(trace, opts);
         add_stats(&mut stats, &d.stats);
+        if !d.addresses.is_empty() {
+            racing.push((trace, d.addresses.clone()));
+        }
         for (key, pair, strong) in reported(trace, &d) {
             let row = rows.entry((strong, key)).or_insert_with(|| {
                 let (a, b) = pair.examples[0];
@@ -108,9 +112,12 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
     } else {
         let mut with = opts.clone();
         with.fences.extend(suggested.iter().copied());
-        traces
+        // A trace without a race has none with more fences: only the others are checked,
+        // slimmed.
+        racing
             .iter()
-            .map(|t| {
+            .map(|(t, addresses)| {
+                let t = &super::slim::slim(t, addresses);
                 let d = detect::detect(t, &with);
                 reported(t, &d).iter().map(|(_, p, _)| p.count).sum::<u64>()
             })

@@ -5,7 +5,7 @@ use super::trace::Trace;
 use crate::app::builder;
 use crate::app::config::App;
 use crate::exit_code::{self, fail};
-use crate::fences::record::{AccessKind, FenceList};
+use crate::fences::record::FenceList;
 use crate::fences::set::FenceSet;
 use crate::out_dir::OutDir;
 use crate::run::environment::TestEnv;
@@ -89,11 +89,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<Runs> {
     let files = out.race();
     let fences = FenceList::load(&out.fences_json())?;
-    let kinds: Vec<AccessKind> = fences
-        .fences
-        .iter()
-        .map(|f| f.aimed.unwrap_or(f.kind))
-        .collect();
+    let kinds = super::sites::site_kinds(&fences);
     let native_s = timed(app, original, &[], &files.native_log())?.map(|(_, s)| s);
     let mut runs = Runs {
         traces: Vec::new(),

@@ -2,8 +2,8 @@
 //! with the fence sites' kinds from `fences.json`) or what a test writes by hand (the text
 //! form). Both become the same `Trace` of `Event`s, in the order the GPU handed out slots.
 
+use super::sites::SiteKind;
 use crate::fences::id::FenceId;
-use crate::fences::record::AccessKind;
 use anyhow::{Context, Result, bail};
 use std::collections::HashMap;
 
@@ -124,32 +124,14 @@ pub struct Trace {
     pub names: HashMap<u64, String>,
 }
 
-/// The binary form's record: 40 bytes, little-endian (`runtime-cu/wmfix_race.cuh`).
-pub const RECORD_BYTES: usize = 40;
-const MAGIC: &str = "wmfix-race-trace 1";
-const NO_SITE: u32 = u32::MAX;
-
-mod kind {
-    pub const ACCESS: u8 = 1;
-    pub const RMW: u8 = 2;
-    pub const FENCE: u8 = 3;
-    pub const BARRIER: u8 = 4;
-    pub const CAS_FAILED: u8 = 5;
-    pub const LOAD: u8 = 6;
-    pub const STORE: u8 = 7;
-    pub const SITE: u8 = 8;
-}
-mod flag {
-    pub const STRONG: u8 = 4;
-    pub const VALUE: u8 = 8;
-}
+use super::format::{MAGIC, NO_SITE, RECORD_BYTES, Record, flag, kind};
 
 impl Trace {
     /// Reads the runtime's file. `sites` gives the kind of the access each fence id names
     /// (from `fences.json`): an access event is a read or a write by its site (the statement's
     /// other accesses say their kind); the site after an atomic names the atomic event its
     /// thread recorded just before.
-    pub fn from_bytes(bytes: &[u8], sites: &[AccessKind]) -> Result<Trace> {
+    pub fn from_bytes(bytes: &[u8], sites: &[SiteKind]) -> Result<Trace> {
         let header_end = bytes
             .iter()
             .position(|&b| b == b'\n')
@@ -178,56 +160,83 @@ impl Trace {
         // Each thread's last event, when it is an atomic that no site named yet.
         let mut last_atomic: HashMap<Thread, usize> = HashMap::new();
         for rec in body.chunks_exact(RECORD_BYTES) {
-            let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().unwrap());
-            let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().unwrap());
-            let (kind, flags) = (rec[38], rec[39]);
-            if kind == 0 {
+            let r = Record::decode(rec);
+            if r.kind == 0 {
                 continue; // a slot handed out but never written (a killed kernel)
             }
             let thread = Thread {
-                launch: u32_at(24),
-                block: u32_at(28),
-                thread: u32::from(u16::from_le_bytes([rec[36], rec[37]])),
+                launch: r.launch,
+                block: r.block,
+                thread: u32::from(r.thread),
             };
-            let (addr, a, b, site) = (u64_at(0), u64_at(8), u64_at(16), u32_at(32));
-            let value = (flags & flag::VALUE != 0).then_some(a);
+            let (addr, kind, flags) = (r.addr, r.kind, r.flags);
+            let value = (flags & flag::VALUE != 0).then_some(r.a);
             let scope = Scope::from_bits(flags);
-            let site = (site != NO_SITE).then_some(FenceId(site as usize));
+            let site = (r.site != NO_SITE).then_some(FenceId(r.site as usize));
+            let recorded_strong = (flags & flag::STRONG != 0).then_some(Scope::System);
             let op = match kind {
-                kind::ACCESS => {
-                    let strong = (flags & flag::STRONG != 0).then_some(Scope::System);
-                    match site.and_then(|s| sites.get(s.0)) {
-                        Some(AccessKind::Store) => Op::Write { strong, value },
-                        Some(AccessKind::Atomic) => {
-                            // The atomic itself was recorded with its values: name its site.
-                            if let Some(&i) = last_atomic.get(&thread) {
-                                let e: &mut Event = &mut trace.events[i];
-                                if e.addr == addr {
-                                    e.site = site;
-                                    last_atomic.remove(&thread);
-                                    continue;
-                                }
-                            }
-                            Op::Rmw {
-                                scope: Scope::Device,
-                                old: None,
-                                new: None,
+                kind::ACCESS => match site.and_then(|s| sites.get(s.0)) {
+                    Some(SiteKind::Store) => Op::Write {
+                        strong: recorded_strong,
+                        value,
+                    },
+                    Some(&SiteKind::StrongStore { scope, release }) => {
+                        if release {
+                            trace.push_fence(thread, scope);
+                        }
+                        Op::Write {
+                            strong: Some(scope),
+                            value,
+                        }
+                    }
+                    Some(&SiteKind::StrongLoad { scope, acquire }) => {
+                        trace.events.push(Event {
+                            thread,
+                            op: Op::Read {
+                                strong: Some(scope),
+                                value,
+                            },
+                            addr,
+                            site,
+                        });
+                        last_atomic.remove(&thread);
+                        if acquire {
+                            trace.push_fence(thread, scope);
+                        }
+                        continue;
+                    }
+                    Some(SiteKind::Atomic) => {
+                        // The atomic itself was recorded with its values: name its site.
+                        if let Some(&i) = last_atomic.get(&thread) {
+                            let e: &mut Event = &mut trace.events[i];
+                            if e.addr == addr {
+                                e.site = site;
+                                last_atomic.remove(&thread);
+                                continue;
                             }
                         }
-                        _ => Op::Read { strong, value },
+                        Op::Rmw {
+                            scope: Scope::Device,
+                            old: None,
+                            new: None,
+                        }
                     }
-                }
+                    _ => Op::Read {
+                        strong: recorded_strong,
+                        value,
+                    },
+                },
                 kind::RMW => Op::Rmw {
                     scope,
                     old: value,
-                    new: value.map(|_| b),
+                    new: value.map(|_| r.b),
                 },
                 kind::LOAD => Op::Read {
-                    strong: (flags & flag::STRONG != 0).then_some(Scope::System),
+                    strong: recorded_strong,
                     value,
                 },
                 kind::STORE => Op::Write {
-                    strong: (flags & flag::STRONG != 0).then_some(Scope::System),
+                    strong: recorded_strong,
                     value,
                 },
                 kind::CAS_FAILED => Op::Read {
@@ -260,6 +269,16 @@ impl Trace {
         }
         trace.drop_cut_launch();
         Ok(trace)
+    }
+
+    /// The fence an acquiring load implies after it, or a releasing store before it.
+    fn push_fence(&mut self, thread: Thread, scope: Scope) {
+        self.events.push(Event {
+            thread,
+            op: Op::Fence { scope },
+            addr: 0,
+            site: None,
+        });
     }
 
     /// A full buffer cut the last launch short: an atomic it read from may be among the
@@ -455,16 +474,60 @@ mod tests {
         thread: u16,
     ) -> Vec<u8> {
         let mut r = Vec::new();
-        r.extend(addr.to_le_bytes());
-        r.extend(a.to_le_bytes());
-        r.extend(b.to_le_bytes());
-        r.extend(launch.to_le_bytes());
-        r.extend(7u32.to_le_bytes());
-        r.extend(site.to_le_bytes());
-        r.extend(thread.to_le_bytes());
-        r.push(kind);
-        r.push(flags);
+        Record {
+            addr,
+            a,
+            b,
+            launch,
+            block: 7,
+            site,
+            thread,
+            kind,
+            flags,
+        }
+        .encode(&mut r);
         r
+    }
+
+    #[test]
+    fn cache_operator_loads_are_weak_reads_and_cub_acquire_loads_bring_their_fence() {
+        // fences.json calls `__ldcg(p)` an atomic; read as one, two blocks' loads of an address
+        // were a write-write race (ct-octree's reduced sets).
+        let mut bytes = b"wmfix-race-trace 1 dropped=0\n".to_vec();
+        bytes.extend(record(kind::ACCESS, 0, 0x10, 0, 0, 0, 1));
+        bytes.extend(record(kind::ACCESS, flag::VALUE, 0x20, 1, 0, 1, 1));
+        bytes.extend(record(kind::ACCESS, flag::VALUE, 0x30, 2, 0, 2, 1));
+        let sites = [
+            SiteKind::of_call("__ldcg(&src[i])"),
+            SiteKind::of_call("detail::load_acquire(f)"),
+            SiteKind::of_call("detail::store_release(g, 2)"),
+        ];
+        let t = Trace::from_bytes(&bytes, &sites).unwrap();
+        let ops: Vec<Op> = t.events.iter().map(|e| e.op).collect();
+        let device = Some(Scope::Device);
+        let fence = Op::Fence {
+            scope: Scope::Device,
+        };
+        assert_eq!(
+            ops,
+            [
+                Op::Read {
+                    strong: None,
+                    value: None
+                },
+                Op::Read {
+                    strong: device,
+                    value: Some(1)
+                },
+                fence,
+                fence,
+                Op::Write {
+                    strong: device,
+                    value: Some(2)
+                },
+            ]
+        );
+        assert_eq!(t.events[0].site, Some(FenceId(0)));
     }
 
     #[test]
@@ -473,7 +536,7 @@ mod tests {
         bytes.extend(record_in(1, kind::ACCESS, 0, 0x10, 0, 0, 0, 1));
         bytes.extend(record_in(2, kind::ACCESS, 0, 0x10, 0, 0, 0, 2));
         bytes.extend(record_in(2, kind::FENCE, 1, 0, 0, 0, NO_SITE, 2));
-        let t = Trace::from_bytes(&bytes, &[AccessKind::Store]).unwrap();
+        let t = Trace::from_bytes(&bytes, &[SiteKind::Store]).unwrap();
         assert_eq!(t.events.len(), 1);
         assert_eq!(t.events[0].thread.launch, 1);
         assert_eq!((t.dropped, t.cut), (5, 2));
@@ -515,7 +578,7 @@ mod tests {
         ));
         bytes.extend(record(kind::SITE, 0, 0, 0, 0, 5, 3));
         bytes.extend(record(kind::SITE, 0, 0, 0, 0, 6, 3));
-        let sites = [AccessKind::Store, AccessKind::Atomic, AccessKind::Load];
+        let sites = [SiteKind::Store, SiteKind::Atomic, SiteKind::Load];
         let t = Trace::from_bytes(&bytes, &sites).unwrap();
         assert_eq!(t.dropped, 0);
         assert!(matches!(t.events[0].op, Op::Write { strong: None, .. }));

@@ -14,10 +14,10 @@ use crate::race::detect::{self, Options, PairKey};
 use crate::race::explain;
 use crate::race::report;
 use crate::race::runs;
-use crate::race::trace::{Event, Op, Thread, Trace};
+use crate::race::slim;
+use crate::race::trace::Trace;
 use crate::run::environment::TestEnv;
 use anyhow::{Context, Result};
-use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -129,49 +129,9 @@ fn unfenced(traces: &[Trace], opts: &Options) -> (Left, Ids, Vec<Trace>) {
                 named.extend(explain::explain(t, &d, a, b).suggested());
             }
         }
-        slims.push(slim(t, &d.addresses));
+        slims.push(slim::slim(t, &d.addresses));
     }
     (out, named, slims)
-}
-
-/// `t` less what enabling fences cannot change: more fences only order more, so a plain access
-/// to an address with no unordered pair without them has none with them either, and orders
-/// nothing itself (plain accesses carry no values and synchronise with nothing). Each becomes
-/// the mark of its fence site, where an enabled fence would stand; of a thread's row of them
-/// between two kept events, one mark a site.
-fn slim(t: &Trace, racing: &foldhash::HashSet<u64>) -> Trace {
-    let mut events = Vec::new();
-    let mut marked: HashMap<Thread, Vec<FenceId>> = HashMap::default();
-    for e in &t.events {
-        let plain = matches!(
-            e.op,
-            Op::Read { strong: None, .. } | Op::Write { strong: None, .. }
-        );
-        if plain && !racing.contains(&e.addr) {
-            if let Some(site) = e.site {
-                let row = marked.entry(e.thread).or_default();
-                if !row.contains(&site) {
-                    row.push(site);
-                    events.push(Event {
-                        op: Op::Site,
-                        addr: 0,
-                        ..*e
-                    });
-                }
-            }
-            continue;
-        }
-        if let Some(row) = marked.get_mut(&e.thread) {
-            row.clear();
-        }
-        events.push(*e);
-    }
-    Trace {
-        events,
-        dropped: t.dropped,
-        cut: t.cut,
-        names: t.names.clone(),
-    }
 }
 
 /// `left` of each set, several at a time.

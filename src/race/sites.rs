@@ -1,0 +1,131 @@
+//! What the access a fence site names did, for reading a trace's `ACCESS` records. Most sites
+//! say it by their kind in `fences.json`; `fences.json` counts the cache-operator and CUB
+//! load/store calls as atomics, but `__ldcg(p)` is a weak load and `store_release(p, v)` a
+//! strong store with a release, so those are told apart by the callee's name.
+
+use super::trace::Scope;
+use crate::fences::record::{AccessKind, FenceList, FenceRecord};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiteKind {
+    Load,
+    Store,
+    /// A read-modify-write; its own record, when the runtime wrapped it, says more.
+    Atomic,
+    /// A load at `scope` (device: CUB's `load_relaxed`), with an acquire after it.
+    StrongLoad {
+        scope: Scope,
+        acquire: bool,
+    },
+    /// A store at `scope`, with a release before it.
+    StrongStore {
+        scope: Scope,
+        release: bool,
+    },
+}
+
+/// Each fence id's site kind, in id order.
+pub fn site_kinds(fences: &FenceList) -> Vec<SiteKind> {
+    fences.fences.iter().map(SiteKind::of).collect()
+}
+
+impl From<AccessKind> for SiteKind {
+    fn from(k: AccessKind) -> SiteKind {
+        match k {
+            AccessKind::Load => SiteKind::Load,
+            AccessKind::Store => SiteKind::Store,
+            AccessKind::Atomic => SiteKind::Atomic,
+        }
+    }
+}
+
+impl SiteKind {
+    pub fn of(f: &FenceRecord) -> SiteKind {
+        let kind = f.aimed.unwrap_or(f.kind);
+        if kind != AccessKind::Atomic {
+            return kind.into();
+        }
+        let Some(call) = f.accesses.iter().find_map(|a| a.strip_prefix("atomic: ")) else {
+            return SiteKind::Atomic;
+        };
+        SiteKind::of_call(call)
+    }
+
+    /// A call's kind by its callee: `__ldcg(...)`, `cub::ThreadLoad<LOAD_CG>(...)`,
+    /// `detail::store_release(...)`; anything else stays an atomic.
+    pub fn of_call(call: &str) -> SiteKind {
+        let callee = call.split('(').next().unwrap_or("").trim();
+        let (path, args) = match callee.split_once('<') {
+            Some((p, a)) => (p, a),
+            None => (callee, ""),
+        };
+        let name = path.rsplit("::").next().unwrap_or(path).trim();
+        let device = Scope::Device;
+        let is_cache_op = |p: &str| {
+            name.strip_prefix(p)
+                .is_some_and(|op| ["g", "cg", "ca", "cs", "cv", "lu", "wb", "wt"].contains(&op))
+        };
+        match name {
+            _ if is_cache_op("__ld") => SiteKind::Load,
+            _ if is_cache_op("__st") => SiteKind::Store,
+            "ThreadLoad" if args.contains("VOLATILE") => SiteKind::StrongLoad {
+                scope: Scope::System,
+                acquire: false,
+            },
+            "ThreadStore" if args.contains("VOLATILE") => SiteKind::StrongStore {
+                scope: Scope::System,
+                release: false,
+            },
+            "ThreadLoad" => SiteKind::Load,
+            "ThreadStore" => SiteKind::Store,
+            "load_relaxed" | "load_acquire" => SiteKind::StrongLoad {
+                scope: device,
+                acquire: name == "load_acquire",
+            },
+            "store_relaxed" | "store_release" => SiteKind::StrongStore {
+                scope: device,
+                release: name == "store_release",
+            },
+            _ => SiteKind::Atomic,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_operator_and_cub_calls_are_loads_and_stores_by_their_name() {
+        assert_eq!(SiteKind::of_call("__ldcg(&src[start + i])"), SiteKind::Load);
+        assert_eq!(SiteKind::of_call("__ldg(p)"), SiteKind::Load);
+        assert_eq!(SiteKind::of_call("__stcg(&out[i], v)"), SiteKind::Store);
+        assert_eq!(
+            SiteKind::of_call("cub::ThreadLoad<cub::LOAD_CG>(p + i)"),
+            SiteKind::Load
+        );
+        assert_eq!(
+            SiteKind::of_call("ThreadStore<STORE_VOLATILE>(p, v)"),
+            SiteKind::StrongStore {
+                scope: Scope::System,
+                release: false
+            }
+        );
+        assert_eq!(
+            SiteKind::of_call("detail::load_acquire(flag)"),
+            SiteKind::StrongLoad {
+                scope: Scope::Device,
+                acquire: true
+            }
+        );
+        assert_eq!(
+            SiteKind::of_call("store_release(&f[b], 1)"),
+            SiteKind::StrongStore {
+                scope: Scope::Device,
+                release: true
+            }
+        );
+        assert_eq!(SiteKind::of_call("atomicAdd(&n, 1)"), SiteKind::Atomic);
+        assert_eq!(SiteKind::of_call("__ldx(p)"), SiteKind::Atomic);
+    }
+}
