@@ -363,10 +363,10 @@ else:
 # The kept fences with the model's completion must pass: RUNS sys-str+ runs with only those on.
 # The ids come from the reduce step's record in the results folder (so a fresh machine can run
 # it; the ids hold for the same sources).
-completed_study() { # completed_study STUDY: after reduce-STUDY
-  local study=$1
-  local r=$RESULTS/reduce-$study/reduce.json
-  [ -f "$r" ] || { echo "no reduce-$study/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
+completed_study() { # completed_study STUDY [FROM]: after reduce-STUDY (or the step FROM)
+  local study=$1 from=${2:-reduce-$1}
+  local r=$RESULTS/$from/reduce.json
+  [ -f "$r" ] || { echo "no $from/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
   local ids
   ids=$(reduce_ids "$r" completed)
   [ -n "$ids" ] || { echo "$study: no kept fences, nothing to check" >> "$STEP_DIR/log.txt"; return 0; }
@@ -812,6 +812,9 @@ race_reduce() {
 race_reduce_small() { RACE_EVENTS=4000000 race_reduce "$@"; }
 for s in cbe-dot cbe-ht tpo-tm cub-scan-nf ls-bh-nf ct-octree; do add "reduce-race-$s" race_reduce "$s"; done
 add reduce-race-sdk-red-nf race_reduce_small sdk-red-nf
+# What the race oracle's reductions kept, with the model's completion: 1,000 stressed runs each.
+race_stressed() { RUNS=1000 LIMIT=${LIMIT:-240} completed_study "$1" "reduce-race-$1"; }
+for s in cbe-dot cbe-ht tpo-tm cub-scan-nf ls-bh-nf ct-octree sdk-red-nf; do add "stress-reduce-race-$s" race_stressed "$s"; done
 # The same server over one GPU and two, in one call of a two-GPU machine (TAG: a folder of its
 # own): does MPS lift the host's serial context creation that kept two GPUs at 1.04x?
 for n in 1 2; do
