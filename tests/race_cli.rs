@@ -56,6 +56,7 @@ fn race(dir: &Path, trace: &[u8], args: &[&str]) -> std::process::Output {
         .arg(dir.parent().unwrap().join("out"))
         .args(args)
         .env("STANDIN_TRACE", &path)
+        .env("STANDIN_STEPS", dir.parent().unwrap().join("steps.log"))
         .output()
         .unwrap()
 }
@@ -117,6 +118,20 @@ fn fenced_runs_have_no_race_and_what_was_not_recorded_is_said() {
         text.contains("not checked: 7 recorded event(s) of the launch the full buffer cut short"),
         "{text}"
     );
+}
+
+#[test]
+fn detection_runs_take_one_step_whatever_wmfix_toml_says_unless_told() {
+    let (_tmp, dir) = fixture("race-standin");
+    let log = dir.parent().unwrap().join("steps.log");
+    let o = race(&dir, &trace(false, 0), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // The original natively (for the overhead), then the detection run: each at one step.
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "1\n1\n");
+    std::fs::remove_file(&log).unwrap();
+    let o = race(&dir, &trace(false, 0), &["--steps", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "3\n3\n");
 }
 
 #[test]

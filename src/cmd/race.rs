@@ -22,6 +22,10 @@ pub struct Args {
     /// Testing environment of the runs (`no-str-`: natively, as the program runs).
     #[arg(long, default_value = "no-str-")]
     env: Env,
+    /// Steps a run (`{steps}` in wmfix.toml's run command). One by default, whatever
+    /// wmfix.toml says: a race shows in one execution, and more steps only repeat it.
+    #[arg(long, default_value_t = 1)]
+    steps: u32,
     /// wmfix's fences enabled in the runs: `none` (the program's own fences only), `all`, or
     /// ids like `0,3,7-9`.
     #[arg(long, default_value = "none")]
@@ -59,7 +63,7 @@ struct Document<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let app = crate::app::config::App::load(&args.app.dir)?;
+    let app = crate::app::config::App::load(&args.app.dir)?.with_steps(Some(args.steps))?;
     let out = crate::out_dir::OutDir::open(&args.app.out(), std::slice::from_ref(&app.root))?;
     let fences = crate::fences::record::FenceList::load(&out.fences_json()).ok();
     if let Some(f) = &fences {

@@ -47,6 +47,8 @@ pub fn start(
     if resume && let Ok(text) = std::fs::read_to_string(&kept) {
         return serde_json::from_str(&text).with_context(|| format!("reading {}", kept.display()));
     }
+    // One step a run: a race shows in one execution (the stress checks keep the config's).
+    let app = &app.clone().with_steps(Some(1))?;
     runs::build(app, out)?;
     let run_opts = runs::Options {
         runs: how.runs,
