@@ -194,6 +194,8 @@ fn a_resumed_race_reduction_keeps_the_start_set_its_traces_decided() {
 fn the_race_oracle_starts_from_the_fences_the_race_needs_and_stress_confirms_them() {
     let (_tmp, doc, err) = reduce_by_race(&trace(false, 0), "0,2");
     assert_eq!(doc["race"]["fences"], serde_json::json!([0, 2]), "{doc}");
+    // Said once on stderr, when found: the summary that follows it there leaves it out.
+    assert_eq!(err.matches("race oracle:").count(), 1, "{err}");
     assert_eq!(doc["race"]["named"], serde_json::json!([0, 2]));
     assert_eq!(doc["result"]["fences"], serde_json::json!([0, 2]));
     assert_eq!(doc["result"]["complete"], true);

@@ -65,6 +65,8 @@ struct Document<'a> {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let app = crate::app::config::App::load(&args.app.dir)?.with_steps(Some(args.steps))?;
     let out = crate::out_dir::OutDir::open(&args.app.out(), std::slice::from_ref(&app.root))?;
+    // Bad ids are refused before a build when an earlier one listed the fences; the list is
+    // read again after the build, which may have changed it.
     let fences = crate::fences::record::FenceList::load(&out.fences_json()).ok();
     if let Some(f) = &fences {
         args.fences.check_ids("--fences", f.total)?;

@@ -441,13 +441,14 @@ fn hms(seconds: f64) -> String {
     format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
-/// The printed summary.
-pub fn summary(r: &Report) -> String {
+/// The printed summary. `with_race`: the race oracle's line too (on stdout; under `--json`
+/// the summary goes to stderr, where that line was printed when it was found).
+pub fn summary(r: &Report, with_race: bool) -> String {
     let res = &r.result;
-    let mut s = r
-        .race
-        .as_ref()
-        .map_or_else(String::new, |race| race_line(race) + "\n");
+    let mut s = match &r.race {
+        Some(race) if with_race => race_line(race) + "\n",
+        _ => String::new(),
+    };
     s += &format!(
         "wmfix reduce: {} -> {} fences under {} ({} checks, {} answered from the cache, {} runs, {} of runs, {:.0} s wall)\n",
         r.initial_fences,
@@ -707,7 +708,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }),
     };
     let report = reduce_app(&opts)?;
-    super::report(args.json, &report, &summary(&report));
+    super::report(args.json, &report, &summary(&report, !args.json));
     Ok(match crate::interrupt::code(report.interrupted) {
         exit_code::OK if report.result.undecided => exit_code::UNDECIDED,
         code => code,
