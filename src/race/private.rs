@@ -49,8 +49,12 @@ impl Private {
     }
 
     fn slot(&self, e: &Event) -> usize {
-        let key = e.addr ^ u64::from(e.thread.launch).rotate_left(40);
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        // splitmix64's finaliser: a multiplication alone piles strided addresses into a few
+        // slots.
+        let mut x = e.addr ^ u64::from(e.thread.launch).rotate_left(40);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((x ^ (x >> 31)) >> self.shift) as usize
     }
 }
 
