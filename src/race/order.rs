@@ -7,6 +7,8 @@
 
 use super::trace::{Op, Thread, Trace};
 use foldhash::{HashMap, HashMapExt};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::collections::VecDeque;
 
 /// What each strong read with a known value read from: a write of that value to the address
@@ -251,7 +253,10 @@ pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
         broken: 0,
         queued: HashMap::new(),
         waiting: HashMap::new(),
+        waits_on: HashMap::new(),
+        fronts: BinaryHeap::new(),
         drain: Vec::new(),
+        events: &trace.events,
     };
     let mut launch = None;
     for i in 0..n as u32 {
@@ -266,7 +271,7 @@ pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
         }
         if let Some(dep) = s.blocker(i) {
             s.queued.insert(thread, VecDeque::from([i]));
-            s.waiting.entry(dep).or_default().push(thread);
+            s.wait(thread, i, dep);
             continue;
         }
         s.run(i);
@@ -286,9 +291,15 @@ struct Schedule<'a> {
     forced: Vec<bool>,
     broken: usize,
     queued: HashMap<Thread, VecDeque<u32>>,
+    /// The threads waiting for each dependency; an entry counts only while `waits_on` agrees
+    /// (a thread forced on by `flush` leaves stale entries behind).
     waiting: HashMap<Dep, Vec<Thread>>,
+    waits_on: HashMap<Thread, Dep>,
+    /// The waiting threads' first queued events, earliest first (stale ones skipped).
+    fronts: BinaryHeap<Reverse<u32>>,
     /// Threads whose wait is over.
     drain: Vec<Thread>,
+    events: &'a [crate::race::trace::Event],
 }
 
 impl Schedule<'_> {
@@ -304,17 +315,31 @@ impl Schedule<'_> {
             .map(Dep::Barrier)
     }
 
+    /// Thread `t`, its first queued event `k`, waits for `dep`.
+    fn wait(&mut self, t: Thread, k: u32, dep: Dep) {
+        self.waiting.entry(dep).or_default().push(t);
+        self.waits_on.insert(t, dep);
+        self.fronts.push(Reverse(k));
+    }
+
     /// Checks j; the threads waiting for it may go on.
     fn run(&mut self, j: u32) {
         self.order.push(j);
         self.done[j as usize] = true;
-        self.drain
-            .extend(self.waiting.remove(&Dep::Write(j)).unwrap_or_default());
+        self.release(Dep::Write(j));
         if let Some(b) = self.bars.arrival[j as usize] {
             self.arrived[b as usize] += 1;
             if self.arrived[b as usize] == self.bars.expected[b as usize] {
-                self.drain
-                    .extend(self.waiting.remove(&Dep::Barrier(b)).unwrap_or_default());
+                self.release(Dep::Barrier(b));
+            }
+        }
+    }
+
+    fn release(&mut self, dep: Dep) {
+        for t in self.waiting.remove(&dep).unwrap_or_default() {
+            if self.waits_on.get(&t) == Some(&dep) {
+                self.waits_on.remove(&t);
+                self.drain.push(t);
             }
         }
     }
@@ -327,28 +352,26 @@ impl Schedule<'_> {
 
     /// Every waiting event checked: the earliest one first, without its wait.
     fn flush(&mut self) {
-        while let Some((&t, &k)) = self
-            .queued
-            .iter()
-            .filter_map(|(t, q)| q.front().map(|k| (t, k)))
-            .min_by_key(|(_, k)| **k)
-        {
+        while let Some(Reverse(k)) = self.fronts.pop() {
+            let t = self.events[k as usize].thread;
+            if self.queued.get(&t).and_then(|q| q.front()) != Some(&k) {
+                continue; // stale: that event went on since
+            }
             self.forced[k as usize] = true;
             self.broken += 1;
-            self.waiting
-                .values_mut()
-                .for_each(|w| w.retain(|x| *x != t));
+            self.waits_on.remove(&t);
             self.go_on(t);
             self.drain();
         }
         self.waiting.clear();
+        self.waits_on.clear();
     }
 
     /// A thread's queue up to its next event that must wait.
     fn go_on(&mut self, t: Thread) {
         while let Some(&k) = self.queued.get(&t).and_then(|q| q.front()) {
             if let Some(dep) = self.blocker(k) {
-                self.waiting.entry(dep).or_default().push(t);
+                self.wait(t, k, dep);
                 return;
             }
             self.queued.get_mut(&t).expect("queued").pop_front();
