@@ -12,37 +12,49 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Write an instrumented copy of CUDA sources: a numbered fence after every global memory
-    /// access in device code, remapped thread ids, stress dispatch at kernel entry, and launch
-    /// sites that ask the runtime for the grid. The sources themselves are never modified.
+    /// Write an instrumented copy of CUDA sources (the sources are never modified).
+    ///
+    /// A numbered fence after every global memory access in device code, remapped thread ids,
+    /// stress dispatch at kernel entry, and launch sites that ask the runtime for the grid.
     Insert(cmd::insert::Args),
     /// Write a commented wmfix.toml template into the current folder.
     Init,
-    /// Instrument and build the application of DIR/wmfix.toml, and build the original for the
-    /// baseline, into the output directory. Nothing is rebuilt when nothing changed.
+    /// Build the instrumented application and the original.
+    ///
+    /// The application of DIR/wmfix.toml, instrumented, and the original for the baseline, into
+    /// the output directory. Nothing is rebuilt when nothing changed.
     Build(cmd::AppArgs),
-    /// Run the instrumented application many times under testing environments and report
-    /// error rates. Exit status 2 when any run erred.
+    /// Run the application many times under stress and report error rates (exit 2 on errors).
+    ///
+    /// The instrumented application under the testing environments; exit status 2 when any run
+    /// erred.
     Test(cmd::test::Args),
-    /// Empirical fence insertion: find the fences the application needs under stress, and
-    /// write them as a patch (wmfix-out/reduce/fences.patch) for review.
+    /// Find the fences the application needs, as a patch to review.
+    ///
+    /// Empirical fence insertion under stress (or from a race detection run, `--oracle race`);
+    /// the patch is wmfix-out/reduce/fences.patch.
     Reduce(cmd::reduce::Args),
-    /// Find data races under the PTX memory model in one run, whether or not this GPU reorders,
-    /// and name the fences that would order them. Exit status 2 when a race is found.
+    /// Find data races under the PTX model in one run, with the fences that order them.
+    ///
+    /// Whether or not this GPU reorders. Exit status 2 when a race is found.
     Race(cmd::race::Args),
     /// Apply the last reduction's patch to the application's sources (only on request).
     Apply(cmd::apply::Args),
-    /// What the fences cost: build the program as written, with the reduced fences and with
-    /// every fence (plain fences, no wmfix runtime), run them in interleaved rounds and report
-    /// wall time, GPU energy (NVML) and the program's own `wmfix-time-ms:` timing.
+    /// Measure what the fences cost: time and GPU energy of no, reduced and all fences.
+    ///
+    /// Builds the program as written, with the reduced fences and with every fence (plain
+    /// fences, no wmfix runtime), runs them in interleaved rounds and reports wall time, GPU
+    /// energy (NVML) and the program's own `wmfix-time-ms:` timing.
     Cost(cmd::cost::Args),
-    /// Derive a chip's stress profile (critical patch size, access sequence, spread) from
-    /// MP/LB/SB litmus micro-benchmarks on the GPU (Sorensen & Donaldson, PLDI 2016, Sec. 3):
-    /// writes raw.json, profile.toml, <gpu>.toml, analysis.json and SVG plots. --analyse re-runs
-    /// the analysis on saved raw counts, without a GPU.
+    /// Derive this GPU's stress profile from MP/LB/SB litmus tests.
+    ///
+    /// The critical patch size, access sequence and spread (Sorensen & Donaldson, PLDI 2016,
+    /// Sec. 3): writes raw.json, profile.toml, <gpu>.toml, analysis.json and SVG plots.
+    /// --analyse re-runs the analysis on saved raw counts, without a GPU.
     Tune(cmd::tune::Args),
-    /// Run one litmus test (MP, LB or SB) on the GPU and print its outcome histogram, weak
-    /// behaviours and instances per second.
+    /// Run one litmus test (MP, LB or SB) on the GPU.
+    ///
+    /// Prints its outcome histogram, weak behaviours and instances per second.
     Litmus(cmd::litmus::Args),
 }
 

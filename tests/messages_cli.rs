@@ -236,9 +236,10 @@ fn a_build_shows_a_spinner_naming_its_step() {
 #[test]
 fn short_help_fits_a_screen_and_long_help_keeps_everything() {
     for sub in [
-        "insert", "init", "build", "test", "reduce", "apply", "cost", "tune", "litmus",
+        "", "insert", "init", "build", "test", "reduce", "race", "apply", "cost", "tune", "litmus",
     ] {
-        let short = wmfix().args([sub, "-h"]).output().unwrap();
+        let args: Vec<&str> = [sub, "-h"].into_iter().filter(|a| !a.is_empty()).collect();
+        let short = wmfix().args(args).output().unwrap();
         let text = String::from_utf8_lossy(&short.stdout).to_string();
         assert!(short.status.success(), "{sub}: {text}");
         assert!(
