@@ -114,14 +114,14 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
             .as_ref()
             .map(|c| insert::Preprocessor {
                 command: c.split_whitespace().map(str::to_string).collect(),
-                env: crate::app::toolchain::build_env(),
+                env: crate::app::toolchain::build_env(Some(&app.root)),
             }),
     }
 }
 
 /// Runs the config's build command in `dir`; a failure is BUILD_FAILED with the log's tail.
 pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
-    let mut env = toolchain::build_env();
+    let mut env = toolchain::build_env(Some(&app.root));
     env.extend(library_headers(dir));
     let spec = child::Spec {
         command: &app.config.build,

@@ -89,6 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         };
     }
     let out = crate::out_dir::OutDir::open(&args.out, &args.paths)?;
+    let near = args.paths.first().cloned();
     let opts = insert::Options {
         paths: args.paths,
         out: out.root().to_path_buf(),
@@ -98,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         macros: args.macros.into_iter().map(|m| (m.0, m.1)).collect(),
         preprocess: args.preprocess.map(|c| insert::Preprocessor {
             command: c.split_whitespace().map(str::to_string).collect(),
-            env: crate::app::toolchain::build_env(),
+            env: crate::app::toolchain::build_env(near.as_deref()),
         }),
     };
     let s = insert::run(&opts, &out)?;

@@ -293,7 +293,7 @@ pub fn compile(cache: &Path, arch: u32) -> Result<PathBuf> {
     let src = dir.join("litmus.cu");
     let tmp = cubin.with_extension("tmp");
     let out = std::process::Command::new("nvcc")
-        .envs(crate::app::toolchain::build_env())
+        .envs(crate::app::toolchain::build_env(None))
         .args(["-cubin", "-O3", &format!("-arch=sm_{arch}"), "-o"])
         .arg(&tmp)
         .arg(&src)
