@@ -405,6 +405,53 @@ pub fn nv_target(text: &str) -> Option<String> {
     out.map(bytes_to_string)
 }
 
+/// `text` with calls of conversion operators by name (`r.operator T()`, `p->operator bool()`,
+/// `!operator bool()`, `return operator T();`), which the grammar does not parse, as calls of
+/// one identifier (`r.operator_T()`). A declaration (`S::operator T() const {`) is left alone.
+/// `None` where there is none.
+pub fn conversion_calls(text: &str) -> Option<String> {
+    use crate::rewrite::macros::{identifiers, is_word_byte};
+    let b = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    for (at, word) in identifiers(text) {
+        if word != "operator" || !called_as_expression(text, at) {
+            continue;
+        }
+        let gap = at + word.len();
+        let name = gap
+            + b[gap..]
+                .iter()
+                .take_while(|c| **c == b' ' || **c == b'\t')
+                .count();
+        let name_end = name + b[name..].iter().take_while(|c| is_word_byte(**c)).count();
+        let paren = name_end
+            + b[name_end..]
+                .iter()
+                .take_while(|c| c.is_ascii_whitespace())
+                .count();
+        if name == gap
+            || name_end == name
+            || b[name].is_ascii_digit()
+            || b.get(paren) != Some(&b'(')
+        {
+            continue;
+        }
+        let o = out.get_or_insert_with(|| b.to_vec());
+        o[gap..name].fill(b'_');
+    }
+    out.map(bytes_to_string)
+}
+
+/// Whether the `operator` at `at` follows `.`, `->`, `!` or `return`: a call, not a declaration.
+fn called_as_expression(text: &str, at: usize) -> bool {
+    let before = text[..at].trim_end();
+    before.ends_with('.')
+        || before.ends_with("->")
+        || before.ends_with('!')
+        || (before.ends_with("return")
+            && crate::rewrite::macros::whole_word(before, before.len() - "return".len(), 6))
+}
+
 /// The byte ranges of the comma-separated arguments between `from` and `to`, split at commas
 /// outside brackets and literals.
 fn top_level_args(text: &str, from: usize, to: usize) -> Vec<(usize, usize)> {

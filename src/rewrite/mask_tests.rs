@@ -220,3 +220,24 @@ fn nv_target_branches_become_blocks_and_their_code_stays() {
     );
     assert!(nv_target("__device__ void g() {}\n").is_none());
 }
+
+#[test]
+fn conversion_operators_called_by_name_become_one_identifier_and_parse() {
+    let t = "template <typename T>\n__device__ atomic<T>::operator T() const\n{\n    return _value_ref.operator T();\n}\n\
+             __device__ bool f(R* r) { return !operator bool() || r->operator  bool(); }\n";
+    let m = conversion_calls(t).unwrap();
+    assert_eq!(m.len(), t.len());
+    // The declaration stays; the three calls change.
+    assert!(m.contains("atomic<T>::operator T() const"), "{m}");
+    assert!(m.contains("_value_ref.operator_T()"), "{m}");
+    assert!(m.contains("!operator_bool()"), "{m}");
+    assert!(m.contains("r->operator__bool()"), "{m}");
+    assert!(crate::rewrite::parse::parse(t).root_node().has_error());
+    let tree = crate::rewrite::parse::parse_masked(t, &Default::default()).tree;
+    assert!(
+        !tree.root_node().has_error(),
+        "{}",
+        tree.root_node().to_sexp()
+    );
+    assert!(conversion_calls("S::operator T() const;\nx = a.operator+(b);\n").is_none());
+}

@@ -41,6 +41,11 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     {
         pragmas = m.into();
     }
+    if pragmas.contains("operator")
+        && let Some(m) = mask::conversion_calls(&pragmas)
+    {
+        pragmas = m.into();
+    }
     if pragmas.contains("__attribute__((") {
         pragmas = mask::gnu_attributes(&pragmas).into();
     }
