@@ -110,7 +110,9 @@ impl Macros {
     ) -> Macros {
         let mut bodies: Vec<(String, String)> = given.to_vec();
         let mut calls: HashMap<String, Vec<String>> = HashMap::new();
+        let mut namespace_lines = Vec::new();
         for text in texts {
+            namespace_lines.extend(namespace_macro_lines(text));
             // `#  define` too: CUB indents its directives by nesting depth.
             if text.contains("define") {
                 let (objects, functions) = defines(text);
@@ -191,6 +193,10 @@ impl Macros {
                 };
                 m.calls.insert(name.clone(), call);
             }
+        }
+        // Defined outside the tree (thrust's and CUB's in the toolkit): known by name alone.
+        for name in namespace_lines {
+            m.by_name.entry(name).or_insert(Meaning::Namespace);
         }
         m
     }
@@ -573,6 +579,26 @@ fn defines(text: &str) -> (Defines, Defines) {
     (out, functions)
 }
 
+/// Names standing alone on a line that say they open or close a namespace
+/// (`THRUST_NAMESPACE_BEGIN`, `CUB_NAMESPACE_END`, `BEGIN_NAMESPACE_X`): upper case, with
+/// `NAMESPACE` and `BEGIN` or `END` in them.
+fn namespace_macro_lines(text: &str) -> Vec<String> {
+    if !text.contains("NAMESPACE") {
+        return Vec::new();
+    }
+    text.lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.bytes()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+                && l.contains("NAMESPACE")
+                && (l.contains("BEGIN") || l.contains("END"))
+                && !l.starts_with(|c: char| c.is_ascii_digit())
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// The identifiers of `text` (words not starting with a digit), with their offsets.
 pub fn identifiers(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let bytes = text.as_bytes();
@@ -611,6 +637,30 @@ mod tests {
 
     fn learnt(text: &str) -> Macros {
         Macros::learn([text], &[])
+    }
+
+    #[test]
+    fn namespace_macros_defined_outside_the_tree_are_known_by_their_name_on_a_line_alone() {
+        let text = "THRUST_NAMESPACE_BEGIN\nnamespace detail\n{\n__device__ int f(int *p) { return p[0]; }\n}\n\
+                    THRUST_NAMESPACE_END\nint NAMESPACE_END_COUNT = 2;\n";
+        let m = learnt(text);
+        let get = |n: &str| m.by_name.get(n).copied();
+        assert_eq!(get("THRUST_NAMESPACE_BEGIN"), Some(Meaning::Namespace));
+        assert_eq!(get("THRUST_NAMESPACE_END"), Some(Meaning::Namespace));
+        assert_eq!(get("NAMESPACE_END_COUNT"), None);
+        assert!(crate::rewrite::parse::parse(text).root_node().has_error());
+        let tree = crate::rewrite::parse::parse_masked(text, &m).tree;
+        assert!(
+            !tree.root_node().has_error(),
+            "{}",
+            tree.root_node().to_sexp()
+        );
+        // A definition in the tree says more than the name.
+        let defined = learnt("#define CUB_NAMESPACE_BEGIN __device__\nCUB_NAMESPACE_BEGIN\n");
+        assert_eq!(
+            defined.by_name.get("CUB_NAMESPACE_BEGIN"),
+            Some(&Meaning::Device { host: false })
+        );
     }
 
     #[test]
