@@ -13,6 +13,7 @@ pub mod order;
 pub mod private;
 pub mod report;
 pub mod runs;
+pub mod scope;
 pub mod sites;
 pub mod slim;
 pub mod trace;

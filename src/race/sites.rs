@@ -3,7 +3,7 @@
 //! load/store calls as atomics, but `__ldcg(p)` is a weak load and `store_release(p, v)` a
 //! strong store with a release, so those are told apart by the callee's name.
 
-use super::trace::Scope;
+use super::scope::Scope;
 use crate::fences::record::{AccessKind, FenceList, FenceRecord};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
