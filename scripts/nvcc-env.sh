@@ -9,10 +9,13 @@ if ! command -v nvcc >/dev/null 2>&1; then
     _cu="$_venv/lib/python3.11/site-packages/nvidia/cu13"
     if [ ! -x "$_venv/bin/python" ] || ! ls "$_venv"/lib/python3*/site-packages/nvidia/cu13/bin/nvcc >/dev/null 2>&1; then
       echo "wmfix: installing nvcc 13.0 from PyPI into $_venv" >&2
-      python3 -m venv "$_venv" &&
-      "$_venv/bin/pip" install -q --disable-pip-version-check \
+      # About 300 MB: pip's lines, and a line every 25 s while a download is silent.
+      python3 -m venv "$_venv" || { echo "wmfix: python3 -m venv failed" >&2; return 1; }
+      "$_venv/bin/pip" install --disable-pip-version-check --progress-bar off \
         nvidia-cuda-nvcc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 \
-        nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 >&2 || { echo "wmfix: nvcc install failed" >&2; return 1; }
+        nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 2>&1 |
+        python3 "$_wmfix_root/scripts/heartbeat.py" "installing nvcc" >&2
+      [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "wmfix: nvcc install failed" >&2; return 1; }
     fi
     _cu=$(ls -d "$_venv"/lib/python3*/site-packages/nvidia/cu13 | head -n 1)
     export PATH="$_cu/bin:$PATH"

@@ -9,4 +9,5 @@ scripts/docs.sh
 source scripts/nvcc-env.sh
 nvcc --version | tail -n 1
 cargo fmt --check
-cargo test --release --locked "$@"
+# Each test binary's "Running" line as it starts, and a line every 25 s while one is silent.
+cargo test --release --locked "$@" 2>&1 | scripts/heartbeat.py "cargo test"

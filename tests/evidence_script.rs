@@ -295,3 +295,26 @@ fn the_gpus_steps_run_one_gpu_and_two_with_eight_runs_at_a_time_a_gpu() {
         "{calls:#?}"
     );
 }
+
+/// scripts/heartbeat.py, which scripts/test.sh and nvcc-env.sh pipe through: every line comes
+/// through in order, and a silent stretch gets a line naming what ran last.
+#[test]
+fn heartbeat_passes_lines_through_and_speaks_up_when_a_command_is_silent() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/heartbeat.py");
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "(echo one; sleep 1.6; printf 'two\\nthree') | python3 {} 'the tests'",
+            script.display()
+        ))
+        .env("WMFIX_HEARTBEAT_S", "0.5")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "one\ntwo\nthree\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("wmfix: the tests still running after") && err.contains("(last: one)"),
+        "{err}"
+    );
+}
