@@ -753,3 +753,71 @@ fn mps_serves_every_run_from_a_server_in_the_output_folder() {
     );
     assert_eq!(lines, want);
 }
+
+/// A stand-in for `srun`: logs that it placed a run, then runs the command after its options.
+const LAUNCHER: &str = "#!/bin/sh\necho \"$*\" >> \"$LAUNCH_LOG\"\n\
+                        while [ \"${1#-}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n";
+
+#[test]
+fn a_launcher_places_every_run_and_the_records_equal_a_direct_runs() {
+    let (tmp, dir) = standin();
+    let launcher = tmp.path().join("srun-standin");
+    std::fs::write(&launcher, LAUNCHER).unwrap();
+    std::fs::set_permissions(
+        &launcher,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let log = tmp.path().join("launches.log");
+    let env = [
+        ("STANDIN_MODE", "rate"),
+        ("STANDIN_PERCENT", "30"),
+        ("LAUNCH_LOG", log.to_str().unwrap()),
+    ];
+    let args = ["--env", "sys-str+", "--runs", "30", "--jobs", "3"];
+    let o = test(&dir, &args, &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let direct = measured(&tmp.path().join("out"));
+    assert!(!log.exists(), "no launcher, no launch");
+    std::fs::remove_dir_all(tmp.path().join("out")).unwrap();
+    let with = format!("{} --ntasks=1", launcher.display());
+    let o = test(&dir, &[&args[..], &["--launcher", &with]].concat(), &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(measured(&tmp.path().join("out")), direct);
+    let launches = std::fs::read_to_string(&log).unwrap();
+    // The baseline's run (it passed at once) and the thirty test runs, each launched.
+    assert_eq!(launches.lines().count(), 31, "{launches}");
+    assert!(
+        launches.lines().all(|l| l == "--ntasks=1 sh -c ./app"),
+        "{launches}"
+    );
+    // wmfix.toml's launcher does the same; a time-out still kills the run behind it.
+    let cfg = std::fs::read_to_string(dir.join("wmfix.toml"))
+        .unwrap()
+        .replace("timeout_s = 10", "timeout_s = 0.5")
+        + &format!("launcher = \"{with}\"\n");
+    std::fs::write(dir.join("wmfix.toml"), cfg).unwrap();
+    let pidfile = tmp.path().join("pid");
+    std::fs::remove_dir_all(tmp.path().join("out")).unwrap();
+    let o = test(
+        &dir,
+        &["--runs", "1"],
+        &[
+            ("STANDIN_MODE", "hang"),
+            ("STANDIN_PIDFILE", pidfile.to_str().unwrap()),
+            ("LAUNCH_LOG", log.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let recs = records(&tmp.path().join("out"));
+    assert!(recs.iter().all(|r| r["outcome"] == "timeout"), "{recs:?}");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !alive(pid),
+        "the run behind the launcher outlived the timeout"
+    );
+}

@@ -53,6 +53,11 @@ pub struct Config {
     /// and radix sorts wait for the tile of the block before. Randomised ids hang them.
     #[serde(default)]
     pub keep_block_order: bool,
+    /// A command each run goes through (`srun --ntasks=1 --gres=gpu:1 --exclusive`): the run
+    /// command becomes `LAUNCHER sh -c 'RUN'`, so that a workload manager places each run
+    /// while wmfix coordinates from where it runs. `--launcher` overrides it.
+    #[serde(default)]
+    pub launcher: Option<String>,
 }
 
 fn default_sources() -> Vec<PathBuf> {
@@ -77,6 +82,15 @@ impl Config {
     /// The run command with its steps filled in.
     pub fn run_command(&self) -> String {
         self.run.replace(STEPS_PLACEHOLDER, &self.steps.to_string())
+    }
+
+    /// The run command as a run is started: through the launcher, if any.
+    pub fn launched_run_command(&self) -> String {
+        let run = self.run_command();
+        match self.launcher.as_deref().map(str::trim) {
+            Some(l) if !l.is_empty() => format!("{l} sh -c '{}'", run.replace('\'', "'\\''")),
+            _ => run,
+        }
     }
 
     /// What is wrong with `steps` for this run command, if anything.
@@ -134,6 +148,14 @@ impl App {
             source_inside(&root, s).map_err(|message| at(ConfigError { line, message }))?;
         }
         Ok(App { root, config })
+    }
+
+    /// The app with `launcher` (`--launcher`) in place of the config's, when given.
+    pub fn with_launcher(mut self, launcher: Option<String>) -> App {
+        if launcher.is_some() {
+            self.config.launcher = launcher;
+        }
+        self
     }
 
     /// The app with `steps` a run (`--steps`) in place of the config's; exit 64 naming
@@ -293,6 +315,9 @@ crash_exit_codes = []
 # Preprocessed mode: instrument each .cu file as the compiler's front end sees it (macros
 # expanded, headers and library code included); the build's own flags, the file appended.
 # preprocess = "nvcc -E -x cu -O3 -arch=sm_90"
+
+# Each run through a workload manager (inside a Slurm allocation): `LAUNCHER sh -c 'RUN'`.
+# launcher = "srun --ntasks=1 --gres=gpu:1 --exclusive"
 "#;
 
 #[cfg(test)]
@@ -309,6 +334,25 @@ mod tests {
         assert_eq!(c.steps, 1);
         let p = parse("build = \"b\"\nrun = \"r\"\npreprocess = \"nvcc -E -x cu\"\n").unwrap();
         assert_eq!(p.preprocess.as_deref(), Some("nvcc -E -x cu"));
+    }
+
+    #[test]
+    fn a_launcher_runs_the_run_command_through_sh_with_its_quotes_kept() {
+        let mut c = parse("build = \"b\"\nrun = \"./a 'x y' {steps}\"\n").unwrap();
+        assert_eq!(c.launched_run_command(), "./a 'x y' 1");
+        c.launcher = Some("srun --ntasks=1".into());
+        let launched = c.launched_run_command();
+        assert_eq!(launched, "srun --ntasks=1 sh -c './a '\\''x y'\\'' 1'");
+        let out = std::process::Command::new("sh")
+            .args(["-c", &launched.replace("srun --ntasks=1 ", "")])
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        // sh -c gets the run command back whole (./a does not exist: sh says so by name).
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("./a"),
+            "{out:?}"
+        );
     }
 
     #[test]

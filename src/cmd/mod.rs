@@ -192,6 +192,10 @@ pub struct RunArgs {
     /// cbe-dot's runs an hour on an H100.
     #[arg(long)]
     pub mps: bool,
+    /// A command each run goes through, as wmfix.toml's `launcher` (`srun --ntasks=1
+    /// --gres=gpu:1 --exclusive` inside a Slurm allocation): `LAUNCHER sh -c 'RUN'`.
+    #[arg(long, value_name = "COMMAND")]
+    pub launcher: Option<String>,
 }
 
 impl RunArgs {

@@ -31,6 +31,8 @@ pub struct Options {
     pub hold: bool,
     /// Runs served by an MPS server of wmfix's own (`run::mps`).
     pub mps: bool,
+    /// A command each run goes through, in place of wmfix.toml's (`--launcher`).
+    pub launcher: Option<String>,
     pub seed: u64,
     pub resume: bool,
     /// A journal kept from an earlier run of this reduction (another machine's, say), taken
@@ -49,7 +51,9 @@ pub struct Options {
 pub fn reduce_app(opts: &Options) -> Result<Report> {
     crate::interrupt::install();
     let started = Instant::now();
-    let app = App::load(&opts.dir)?.with_steps(opts.steps)?;
+    let app = App::load(&opts.dir)?
+        .with_steps(opts.steps)?
+        .with_launcher(opts.launcher.clone());
     super::needs_gpu(&app, "reduce")?;
     let steps = app.config.steps;
     // The algorithm counts runs: --rare-rate, a rate a step, becomes the rate of a run.
@@ -695,6 +699,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         gpus: args.runs_at_once.gpus()?,
         hold: !args.runs_at_once.no_hold,
         mps: args.runs_at_once.mps,
+        launcher: args.runs_at_once.launcher.clone(),
         seed: args.seed,
         resume: args.resume,
         resume_from: args.resume_from,

@@ -34,6 +34,8 @@ pub struct Options {
     pub hold: bool,
     /// Runs served by an MPS server of wmfix's own (`run::mps`).
     pub mps: bool,
+    /// A command each run goes through, in place of wmfix.toml's (`--launcher`).
+    pub launcher: Option<String>,
     pub fences: FenceSet,
     pub scope: FenceScope,
     /// Continue the runs recorded in `out/test/` (same settings), instead of starting afresh.
@@ -129,7 +131,9 @@ pub struct Plan {
 /// Runs the test; returns its summary and the folder of its records.
 pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     crate::interrupt::install();
-    let app = App::load(&opts.dir)?.with_steps(opts.steps)?;
+    let app = App::load(&opts.dir)?
+        .with_steps(opts.steps)?
+        .with_launcher(opts.launcher.clone());
     super::needs_gpu(&app, "test")?;
     let inputs = [app.root.clone()];
     let summary = |o: &OutDir| o.test().summary();
@@ -707,6 +711,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         gpus: args.runs_at_once.gpus()?,
         hold: !args.runs_at_once.no_hold,
         mps: args.runs_at_once.mps,
+        launcher: args.runs_at_once.launcher.clone(),
         fences,
         scope: args.app.fence,
         resume: args.resume,

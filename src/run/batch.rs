@@ -234,6 +234,7 @@ mod tests {
                 steps: 1,
                 macros: Default::default(),
                 keep_block_order: false,
+                launcher: None,
             },
         };
         let logs = tmp.path().join("logs");

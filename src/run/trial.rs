@@ -158,7 +158,7 @@ pub fn run_once(
 ) -> std::io::Result<Option<(Outcome, Exit, Duration)>> {
     let cfg = &app.config;
     let timeout = Duration::from_secs_f64(cfg.timeout_s);
-    let command = cfg.run_command();
+    let command = cfg.launched_run_command();
     let mut env = extra_env.to_vec();
     if cfg.keep_block_order {
         env.push(("WMFIX_BLOCK_ORDER".to_string(), "keep".to_string()));
