@@ -25,7 +25,7 @@ fn raise(v: &mut Vec<(u32, u32)>, k: u32, c: u32) {
 }
 
 fn join(a: &mut Vec<(u32, u32)>, b: &[(u32, u32)], skip: impl Fn(u32) -> bool) {
-    if b.iter().all(|&(k, c)| skip(k) || get(a, k) >= c) {
+    if covers(a, b, &skip) {
         return;
     }
     let mut out = Vec::with_capacity(a.len() + b.len());
@@ -57,6 +57,24 @@ fn join(a: &mut Vec<(u32, u32)>, b: &[(u32, u32)], skip: impl Fn(u32) -> bool) {
         }
     }
     *a = out;
+}
+
+/// Whether `a` already holds every entry of `b` (but those `skip` says): one pass over both,
+/// sorted by key.
+fn covers(a: &[(u32, u32)], b: &[(u32, u32)], skip: &impl Fn(u32) -> bool) -> bool {
+    let mut i = 0;
+    for &(k, c) in b {
+        if skip(k) {
+            continue;
+        }
+        while i < a.len() && a[i].0 < k {
+            i += 1;
+        }
+        if i == a.len() || a[i].0 != k || a[i].1 < c {
+            return false;
+        }
+    }
+    true
 }
 
 impl Clock {
