@@ -406,6 +406,7 @@ struct Runtime {
   unsigned max_fences = 0;  // the largest WMFIX_NUM_FENCES of a registered TU
   bool parsed = false;
   Settings settings;
+  std::string warm_run;  // WMFIX_WARM_RUN of the run under way (warm runs: src/run/warm.rs)
   unsigned generation = 1;
   unsigned long long launches = 0;
   std::vector<DeviceState> devices;
@@ -605,6 +606,21 @@ inline bool init_device(Runtime& rt, DeviceState& d, int dev, cudaStream_t strea
   return true;
 }
 
+// Warm runs: one process runs the program's main once a run (src/run/warm.rs), each run with its
+// own WMFIX_WARM_RUN. A new one restarts the runtime as a fresh process starts it: the settings
+// read again, the launch counter from 0, every TU's constants uploaded again.
+inline void start_warm_run(Runtime& rt) {
+  const char* run = std::getenv("WMFIX_WARM_RUN");
+  if (!run || rt.warm_run == run) return;
+  if (!rt.warm_run.empty()) {
+    rt.parsed = false;
+    rt.generation++;
+    rt.launches = 0;
+    rt.last = LaunchInfo{};
+  }
+  rt.warm_run = run;
+}
+
 // The grid handed to `<<<...>>>`. It lives until the end of the launch statement, so its
 // destructor runs after the kernel has been enqueued and records an event behind it: the next
 // launch's upload waits on that event, whatever stream it is on, so a table is never overwritten
@@ -635,6 +651,7 @@ class LaunchGrid {
 inline LaunchGrid launch(dim3 grid, cudaStream_t stream, bool remappable = true) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mu);
+  start_warm_run(rt);
   if (!rt.parsed) {
     rt.settings = settings_from_env();
     rt.parsed = true;

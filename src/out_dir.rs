@@ -134,6 +134,10 @@ impl OutDir {
     pub fn mps(&self) -> PathBuf {
         self.at("mps")
     }
+    /// The warm processes' library and logs (`--warm`).
+    pub fn warm(&self) -> PathBuf {
+        self.at("warm")
+    }
     /// The runtime headers the instrumented files include.
     pub fn runtime(&self) -> PathBuf {
         self.at("runtime")

@@ -8,7 +8,8 @@
 # JOBS (runs at a time, default 8), RUNS (per app cell, default 100), LIMIT (seconds per step,
 # its own default per kind), FENCED_LIMIT, TUNE_LIMIT, NATIVE (native runs per grid size), PEER
 # (the peer's checkout), RESULTS (the results folder; default results/<TAG>-<gpu> when TAG is
-# set, else the newest results/*-<gpu>).
+# set, else the newest results/*-<gpu>), FROM_RESULTS (where completed_study finds reductions, default
+# RESULTS), TEST_OPTS (more `wmfix test` options for completed_study).
 #
 # Run from the repo root on the GPU machine with a release build of wmfix at carry/wmfix (and
 # carry/VERSION, the commit it was built from). Steps run in priority order until BUDGET_S
@@ -363,9 +364,9 @@ else:
 # The kept fences with the model's completion must pass: RUNS sys-str+ runs with only those on.
 # The ids come from the reduce step's record in the results folder (so a fresh machine can run
 # it; the ids hold for the same sources).
-completed_study() { # completed_study STUDY [FROM]: after reduce-STUDY (or the step FROM)
+completed_study() { # completed_study STUDY [FROM]: after reduce-STUDY (or the step FROM; in FROM_RESULTS, a results folder, if set)
   local study=$1 from=${2:-reduce-$1}
-  local r=$RESULTS/$from/reduce.json
+  local r=${FROM_RESULTS:-$RESULTS}/$from/reduce.json
   [ -f "$r" ] || { echo "no $from/reduce.json yet" >> "$STEP_DIR/log.txt"; return 1; }
   local ids
   ids=$(reduce_ids "$r" completed)
@@ -375,7 +376,8 @@ completed_study() { # completed_study STUDY [FROM]: after reduce-STUDY (or the s
   local in_loop
   in_loop=$(reduce_ids "$r" in_loop)
   # At the steps a run the reduction had (its guarantee is a rate a step).
-  test_cell "$study" sys-str+ "$RUNS" "WMFIX_FENCES_IN_LOOP=$in_loop" -- --fences "$ids" --steps "$(reduce_ids "$r" steps)"
+  # shellcheck disable=SC2086
+  test_cell "$study" sys-str+ "$RUNS" "WMFIX_FENCES_IN_LOOP=$in_loop" -- --fences "$ids" --steps "$(reduce_ids "$r" steps)" ${TEST_OPTS:-}
 }
 # Issue 14: reductions, then what the reduced fences cost, with the model's completion, and two
 # more seeds of each reduction (scripts/results.py reduce, agreement, cost).
@@ -822,6 +824,43 @@ for n in 1 2; do
   add "wmfix-mps-gpus-$n-reduce-ls-bh-nf" gpus_reduce ls-bh-nf "$n" --mps
   add "wmfix-mps-gpus-$n-reduce-ct-octree" gpus_reduce ct-octree "$n" --mps
 done
+
+# Issue 29: warm processes (`--warm`: each process calls the program's main once a run and
+# serves runs until one errs, so runs share a CUDA context) against a process a run, over one GPU
+# and two, in one call of a two-GPU machine (TAG: a folder of its own). First a smoke check (20
+# warm runs, their logs kept); cbe-dot with every fence on (its runs pass, as most of a
+# reduction's checks do); the fenced studies warm (must not err: what one run leaves in the
+# process must not fail the next); ls-bh-nf's and ct-octree's reductions.
+warm_smoke() {
+  test_cell cbe-dot sys-str+ 20 -- --fences all --warm --gpus 0
+  local rc=$?
+  cp "$WORK/$STEP/warm/"*.log "$STEP_DIR/" 2>/dev/null
+  return $rc
+}
+add warm-smoke warm_smoke
+gpus_runs() { JOBS=$((8 * $2)) test_cell "$1" sys-str+ "${GPUS_RUNS:-480}" -- --gpus "$(gpu_list "$2")" "${@:3}"; } # gpus_runs STUDY N [OPTIONS]
+for n in 1 2; do
+  add "cold-gpus-$n-test-cbe-dot-all" gpus_runs cbe-dot "$n" --fences all
+  add "warm-gpus-$n-test-cbe-dot-all" gpus_runs cbe-dot "$n" --fences all --warm
+done
+for s in ls-bh-nf ct-octree; do
+  add "cold-gpus-1-reduce-$s" gpus_reduce "$s" 1
+  for n in 1 2; do add "warm-gpus-$n-reduce-$s" gpus_reduce "$s" "$n" --warm; done
+done
+for s in $FENCED; do add "warm-fenced-$s" test_cell "$s" sys-str+ 300 -- --warm; done
+# Issue 27 with warm runs: the race oracle's sets with their model completion, 1,000 stressed
+# runs each; the race oracle's reductions with a warm stress confirmation.
+race_stressed_warm() { TEST_OPTS=--warm race_stressed "$1"; }
+for s in cbe-dot cbe-ht tpo-tm cub-scan-nf ls-bh-nf ct-octree sdk-red-nf; do add "warm-stress-reduce-race-$s" race_stressed_warm "$s"; done
+race_reduce_warm() { # the race oracle, its stress confirmation warm (no MPS)
+  reduce_study "$@" --oracle race --race-events "${RACE_EVENTS:-100000000}" --warm
+  local rc=$?
+  cp "$WORK/$STEP/reduce/race-start.json" "$STEP_DIR/" 2>/dev/null
+  return $rc
+}
+for s in cub-scan-nf ct-octree cbe-dot cbe-ht tpo-tm ls-bh-nf; do add "warm-reduce-race-$s" race_reduce_warm "$s"; done
+race_reduce_warm_small() { RACE_EVENTS=4000000 race_reduce_warm "$@"; }
+add warm-reduce-race-sdk-red-nf race_reduce_warm_small sdk-red-nf
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }

@@ -192,6 +192,11 @@ pub struct RunArgs {
     /// cbe-dot's runs an hour on an H100.
     #[arg(long)]
     pub mps: bool,
+    /// Warm processes: each process of the program serves up to 100 runs that pass, calling its
+    /// main once a run, so runs share a CUDA context instead of making one each (the program's
+    /// module-scope variables keep their values between its runs; see the guide).
+    #[arg(long)]
+    pub warm: bool,
     /// A command each run goes through, as wmfix.toml's `launcher` (`srun --ntasks=1
     /// --gres=gpu:1 --exclusive` inside a Slurm allocation): `LAUNCHER sh -c 'RUN'`.
     #[arg(long, value_name = "COMMAND")]

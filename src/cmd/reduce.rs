@@ -31,6 +31,8 @@ pub struct Options {
     pub hold: bool,
     /// Runs served by an MPS server of wmfix's own (`run::mps`).
     pub mps: bool,
+    /// Runs served by warm processes (`run::warm`).
+    pub warm: bool,
     /// A command each run goes through, in place of wmfix.toml's (`--launcher`).
     pub launcher: Option<String>,
     pub seed: u64,
@@ -81,6 +83,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let files = out.reduce();
     std::fs::create_dir_all(files.logs())?;
     // C-Vise's lesson: check the unmodified program before reducing anything.
+    // Before any run: --warm where the program cannot run warm is a usage error.
+    let warm = crate::run::warm::pool(opts.warm, &app, &out.warm())?;
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
     let sanity = crate::run::sanity::check(
         &app,
@@ -128,6 +132,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             .chain(mps.iter().flat_map(|m| m.env()))
             .collect(),
         every_fence: all.difference(&structure.unreachable).copied().collect(),
+        warm: warm.as_ref(),
     };
     let mut journal = Journaled::open(&mut program, &files.journal(), &header, resume)?;
     let bar = progress_bar();
@@ -154,6 +159,9 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         &mut show,
     );
     bar.finish_and_clear();
+    if let Some(w) = &warm {
+        eprintln!("wmfix: {}", w.describe());
+    }
     let replayed = journal.replayed;
     // Interrupted, the best set so far is still written, marked as such.
     let interrupted = result.is_err() && crate::interrupt::interrupted();
@@ -699,6 +707,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         gpus: args.runs_at_once.gpus()?,
         hold: !args.runs_at_once.no_hold,
         mps: args.runs_at_once.mps,
+        warm: args.runs_at_once.warm,
         launcher: args.runs_at_once.launcher.clone(),
         seed: args.seed,
         resume: args.resume,

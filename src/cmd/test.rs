@@ -34,6 +34,8 @@ pub struct Options {
     pub hold: bool,
     /// Runs served by an MPS server of wmfix's own (`run::mps`).
     pub mps: bool,
+    /// Runs served by warm processes (`run::warm`).
+    pub warm: bool,
     /// A command each run goes through, in place of wmfix.toml's (`--launcher`).
     pub launcher: Option<String>,
     pub fences: FenceSet,
@@ -156,6 +158,8 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
             ", build up to date"
         }
     );
+    // Before any run: --warm where the program cannot run warm is a usage error.
+    let warm = crate::run::warm::pool(opts.warm, &app, &out.warm())?;
     let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
     let sanity = crate::run::sanity::check(
         &app,
@@ -205,6 +209,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         gpus: &opts.gpus,
         logs: &logs,
         env: &run_env,
+        warm: warm.as_ref(),
     };
     let mut summary = Summary {
         app: app.root.clone(),
@@ -293,6 +298,9 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         }
     }
     write_summary(&files, &summary)?;
+    if let Some(w) = &warm {
+        eprintln!("wmfix: {}", w.describe());
+    }
     Ok((summary, dir.to_path_buf()))
 }
 
@@ -711,6 +719,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         gpus: args.runs_at_once.gpus()?,
         hold: !args.runs_at_once.no_hold,
         mps: args.runs_at_once.mps,
+        warm: args.runs_at_once.warm,
         launcher: args.runs_at_once.launcher.clone(),
         fences,
         scope: args.app.fence,

@@ -131,6 +131,8 @@ pub struct Program<'a> {
     /// Every fence a launched kernel reaches: runs with all of them on record their coverage
     /// (the check with every fence, which `Reducer` drops fences after).
     pub every_fence: Ids,
+    /// Warm processes for the runs (`--warm`), kept across checks.
+    pub warm: Option<&'a crate::run::warm::Pool>,
 }
 
 impl Oracle for Program<'_> {
@@ -149,6 +151,7 @@ impl Oracle for Program<'_> {
             gpus: &self.gpus,
             logs: &self.logs,
             env: &self.run_env,
+            warm: self.warm,
         };
         let seconds = request
             .max_seconds

@@ -21,6 +21,8 @@ pub struct Batch<'a> {
     pub logs: &'a Path,
     /// Variables every run gets besides its spec's (the chip profile: `run::profile`).
     pub env: &'a [(String, String)],
+    /// Warm processes to serve the runs (`--warm`), kept by the caller across batches.
+    pub warm: Option<&'a crate::run::warm::Pool>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -183,8 +185,13 @@ fn run_one(
     gpu: Option<&str>,
     scratch: &Path,
 ) -> std::io::Result<Option<RunRecord>> {
-    let Some(mut rec) = trial::run_trial(batch.app, batch.tree, id, spec, gpu, batch.env, scratch)?
-    else {
+    let place = trial::Place {
+        tree: batch.tree,
+        gpu,
+        extra: batch.env,
+        warm: batch.warm,
+    };
+    let Some(mut rec) = trial::run_trial(batch.app, &place, id, spec, scratch)? else {
         return Ok(None);
     };
     if rec.outcome.is_error() {
@@ -245,6 +252,7 @@ mod tests {
             gpus: &[],
             logs: &logs,
             env: &[],
+            warm: None,
         };
         let spec = |i: usize| TrialSpec {
             env: TestEnv::parse("no-str-").unwrap(),

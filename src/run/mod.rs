@@ -1,6 +1,7 @@
 //! Running the program under stress: testing environments, one run and its outcome, many runs
 //! at once, the held CUDA context, the chip profile the runs get, the sanity check before them,
-//! which fence sites the runs executed on global memory, an MPS server of wmfix's own.
+//! which fence sites the runs executed on global memory, an MPS server of wmfix's own, warm
+//! processes that serve many runs each.
 
 pub mod batch;
 pub mod coverage;
@@ -10,3 +11,4 @@ pub mod mps;
 pub mod profile;
 pub mod sanity;
 pub mod trial;
+pub mod warm;

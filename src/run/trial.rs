@@ -4,6 +4,7 @@ use crate::app::child::{self, Exit};
 use crate::app::config::App;
 use crate::fences::set::FenceSet;
 use crate::run::environment::TestEnv;
+use crate::run::warm::Pool;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -136,6 +137,9 @@ pub struct RunRecord {
     /// run left no coverage file (no-str-, killed, or a runtime before coverage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<crate::run::coverage::Coverage>,
+    /// A warm process served the run (`run::warm`: `--warm`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm: bool,
 }
 
 impl RunRecord {
@@ -156,21 +160,74 @@ pub fn run_once(
     extra_env: &[(String, String)],
     log: &Path,
 ) -> std::io::Result<Option<(Outcome, Exit, Duration)>> {
+    let ran = run_maybe_warm(app, tree, extra_env, log, None)?;
+    Ok(ran.map(|r| (r.outcome, r.exit, r.duration)))
+}
+
+/// How one run ended, and whether a warm process served it.
+pub struct Ran {
+    pub outcome: Outcome,
+    pub exit: Exit,
+    pub duration: Duration,
+    pub warm: bool,
+}
+
+/// `run_once`, in a process of `warm` when given and the run can be warm (`run::warm`).
+pub fn run_maybe_warm(
+    app: &App,
+    tree: &Path,
+    extra_env: &[(String, String)],
+    log: &Path,
+    warm: Option<&Pool>,
+) -> std::io::Result<Option<Ran>> {
     let cfg = &app.config;
     let timeout = Duration::from_secs_f64(cfg.timeout_s);
-    let command = cfg.launched_run_command();
     let mut env = extra_env.to_vec();
     if cfg.keep_block_order {
         env.push(("WMFIX_BLOCK_ORDER".to_string(), "keep".to_string()));
     }
-    let f = child::run(&child::Spec {
-        command: &command,
-        dir: tree,
-        env: &env,
-        timeout,
-        log,
-    })?;
-    let outcome = match f.exit {
+    let warm_run = warm.and_then(|p| p.run(&cfg.run_command(), tree, &env, log, timeout));
+    let (f, lease) = match warm_run {
+        Some(r) => {
+            let (f, lease) = r?;
+            (f, Some(lease))
+        }
+        None => (
+            child::run(&child::Spec {
+                command: &cfg.launched_run_command(),
+                dir: tree,
+                env: &env,
+                timeout,
+                log,
+            })?,
+            None,
+        ),
+    };
+    let warm = lease.is_some();
+    let Some(outcome) = outcome_of(cfg, f.exit, tree, log, timeout)? else {
+        return Ok(None);
+    };
+    if let Some(lease) = lease {
+        lease.done(outcome == Outcome::Pass);
+    }
+    Ok(Some(Ran {
+        outcome,
+        exit: f.exit,
+        duration: f.duration,
+        warm,
+    }))
+}
+
+/// A run's outcome from how it exited and, after exit 0, the post-condition; `None` if
+/// interrupted.
+fn outcome_of(
+    cfg: &crate::app::config::Config,
+    exit: Exit,
+    tree: &Path,
+    log: &Path,
+    timeout: Duration,
+) -> std::io::Result<Option<Outcome>> {
+    Ok(Some(match exit {
         Exit::Interrupted => return Ok(None),
         Exit::Timeout => Outcome::Timeout,
         Exit::Signal(_) => Outcome::Crash,
@@ -186,8 +243,7 @@ pub fn run_once(
             },
         },
         Exit::Code(_) => Outcome::Fail,
-    };
-    Ok(Some((outcome, f.exit, f.duration)))
+    }))
 }
 
 /// The check's verdict on a run's output; None if ctrl-c stopped it.
@@ -226,17 +282,29 @@ fn check_output(
     })
 }
 
-/// Runs one trial and makes its record (without `log`, which the caller decides on). `extra`
-/// are variables every run of the batch gets (the chip profile).
+/// Where a trial runs: the build, the GPU, the variables every run of the batch gets (the
+/// chip profile), warm processes if `--warm`.
+pub struct Place<'a> {
+    pub tree: &'a Path,
+    pub gpu: Option<&'a str>,
+    pub extra: &'a [(String, String)],
+    pub warm: Option<&'a Pool>,
+}
+
+/// Runs one trial and makes its record (without `log`, which the caller decides on).
 pub fn run_trial(
     app: &App,
-    tree: &Path,
+    place: &Place,
     id: usize,
     spec: &TrialSpec,
-    gpu: Option<&str>,
-    extra: &[(String, String)],
     log: &Path,
 ) -> std::io::Result<Option<RunRecord>> {
+    let Place {
+        tree,
+        gpu,
+        extra,
+        warm,
+    } = *place;
     let mut env = spec.env_vars();
     env.extend(extra.iter().cloned());
     if let Some(g) = gpu {
@@ -251,13 +319,19 @@ pub fn run_trial(
             cov_file.display().to_string(),
         ));
     }
-    let ran = run_once(app, tree, &env, log)?;
+    let ran = run_maybe_warm(app, tree, &env, log, warm)?;
     let coverage = spec
         .coverage
         .then(|| crate::run::coverage::Coverage::read(&cov_file))
         .flatten();
     let _ = std::fs::remove_file(&cov_file);
-    let Some((outcome, exit, duration)) = ran else {
+    let Some(Ran {
+        outcome,
+        exit,
+        duration,
+        warm,
+    }) = ran
+    else {
         return Ok(None);
     };
     let (exit_code, signal) = match exit {
@@ -275,6 +349,7 @@ pub fn run_trial(
         gpu: gpu.map(str::to_string),
         log: None,
         coverage,
+        warm,
     }))
 }
 

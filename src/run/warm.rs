@@ -1,0 +1,384 @@
+//! Warm runs (`--warm`): one process of the program serves many runs. A CUDA process spends
+//! about 0.14 s making its context, and a host makes contexts one after another whatever its GPUs
+//! (results/2026-11-26-nvidia-h100-80gb-hbm3, `context-probe`), which bounds short runs at about
+//! five a second a host. A warm process keeps its context: `runtime-cu/warm/wmfix_warm.c`,
+//! preloaded, calls the program's `main` once a request, with the run's variables set and its
+//! output sent to the run's log; the runtime starts over at each new `WMFIX_WARM_RUN`.
+//!
+//! What carries over from one run to the next is the program's own process state: its
+//! module-scope `__device__` variables and host globals keep the values the last run left. So a
+//! process serves at most `RUNS_A_PROCESS` runs, and only after runs that passed: a run that
+//! erred, timed out or crashed ends its process, and the next run starts a fresh one.
+
+use crate::app::child::{Exit, Finished};
+use crate::exit_code::{UNAVAILABLE, USAGE, fail};
+use anyhow::Result;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+/// The preloaded server's source, compiled into the output folder on first use.
+const SOURCE: &str = include_str!("../../runtime-cu/warm/wmfix_warm.c");
+/// The variable that tells the runtime a new run began.
+pub const RUN_VAR: &str = "WMFIX_WARM_RUN";
+/// Runs one process serves at most before a fresh one replaces it.
+pub const RUNS_A_PROCESS: usize = 100;
+
+/// The run command as the words a process is started with: only a simple command (words of
+/// letters, digits and `./_-=,.:+/`) can be started without a shell, and a shell would be the
+/// process the library is preloaded into.
+pub fn words(command: &str) -> Option<Vec<String>> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "./_-=,:+@%".contains(c);
+    let words: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+    (!words.is_empty() && words.iter().all(|w| w.chars().all(ok))).then_some(words)
+}
+
+/// Why the program cannot run warm, if it cannot: a run command a shell must read, or runs
+/// that go through a launcher.
+pub fn refusal(run: &str, launcher: Option<&str>) -> Option<String> {
+    if launcher.is_some_and(|l| !l.trim().is_empty()) {
+        return Some(
+            "--warm runs the program in wmfix's own processes; it cannot go through a launcher"
+                .into(),
+        );
+    }
+    words(run).is_none().then(|| {
+        format!("--warm needs a run command of plain words (a program and its arguments, no quotes or shell syntax), not `{run}`")
+    })
+}
+
+/// The compiled server library (`<dir>/libwmfix_warm.so`), rebuilt when its source changed.
+fn library(dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let lib = dir.join("libwmfix_warm.so");
+    let src = dir.join("wmfix_warm.c");
+    if lib.exists() && std::fs::read_to_string(&src).is_ok_and(|s| s == SOURCE) {
+        return Ok(lib);
+    }
+    std::fs::write(&src, SOURCE)?;
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let out = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .args(["-ldl", "-lpthread"])
+        .output()
+        .map_err(|e| {
+            fail(
+                UNAVAILABLE,
+                format!("--warm: cannot run the C compiler `{cc}`: {e}"),
+            )
+        })?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&lib);
+        return Err(fail(
+            UNAVAILABLE,
+            format!(
+                "--warm: `{cc}` could not build {}: {}",
+                lib.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
+    Ok(lib)
+}
+
+/// What a process is started for: a program in a tree on a GPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Key {
+    dir: PathBuf,
+    words: Vec<String>,
+    gpu: Option<String>,
+}
+
+/// Idle warm processes, shared by a batch's workers and kept between batches (a reduction's
+/// checks); all of them killed when the pool goes.
+pub struct Pool {
+    lib: PathBuf,
+    logs: PathBuf,
+    idle: Mutex<Vec<(Key, Server)>>,
+    runs: AtomicU64,
+    started: AtomicU64,
+}
+
+impl Pool {
+    /// A pool whose library and process logs live in `dir` (the output folder's `warm/`).
+    pub fn new(dir: &Path) -> Result<Pool> {
+        Ok(Pool {
+            lib: library(dir)?,
+            logs: dir.to_path_buf(),
+            idle: Mutex::new(Vec::new()),
+            runs: AtomicU64::new(0),
+            started: AtomicU64::new(0),
+        })
+    }
+
+    /// Processes started so far.
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+
+    /// "warm: 240 runs in 12 processes".
+    pub fn describe(&self) -> String {
+        format!(
+            "warm: {} runs in {} processes",
+            self.runs.load(Ordering::SeqCst),
+            self.started()
+        )
+    }
+
+    /// One run of `command` in `dir` with `env`, its output in `log`; `None` when the run
+    /// cannot be warm (its variables ask for files written at exit: coverage, a race trace),
+    /// and the caller runs it as usual. Give the lease back with `Lease::done`.
+    pub fn run(
+        &self,
+        command: &str,
+        dir: &Path,
+        env: &[(String, String)],
+        log: &Path,
+        timeout: Duration,
+    ) -> Option<std::io::Result<(Finished, Lease<'_>)>> {
+        const AT_EXIT: [&str; 2] = ["WMFIX_COVERAGE", "WMFIX_RACE_TRACE"];
+        if env.iter().any(|(k, _)| AT_EXIT.contains(&k.as_str())) {
+            return None;
+        }
+        let key = Key {
+            dir: dir.to_path_buf(),
+            words: words(command)?,
+            gpu: env
+                .iter()
+                .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+                .map(|(_, v)| v.clone()),
+        };
+        Some(self.run_keyed(key, env, log, timeout))
+    }
+
+    fn run_keyed(
+        &self,
+        key: Key,
+        env: &[(String, String)],
+        log: &Path,
+        timeout: Duration,
+    ) -> std::io::Result<(Finished, Lease<'_>)> {
+        let idle = {
+            let mut idle = self.idle.lock().unwrap();
+            idle.iter()
+                .position(|(k, _)| *k == key)
+                .map(|i| idle.swap_remove(i).1)
+        };
+        let mut server = match idle {
+            Some(s) => s,
+            None => {
+                let n = self.started.fetch_add(1, Ordering::SeqCst);
+                Server::start(&self.lib, &key, &self.logs.join(format!("process-{n}.log")))?
+            }
+        };
+        let run = self.runs.fetch_add(1, Ordering::SeqCst);
+        let mut env = env.to_vec();
+        env.push((RUN_VAR.to_string(), run.to_string()));
+        let finished = server.run(&env, log, timeout)?;
+        Ok((
+            finished,
+            Lease {
+                pool: self,
+                key,
+                server: Some(server),
+            },
+        ))
+    }
+}
+
+/// A process that just served a run: back to the pool if the run passed, else killed (also
+/// when the lease is dropped).
+pub struct Lease<'a> {
+    pool: &'a Pool,
+    key: Key,
+    server: Option<Server>,
+}
+
+impl Lease<'_> {
+    pub fn done(mut self, passed: bool) {
+        let Some(server) = self.server.take() else {
+            return;
+        };
+        if passed && server.alive() && server.runs < RUNS_A_PROCESS {
+            self.pool
+                .idle
+                .lock()
+                .unwrap()
+                .push((self.key.clone(), server));
+        }
+    }
+}
+
+/// One warm process: the program with the server library preloaded, in its own process group.
+struct Server {
+    child: Child,
+    requests: ChildStdin,
+    replies: mpsc::Receiver<String>,
+    /// The variables the last run set, unset before the next unless it sets them too.
+    set: Vec<String>,
+    runs: usize,
+    dead: bool,
+}
+
+impl Server {
+    fn start(lib: &Path, key: &Key, log: &Path) -> std::io::Result<Server> {
+        let mut cmd = Command::new(&key.words[0]);
+        cmd.args(&key.words[1..])
+            .current_dir(&key.dir)
+            .env("WMFIX_WARM", "1")
+            .env("LD_PRELOAD", lib)
+            .envs(key.gpu.iter().map(|g| ("CUDA_VISIBLE_DEVICES", g)))
+            .envs(crate::app::claim::owner_env())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log)?)
+            .process_group(0);
+        let mut child = cmd.spawn()?;
+        let requests = child.stdin.take().expect("piped");
+        let out = child.stdout.take().expect("piped");
+        let (tx, replies) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Server {
+            child,
+            requests,
+            replies,
+            set: vec![],
+            runs: 0,
+            dead: false,
+        })
+    }
+
+    fn alive(&self) -> bool {
+        !self.dead
+    }
+
+    fn request(&mut self, env: &[(String, String)], log: &Path) -> std::io::Result<()> {
+        let mut text = String::new();
+        for name in &self.set {
+            if !env.iter().any(|(k, _)| k == name) {
+                text += &format!("unset {name}\n");
+            }
+        }
+        for (k, v) in env {
+            if k.contains(['=', '\n']) || v.contains('\n') {
+                return Err(std::io::Error::other(format!(
+                    "--warm: a variable the run needs cannot be sent: {k}"
+                )));
+            }
+            text += &format!("set {k}={v}\n");
+        }
+        text += &format!("log {}\nrun\n", std::path::absolute(log)?.display());
+        self.set = env.iter().map(|(k, _)| k.clone()).collect();
+        self.requests.write_all(text.as_bytes())?;
+        self.requests.flush()
+    }
+
+    /// One run: the reply, or how the process ended, or a timeout (then the process is killed).
+    fn run(
+        &mut self,
+        env: &[(String, String)],
+        log: &Path,
+        timeout: Duration,
+    ) -> std::io::Result<Finished> {
+        let start = Instant::now();
+        self.runs += 1;
+        if self.request(env, log).is_err() {
+            // The process died between runs: its end is this run's.
+            return Ok(self.ended(start));
+        }
+        loop {
+            let wait = Duration::from_millis(20);
+            match self.replies.recv_timeout(wait) {
+                Ok(line) => {
+                    if let Some(code) = line.strip_prefix("exit ").and_then(|c| c.parse().ok()) {
+                        return Ok(Finished {
+                            exit: Exit::Code(code),
+                            duration: start.elapsed(),
+                        });
+                    }
+                    if let Some(e) = line.strip_prefix("error ") {
+                        self.kill();
+                        return Err(std::io::Error::other(format!("--warm: {e}")));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(self.ended(start)),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let stop = if start.elapsed() >= timeout {
+                Some(Exit::Timeout)
+            } else if crate::interrupt::interrupted() {
+                Some(Exit::Interrupted)
+            } else {
+                None
+            };
+            if let Some(exit) = stop {
+                self.kill();
+                return Ok(Finished {
+                    exit,
+                    duration: start.elapsed(),
+                });
+            }
+        }
+    }
+
+    /// The process ended during a run: its status is the run's.
+    fn ended(&mut self, start: Instant) -> Finished {
+        self.dead = true;
+        let exit = match self.child.wait() {
+            Ok(s) => s
+                .code()
+                .map_or_else(|| Exit::Signal(s.signal().unwrap_or(0)), Exit::Code),
+            Err(_) => Exit::Signal(0),
+        };
+        self.kill();
+        Finished {
+            exit,
+            duration: start.elapsed(),
+        }
+    }
+
+    fn kill(&mut self) {
+        self.dead = true;
+        // SAFETY: kill(2) with a negative pid signals the process group; no memory is involved.
+        unsafe {
+            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The pool for `--warm` (`on`), its files in `dir`; a usage error when the program cannot run
+/// warm.
+pub fn pool(on: bool, app: &crate::app::config::App, dir: &Path) -> Result<Option<Pool>> {
+    if !on {
+        return Ok(None);
+    }
+    let cfg = &app.config;
+    if let Some(why) = refusal(&cfg.run_command(), cfg.launcher.as_deref()) {
+        return Err(fail(USAGE, why));
+    }
+    Pool::new(dir).map(Some)
+}
+
+#[cfg(test)]
+#[path = "warm_tests.rs"]
+mod tests;

@@ -1,0 +1,181 @@
+use super::*;
+
+/// A C program standing for a GPU program: prints (unbuffered) its pid, a call count and SEED,
+/// then ends as SEED says (exit(), a return value, abort, a hang).
+const APP: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int calls;
+int main(int argc, char **argv) {
+  calls++;
+  const char *s = getenv("SEED");
+  const char *extra = getenv("EXTRA");
+  fprintf(stderr, "pid=%d call=%d seed=%s extra=%s arg=%s\n", getpid(), calls, s ? s : "-", extra ? extra : "-", argc > 1 ? argv[1] : "-");
+  int seed = s ? atoi(s) : 0;
+  if (seed == 3) exit(7);
+  if (seed == 4) abort();
+  if (seed == 5) sleep(100);
+  return seed % 2;
+}
+"#;
+
+fn app(tmp: &Path) -> PathBuf {
+    let src = tmp.join("app.c");
+    std::fs::write(&src, APP).unwrap();
+    let ok = Command::new("cc")
+        .arg("-o")
+        .arg(tmp.join("app"))
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cc could not build the stand-in");
+    tmp.to_path_buf()
+}
+
+fn seed(s: &str) -> Vec<(String, String)> {
+    vec![("SEED".to_string(), s.to_string())]
+}
+
+struct Ran {
+    exit: Exit,
+    out: String,
+}
+
+fn go(pool: &Pool, dir: &Path, env: &[(String, String)], passed: bool) -> Ran {
+    let log = dir.join("run.log");
+    let (f, lease) = pool
+        .run("./app hi", dir, env, &log, Duration::from_secs(2))
+        .expect("can be warm")
+        .unwrap();
+    lease.done(passed);
+    Ran {
+        exit: f.exit,
+        out: std::fs::read_to_string(&log).unwrap_or_default(),
+    }
+}
+
+fn field<'a>(out: &'a str, name: &str) -> &'a str {
+    out.split_whitespace()
+        .find_map(|w| w.strip_prefix(name).and_then(|w| w.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("no {name} in {out:?}"))
+}
+
+#[test]
+fn one_process_serves_runs_that_pass_each_with_its_own_variables_and_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let a = go(
+        &pool,
+        &dir,
+        &[seed("2"), vec![("EXTRA".into(), "x".into())]].concat(),
+        true,
+    );
+    assert_eq!(a.exit, Exit::Code(0));
+    assert_eq!(field(&a.out, "call"), "1");
+    assert_eq!(field(&a.out, "extra"), "x");
+    assert_eq!(field(&a.out, "arg"), "hi");
+    // Same process, main called again; EXTRA, not sent this time, is unset.
+    let b = go(&pool, &dir, &seed("1"), true);
+    assert_eq!(b.exit, Exit::Code(1));
+    assert_eq!(field(&b.out, "pid"), field(&a.out, "pid"));
+    assert_eq!(field(&b.out, "call"), "2");
+    assert_eq!(field(&b.out, "seed"), "1");
+    assert_eq!(field(&b.out, "extra"), "-");
+    // exit() ends the run, not the process.
+    let c = go(&pool, &dir, &seed("3"), true);
+    assert_eq!(c.exit, Exit::Code(7));
+    assert_eq!(field(&c.out, "pid"), field(&a.out, "pid"));
+    assert_eq!(pool.started(), 1);
+    assert_eq!(pool.describe(), "warm: 3 runs in 1 processes");
+}
+
+#[test]
+fn a_run_that_erred_ends_its_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let a = go(&pool, &dir, &seed("2"), false);
+    let b = go(&pool, &dir, &seed("2"), true);
+    assert_ne!(field(&b.out, "pid"), field(&a.out, "pid"));
+    assert_eq!(field(&b.out, "call"), "1");
+    assert_eq!(pool.started(), 2);
+}
+
+#[test]
+fn a_crash_and_a_timeout_are_the_runs_and_the_next_run_gets_a_fresh_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let a = go(&pool, &dir, &seed("2"), true);
+    let crash = go(&pool, &dir, &seed("4"), true);
+    assert_eq!(crash.exit, Exit::Signal(libc::SIGABRT));
+    let t0 = Instant::now();
+    let hang = go(&pool, &dir, &seed("5"), true);
+    assert_eq!(hang.exit, Exit::Timeout);
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    let pid: i32 = field(&hang.out, "pid").parse().unwrap_or(0);
+    let after = go(&pool, &dir, &seed("2"), true);
+    assert_eq!(after.exit, Exit::Code(0));
+    assert_eq!(field(&after.out, "call"), "1");
+    assert_ne!(field(&after.out, "pid"), field(&a.out, "pid"));
+    assert_eq!(
+        pool.started(),
+        3,
+        "the crashed and the timed-out processes were replaced"
+    );
+    if pid > 0 {
+        // The hung process was killed (at most a zombie for a moment).
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        };
+        let t = Instant::now();
+        while !gone() && t.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(gone(), "the timed-out process lives on");
+    }
+}
+
+#[test]
+fn runs_that_write_files_at_exit_are_not_warm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let env = vec![("WMFIX_COVERAGE".to_string(), "/tmp/x".to_string())];
+    let log = tmp.path().join("l");
+    assert!(
+        pool.run("./app", tmp.path(), &env, &log, Duration::from_secs(1))
+            .is_none()
+    );
+}
+
+#[test]
+fn only_plain_commands_without_a_launcher_run_warm() {
+    assert_eq!(
+        words("./red 256 256 65536 1").unwrap(),
+        ["./red", "256", "256", "65536", "1"]
+    );
+    assert!(words("./bh 4096 32 128 10").is_some());
+    for shell in [
+        "./a | tee x",
+        "./a && ./b",
+        "./a \"x y\"",
+        "./a $X",
+        "./a > out",
+        "FOO=1 ./a;",
+    ] {
+        assert!(refusal(shell, None).is_some(), "{shell}");
+    }
+    assert!(
+        refusal("./a", Some("srun -n1"))
+            .unwrap()
+            .contains("launcher")
+    );
+    assert!(refusal("./a", Some(" ")).is_none());
+}
