@@ -843,6 +843,12 @@ for n in 1 2; do
   add "cold-gpus-$n-test-cbe-dot-all" gpus_runs cbe-dot "$n" --fences all
   add "warm-gpus-$n-test-cbe-dot-all" gpus_runs cbe-dot "$n" --fences all --warm
 done
+# Long enough that the processes' start is a small part: 4,800 runs (about a minute on one GPU).
+gpus_runs_long() { GPUS_RUNS=4800 gpus_runs "$@"; }
+for n in 1 2; do add "warm-gpus-$n-test-cbe-dot-all-4800" gpus_runs_long cbe-dot "$n" --fences all --warm; done
+# The same after a process served up to 1,000 runs instead of 100 (fewer restarts, each of which
+# makes a context while the others wait).
+for n in 1 2; do add "warm1000-gpus-$n-test-cbe-dot-all-4800" gpus_runs_long cbe-dot "$n" --fences all --warm; done
 for s in ls-bh-nf ct-octree; do
   add "cold-gpus-1-reduce-$s" gpus_reduce "$s" 1
   for n in 1 2; do add "warm-gpus-$n-reduce-$s" gpus_reduce "$s" "$n" --warm; done

@@ -192,7 +192,7 @@ pub struct RunArgs {
     /// cbe-dot's runs an hour on an H100.
     #[arg(long)]
     pub mps: bool,
-    /// Warm processes: each process of the program serves up to 100 runs that pass, calling its
+    /// Warm processes: each process of the program serves up to 1,000 runs that pass, calling its
     /// main once a run, so runs share a CUDA context instead of making one each (the program's
     /// module-scope variables keep their values between its runs; see the guide).
     #[arg(long)]

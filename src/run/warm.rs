@@ -26,7 +26,7 @@ const SOURCE: &str = include_str!("../../runtime-cu/warm/wmfix_warm.c");
 /// The variable that tells the runtime a new run began.
 pub const RUN_VAR: &str = "WMFIX_WARM_RUN";
 /// Runs one process serves at most before a fresh one replaces it.
-pub const RUNS_A_PROCESS: usize = 100;
+pub const RUNS_A_PROCESS: usize = 1000;
 
 /// The run command as the words a process is started with: only a simple command (words of
 /// letters, digits and `./_-=,.:+/`) can be started without a shell, and a shell would be the
