@@ -91,6 +91,8 @@ fn main() {
         Command::Tune(args) => cmd::tune::run(args),
         Command::Litmus(args) => cmd::litmus::run(args),
     };
+    // Steps of runs that srun launched and a time-out or ctrl-c stopped may still be running.
+    wmfix::app::claim::release();
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {

@@ -5,7 +5,13 @@
 //! the output directory>` in its environment; the next wmfix that claims the directory holds
 //! its lock (`out_dir::OutDir`: an exclusive `flock` that the kernel drops when its holder dies,
 //! however it dies) and kills every process group that still carries the token.
+//!
+//! Runs launched through `srun` run under `slurmd`, out of reach of a process-group kill: their
+//! steps carry the token in their name (`slurm.rs`), and the claim cancels those too, as does
+//! `release` when a command ends (a time-out or ctrl-c kills `srun` with SIGKILL, which leaves
+//! its step running).
 
+use crate::app::slurm;
 use crate::out_dir::OutDir;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -33,11 +39,18 @@ pub fn claim(out: &OutDir) {
     if claimed.as_ref() == Some(&token) {
         return;
     }
-    let killed = if out.locked() {
-        kill_owned_by(&token)
-    } else {
-        0
-    };
+    if !out.locked() {
+        *claimed = Some(token);
+        return;
+    }
+    let cancelled = slurm::cancel_named(&slurm::step_name(&token));
+    if cancelled > 0 {
+        eprintln!(
+            "wmfix: cancelled {cancelled} Slurm job(s) or step(s) left running in {} by an earlier wmfix",
+            out.root().display()
+        );
+    }
+    let killed = kill_owned_by(&token);
     if killed > 0 {
         eprintln!(
             "wmfix: killed {killed} process group(s) left running in {} by an earlier wmfix",
@@ -45,6 +58,31 @@ pub fn claim(out: &OutDir) {
         );
     }
     *claimed = Some(token);
+}
+
+/// The launcher a run goes through: an `srun` one names the run's step after the claimed
+/// directory's token, so that `claim` and `release` can cancel it.
+pub fn launcher_for_run(launcher: &str) -> String {
+    match CLAIMED.lock().unwrap().as_deref() {
+        Some(token) => slurm::name_steps(launcher, token),
+        None => launcher.to_string(),
+    }
+}
+
+/// The command is over: cancels the Slurm steps of its runs that are still running (those of
+/// runs killed at a time-out or by ctrl-c). Does nothing unless a run was launched through
+/// `srun`.
+pub fn release() {
+    if !slurm::named_any() {
+        return;
+    }
+    let Some(token) = CLAIMED.lock().unwrap().clone() else {
+        return;
+    };
+    let cancelled = slurm::cancel_named(&slurm::step_name(&token));
+    if cancelled > 0 {
+        eprintln!("wmfix: cancelled {cancelled} Slurm job(s) or step(s) of runs it stopped");
+    }
 }
 
 pub fn token(out: &std::path::Path) -> String {

@@ -84,11 +84,16 @@ impl Config {
         self.run.replace(STEPS_PLACEHOLDER, &self.steps.to_string())
     }
 
-    /// The run command as a run is started: through the launcher, if any.
+    /// The run command as a run is started: through the launcher, if any (an `srun` one names
+    /// the run's job step after the output folder, `claim::launcher_for_run`).
     pub fn launched_run_command(&self) -> String {
         let run = self.run_command();
         match self.launcher.as_deref().map(str::trim) {
-            Some(l) if !l.is_empty() => format!("{l} sh -c '{}'", run.replace('\'', "'\\''")),
+            Some(l) if !l.is_empty() => format!(
+                "{} sh -c '{}'",
+                crate::app::claim::launcher_for_run(l),
+                run.replace('\'', "'\\''")
+            ),
             _ => run,
         }
     }
@@ -340,11 +345,12 @@ mod tests {
     fn a_launcher_runs_the_run_command_through_sh_with_its_quotes_kept() {
         let mut c = parse("build = \"b\"\nrun = \"./a 'x y' {steps}\"\n").unwrap();
         assert_eq!(c.launched_run_command(), "./a 'x y' 1");
-        c.launcher = Some("srun --ntasks=1".into());
+        // Not `srun`, whose steps get a name once a folder is claimed (`slurm::name_steps`).
+        c.launcher = Some("launch --ntasks=1".into());
         let launched = c.launched_run_command();
-        assert_eq!(launched, "srun --ntasks=1 sh -c './a '\\''x y'\\'' 1'");
+        assert_eq!(launched, "launch --ntasks=1 sh -c './a '\\''x y'\\'' 1'");
         let out = std::process::Command::new("sh")
-            .args(["-c", &launched.replace("srun --ntasks=1 ", "")])
+            .args(["-c", &launched.replace("launch --ntasks=1 ", "")])
             .env("PATH", "/usr/bin:/bin")
             .output()
             .unwrap();
