@@ -18,6 +18,7 @@ const ADVANCED: &[&str] = &[
     "resume_from",
     "no_hold",
     "mps",
+    "launcher",
     "fence",
     "seed",
     "replay",
