@@ -89,8 +89,7 @@ pub fn run(spec: &Spec) -> std::io::Result<Finished> {
             None
         };
         if let Some(exit) = stop {
-            kill_group(group);
-            child.wait()?;
+            stop_group(group, &mut child)?;
             break exit;
         }
         std::thread::sleep(poll);
@@ -102,6 +101,26 @@ pub fn run(spec: &Spec) -> std::io::Result<Finished> {
         exit,
         duration: start.elapsed(),
     })
+}
+
+/// How long a stopped run's group has between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// Stops a timed-out or interrupted run: SIGTERM to its group first, so that a launcher (`srun`)
+/// can cancel the job step it runs the program in (a SIGKILLed `srun` leaves its step running),
+/// then SIGKILL once the leader is gone or `GRACE` has passed.
+fn stop_group(group: i32, child: &mut std::process::Child) -> std::io::Result<()> {
+    // SAFETY: kill(2) with a negative pid signals the process group; no memory is involved.
+    unsafe {
+        libc::kill(-group, libc::SIGTERM);
+    }
+    let t0 = Instant::now();
+    while child.try_wait()?.is_none() && t0.elapsed() < GRACE {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    kill_group(group);
+    child.wait()?;
+    Ok(())
 }
 
 fn kill_group(group: i32) {
@@ -138,6 +157,21 @@ mod tests {
             go("kill -SEGV $$", 5000).0.exit,
             Exit::Signal(libc::SIGSEGV)
         );
+    }
+
+    #[test]
+    fn a_timed_out_run_gets_sigterm_before_sigkill() {
+        // A launcher (srun) cancels its job step on SIGTERM; on SIGKILL the step stays.
+        let tmp = tempfile::tempdir().unwrap();
+        let note = tmp.path().join("note");
+        let cmd = format!(
+            "trap 'echo term > {}; exit 143' TERM; sleep 100 & wait",
+            note.display()
+        );
+        let (f, _) = go(&cmd, 300);
+        assert_eq!(f.exit, Exit::Timeout);
+        assert!(f.duration < Duration::from_secs(3));
+        assert_eq!(std::fs::read_to_string(&note).unwrap_or_default(), "term\n");
     }
 
     #[test]
