@@ -363,8 +363,15 @@ fn blank(bytes: &mut [u8], range: std::ops::Range<usize>) {
     }
 }
 
-/// CUDA's `nv/target` statement macros, defined in the toolkit's headers, not the tree.
-const NV_TARGET: &[&str] = &["NV_IF_TARGET", "NV_IF_ELSE_TARGET", "NV_DISPATCH_TARGET"];
+/// Statement macros whose parenthesised arguments are branches of code: CUDA's `nv/target`
+/// ones, defined in the toolkit's headers, not the tree, and thrust's `THRUST_CDP_DISPATCH`
+/// (`NV_IF_TARGET` over its two branches).
+const NV_TARGET: &[&str] = &[
+    "NV_IF_TARGET",
+    "NV_IF_ELSE_TARGET",
+    "NV_DISPATCH_TARGET",
+    "THRUST_CDP_DISPATCH",
+];
 
 /// `text` with `nv/target`'s statement macros (`NV_IF_TARGET(NV_IS_DEVICE, (a;), (b;))`,
 /// `NV_DISPATCH_TARGET(c1, (a;), c2, (b;))`) as blocks `{ a; } { b; }`: the macro and its

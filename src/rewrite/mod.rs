@@ -8,6 +8,7 @@ pub mod edits;
 pub mod insert;
 pub mod macros;
 pub mod mask;
+pub mod mask_forms;
 pub mod parallel;
 pub mod parse;
 pub mod plan;

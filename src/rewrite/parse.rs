@@ -1,7 +1,7 @@
 //! Parsing CUDA with tree-sitter, and finding the first syntax error.
 
 use crate::rewrite::macros::Macros;
-use crate::rewrite::mask;
+use crate::rewrite::{mask, mask_forms};
 use std::ops::ControlFlow;
 use tree_sitter::{Node, Parser, Tree};
 
@@ -27,16 +27,28 @@ pub struct Masked {
 /// Parses `text` as `parse` does, with the learnt macros (`macros.rs`), the qualifiers of
 /// extended lambdas and the attributes the grammar lacks masked; when that leaves a syntax
 /// error, again with the macros that open a body masked (`mask::body_macros`), kept if that
-/// parses without error; and, when the file has `#else`/`#elif`, with only each `#if` group's
-/// first branch, kept if it has fewer unparsed bytes.
+/// parses without error; and, when the file has `#if` groups, with only each group's first
+/// branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     let mut pragmas = blank_pragmas(text);
     let mut qualified = Vec::new();
+    // Before the macro masks, which would read a raw string's delimiter (`R"XYZ(`) as a macro
+    // beside a string literal.
+    if pragmas.contains("R\"")
+        && let Some(m) = mask_forms::raw_strings(&pragmas)
+    {
+        pragmas = m.into();
+    }
+    if pragmas.contains("_CONCEPT")
+        && let Some(m) = mask_forms::concept_definitions(&pragmas)
+    {
+        pragmas = m.into();
+    }
     if let Some((m, q)) = mask::macros(&pragmas, macros) {
         pragmas = m.into();
         qualified = q;
     }
-    if pragmas.contains("NV_")
+    if (pragmas.contains("NV_") || pragmas.contains("_DISPATCH("))
         && let Some(m) = mask::nv_target(&pragmas)
     {
         pragmas = m.into();
@@ -107,12 +119,13 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     }
 }
 
-/// `masked` parsed, or, when that leaves a syntax error and the file has `#else`/`#elif`, with
-/// only each `#if` group's first branch, if that has fewer unparsed bytes (then the offset the
-/// first-branch text starts to differ at).
+/// `masked` parsed, or, when that leaves a syntax error and the file has `#if` groups, with only
+/// each group's first branch and no directive lines (an `#if` inside an argument list, a
+/// condition the grammar cannot read: `#if _CCCL_COMPILER(NVHPC, <, 26)`), if that has fewer
+/// unparsed bytes (then the offset of the first `#else`/`#elif` left out, if any).
 fn branches_parsed(masked: &str) -> (Tree, Option<usize>) {
     let tree = parse_blanked(masked);
-    if !tree.root_node().has_error() || !(masked.contains("#else") || masked.contains("#elif")) {
+    if !tree.root_node().has_error() || !masked.contains("#if") {
         return (tree, None);
     }
     let (first, at) = mask::first_branches(masked);
@@ -321,6 +334,32 @@ pub fn error_ranges(tree: &Tree) -> Vec<std::ops::Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_if_group_without_else_inside_arguments_or_with_an_unreadable_condition_parses() {
+        for src in [
+            "__device__ void f(int* p) {\n  g(p\n#if !TUNE_BASE\n    , 1\n#endif\n  );\n  p[0] = 1;\n}\n",
+            "#if _CCCL_COMPILER(NVHPC, <, 26, 1)\n#define X 1\n#endif\n__device__ void h(int* p) { p[0] = 1; }\n",
+        ] {
+            assert!(
+                first_error(&parse(src)).is_some(),
+                "the grammar alone fails: {src}"
+            );
+            let m = parse_masked(src, &Macros::default());
+            assert!(first_error(&m.tree).is_none(), "{src}");
+            assert_eq!(m.first_branch_only, None, "no #else was left out");
+        }
+    }
+
+    #[test]
+    fn thrusts_dispatch_macro_parses_as_two_blocks() {
+        let src = "__device__ int f(int* r, int* s) {\n  THRUST_CDP_DISPATCH((r[0] = s[0];),\n                      (r[1] = s[1];));\n  return r[0];\n}\n";
+        assert!(
+            first_error(&parse(src)).is_some(),
+            "the grammar alone fails"
+        );
+        assert!(first_error(&parse_masked(src, &Macros::default()).tree).is_none());
+    }
 
     #[test]
     fn a_test_case_macro_with_type_arguments_parses_once_masked() {

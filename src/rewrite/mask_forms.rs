@@ -1,0 +1,173 @@
+//! Same-length masks for C++ forms tree-sitter-cuda does not parse and that hold no device code
+//! to instrument: raw string literals (`asm volatile(R"XYZ( ... )XYZ")`) and libcu++'s concept
+//! definitions (`_CCCL_CONCEPT c = _CCCL_REQUIRES_EXPR((T), T t)(...);`). Line breaks stay where
+//! they are, so every position keeps its line and column.
+
+use crate::rewrite::macros::{identifiers, outside_literals};
+
+/// `text` with each raw string literal as one ordinary string literal a line (adjacent literals
+/// concatenate), its characters spaces. `None` where there is none.
+pub fn raw_strings(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut from = 0;
+    while let Some(found) = text[from..].find("R\"") {
+        let at = from + found;
+        from = at + 2;
+        if at > 0 && is_word_byte(bytes[at - 1]) && !has_encoding_prefix(text, at) {
+            continue;
+        }
+        let Some((start, end)) = raw_literal(text, at) else {
+            continue;
+        };
+        let o = out.get_or_insert_with(|| bytes.to_vec());
+        as_plain_strings(o, start..end);
+        from = end;
+    }
+    out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// `u8R"`, `uR"`, `UR"`, `LR"`: the prefix is part of the literal.
+fn has_encoding_prefix(text: &str, r_at: usize) -> bool {
+    let before = &text[..r_at];
+    ["u8", "u", "U", "L"].iter().any(|p| {
+        before.ends_with(p)
+            && before[..before.len() - p.len()]
+                .bytes()
+                .last()
+                .is_none_or(|b| !is_word_byte(b))
+    })
+}
+
+/// The byte range of the raw literal whose `R"` is at `r_at` (from its prefix, if any, to its
+/// closing quote), if it is one: a delimiter of at most 16 characters, then `(`.
+fn raw_literal(text: &str, r_at: usize) -> Option<(usize, usize)> {
+    let open = r_at + 2;
+    let paren = open + text[open..].find('(')?;
+    let delim = &text[open..paren];
+    if delim.len() > 16 || delim.contains(|c: char| c.is_whitespace() || "()\\\"".contains(c)) {
+        return None;
+    }
+    let close = format!("){delim}\"");
+    let end = paren + text[paren..].find(&close)? + close.len();
+    let start = ["u8", "u", "U", "L"]
+        .iter()
+        .find(|p| text[..r_at].ends_with(*p) && has_encoding_prefix(text, r_at))
+        .map_or(r_at, |p| r_at - p.len());
+    Some((start, end))
+}
+
+/// Each line's part of `range` as `"   "` (or a space where it is one byte long).
+fn as_plain_strings(out: &mut [u8], range: std::ops::Range<usize>) {
+    let mut line_start = range.start;
+    for i in range.start..=range.end {
+        if i == range.end || out[i] == b'\n' || out[i] == b'\r' {
+            let part = &mut out[line_start..i];
+            part.fill(b' ');
+            if part.len() >= 2 {
+                part[0] = b'"';
+                *part.last_mut().expect("two bytes") = b'"';
+            }
+            line_start = i + 1;
+        }
+    }
+}
+
+/// Macros that define a concept.
+const CONCEPT_MACROS: &[&str] = &["_CCCL_CONCEPT"];
+
+/// `text` with each concept defined through a macro (`_CCCL_CONCEPT name = ...;`), with the
+/// `template <...>` before it, blanked: a concept's requirements are never evaluated code.
+/// `None` where there is none.
+pub fn concept_definitions(text: &str) -> Option<String> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut done_to = 0;
+    for (at, word) in identifiers(text) {
+        if at < done_to || !CONCEPT_MACROS.contains(&word) {
+            continue;
+        }
+        let rest = text[at + word.len()..].trim_start();
+        // `_CCCL_CONCEPT name = `: a definition, not the macro's own #define or a use.
+        let is_definition = rest
+            .split_once('=')
+            .is_some_and(|(name, _)| is_identifier(name.trim()));
+        if !is_definition {
+            continue;
+        }
+        let Some(end) = statement_end(text, at + word.len()) else {
+            continue;
+        };
+        let start = template_head_before(text, at).unwrap_or(at);
+        let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
+        for b in &mut o[start..end] {
+            if *b != b'\n' && *b != b'\r' {
+                *b = b' ';
+            }
+        }
+        done_to = end;
+    }
+    out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
+}
+
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(is_word_byte) && !s.as_bytes()[0].is_ascii_digit()
+}
+
+/// The byte after the `;` that ends the declaration going on at `from`, outside brackets and
+/// literals; `None` if a bracket closes first.
+fn statement_end(text: &str, from: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut end = None;
+    outside_literals(text, from, text.len(), |i, b| {
+        match b {
+            b'(' | b'{' | b'[' => depth += 1,
+            b')' | b'}' | b']' if depth == 0 => return false,
+            b')' | b'}' | b']' => depth -= 1,
+            b';' if depth == 0 => {
+                end = Some(i + 1);
+                return false;
+            }
+            _ => {}
+        }
+        true
+    });
+    end
+}
+
+/// Where the `template <...>` that ends right before `at` (past white space) starts, if one does.
+fn template_head_before(text: &str, at: usize) -> Option<usize> {
+    let before = text[..at].trim_end();
+    let close = before.len().checked_sub(1)?;
+    if !before.ends_with('>') {
+        return None;
+    }
+    let bytes = before.as_bytes();
+    let mut depth = 0usize;
+    let mut i = close + 1;
+    while i > 0 {
+        i -= 1;
+        match bytes[i] {
+            b'>' => depth += 1,
+            b'<' => {
+                depth -= 1;
+                if depth == 0 {
+                    let head = before[..i].trim_end();
+                    return head
+                        .strip_suffix("template")
+                        .filter(|h| h.bytes().last().is_none_or(|b| !is_word_byte(b)))
+                        .map(str::len);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "mask_forms_tests.rs"]
+mod tests;

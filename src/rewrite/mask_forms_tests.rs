@@ -1,0 +1,60 @@
+use super::*;
+use crate::rewrite::parse::{first_error, parse, parse_masked};
+
+fn same_shape(a: &str, b: &str) {
+    assert_eq!(a.len(), b.len());
+    let lines = |s: &str| s.match_indices('\n').map(|(i, _)| i).collect::<Vec<_>>();
+    assert_eq!(lines(a), lines(b));
+}
+
+/// libcu++'s cp.async: a raw string in a statement macro's branch, whose `(` the macro mask
+/// reads as code unless the literal is masked first.
+const CP_ASYNC: &str = r#"__device__ void f(int* p) {
+  NV_IF_ELSE_TARGET(NV_PROVIDES_SM_80,
+    (asm volatile(R"XYZ(
+    { (
+      .reg .pred p;
+
+    }
+  )XYZ" :: "l"(p) : "memory");),
+    (p[1] = 0;));
+  p[0] = 1;
+}
+"#;
+
+#[test]
+fn a_raw_string_becomes_a_plain_string_a_line() {
+    let m = raw_strings(CP_ASYNC).unwrap();
+    same_shape(CP_ASYNC, &m);
+    assert!(m.contains("(asm volatile(\"    \"\n\"     \"\n"), "{m}");
+    assert!(first_error(&parse_masked(CP_ASYNC, &Default::default()).tree).is_none());
+    // Without the mask (the literal no longer raw to it) the parse fails.
+    let unmasked = CP_ASYNC.replace("R\"XYZ", "R \"XYZ");
+    assert!(first_error(&parse_masked(&unmasked, &Default::default()).tree).is_some());
+    // Prefixed, empty-delimited, one-line; and no raw string at all.
+    let one = "auto s = u8R\"(a)b)\"; auto t = LR\"x(y)x\";\n";
+    let m = raw_strings(one).unwrap();
+    assert_eq!(m, "auto s = \"        \"; auto t = \"       \";\n");
+    assert_eq!(raw_strings("char R = 'a'; auto s = BAR\"(\";\n"), None);
+    assert_eq!(raw_strings("int x = 1;\n"), None);
+}
+
+#[test]
+fn a_concept_defined_through_a_macro_is_blanked_with_its_template_head() {
+    let src = "template <class _Iter>\n_CCCL_CONCEPT __decrementable = _CCCL_REQUIRES_EXPR((_Iter), _Iter __iter)(\n  requires(__is_same(decltype(--__iter), _Iter&)));\n__device__ void g(int* p) { p[0] = 1; }\n";
+    assert!(
+        first_error(&parse(src)).is_some(),
+        "the grammar alone fails"
+    );
+    let m = concept_definitions(src).unwrap();
+    same_shape(src, &m);
+    assert!(m.starts_with("                      \n "), "{m:?}");
+    assert!(m.contains("__device__ void g(int* p) { p[0] = 1; }"));
+    assert!(first_error(&parse(&m)).is_none(), "{m}");
+    // The macro's own definition and a use in an expression are left alone.
+    assert_eq!(
+        concept_definitions("#define _CCCL_CONCEPT constexpr bool\n"),
+        None
+    );
+    assert_eq!(concept_definitions("bool b = _CCCL_CONCEPT(x);\n"), None);
+}
