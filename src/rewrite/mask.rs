@@ -389,14 +389,24 @@ pub fn nv_target(text: &str) -> Option<String> {
         let Some(end) = balanced(text, open) else {
             continue;
         };
-        let branches: Vec<(usize, usize)> = top_level_args(text, open + 1, end - 1)
-            .into_iter()
-            .filter_map(|(from, to)| {
+        let args = top_level_args(text, open + 1, end - 1);
+        let mut branches: Vec<(usize, usize)> = args
+            .iter()
+            .filter_map(|&(from, to)| {
                 let lead = from + text[from..to].len() - text[from..to].trim_start().len();
                 let close = balanced(text, lead)?;
                 (text[close..to].trim().is_empty()).then_some((lead, close - 1))
             })
             .collect();
+        // `NV_IF_TARGET(NV_PROVIDES_SM_90, f(x);)`: a last branch of statements without its
+        // parentheses, braced from the comma before it to the macro's `)`.
+        if let [.., (from, to)] = args[..]
+            && args.len() > 1
+            && !branches.iter().any(|&(p, _)| p >= from)
+            && text[from..to].trim_end().ends_with(';')
+        {
+            branches.push((from - 1, end - 1));
+        }
         if branches.is_empty() {
             continue;
         }
@@ -717,7 +727,7 @@ fn code_free_call(
 }
 
 /// Whether the line holding `at` is a preprocessor directive (its own or one it continues).
-fn on_directive(text: &str, at: usize) -> bool {
+pub(crate) fn on_directive(text: &str, at: usize) -> bool {
     let mut end = at;
     loop {
         let start = text[..end].rfind('\n').map_or(0, |i| i + 1);

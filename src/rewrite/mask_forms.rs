@@ -1,9 +1,11 @@
-//! Same-length masks for C++ forms tree-sitter-cuda does not parse and that hold no device code
-//! to instrument: raw string literals (`asm volatile(R"XYZ( ... )XYZ")`) and libcu++'s concept
-//! definitions (`_CCCL_CONCEPT c = _CCCL_REQUIRES_EXPR((T), T t)(...);`). Line breaks stay where
-//! they are, so every position keeps its line and column.
+//! Same-length masks for C++ forms tree-sitter-cuda does not parse: raw string literals
+//! (`asm volatile(R"XYZ( ... )XYZ")`) and libcu++'s concept definitions (`_CCCL_CONCEPT c =
+//! _CCCL_REQUIRES_EXPR((T), T t)(...);`), which hold no device code, and libcu++'s `if consteval`
+//! macros before a block, whose block does. Line breaks stay where they are, so every position
+//! keeps its line and column.
 
 use crate::rewrite::macros::{identifiers, outside_literals};
+use crate::rewrite::mask::on_directive;
 
 /// `text` with each raw string literal as one ordinary string literal a line (adjacent literals
 /// concatenate), its characters spaces. `None` where there is none.
@@ -166,6 +168,31 @@ fn template_head_before(text: &str, at: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// libcu++'s `if consteval` / `if !consteval` macros (`if constexpr (true)` before C++23).
+const CONSTEVAL_IFS: &[&str] = &[
+    "_CCCL_IF_CONSTEVAL",
+    "_CCCL_IF_CONSTEVAL_DEFAULT",
+    "_CCCL_IF_NOT_CONSTEVAL",
+    "_CCCL_IF_NOT_CONSTEVAL_DEFAULT",
+];
+
+/// `text` with each `if consteval` macro before a `{` as `if (1)` and spaces: the block after it
+/// is code of the function, parsed and instrumented. `None` where there is none.
+pub fn consteval_ifs(text: &str) -> Option<String> {
+    let mut out: Option<Vec<u8>> = None;
+    for (at, word) in identifiers(text) {
+        let before_block = text[at + word.len()..].trim_start().starts_with('{');
+        if !CONSTEVAL_IFS.contains(&word) || !before_block || on_directive(text, at) {
+            continue;
+        }
+        let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
+        let slot = &mut o[at..at + word.len()];
+        slot.fill(b' ');
+        slot[..6].copy_from_slice(b"if (1)");
+    }
+    out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
 }
 
 #[cfg(test)]

@@ -58,3 +58,33 @@ fn a_concept_defined_through_a_macro_is_blanked_with_its_template_head() {
     );
     assert_eq!(concept_definitions("bool b = _CCCL_CONCEPT(x);\n"), None);
 }
+
+#[test]
+fn an_if_consteval_macro_before_a_block_is_an_if_and_its_block_is_instrumented_code() {
+    let src = "__device__ int f(int* p) {\n  _CCCL_IF_NOT_CONSTEVAL_DEFAULT\n  {\n    if constexpr (sizeof(int) <= 8) { p[0] = 1; }\n  }\n  return p[1];\n}\n";
+    assert!(
+        first_error(&parse(src)).is_some(),
+        "the grammar alone fails"
+    );
+    let m = consteval_ifs(src).unwrap();
+    same_shape(src, &m);
+    assert!(
+        m.contains("\n  if (1)                        \n  {"),
+        "{m:?}"
+    );
+    assert!(first_error(&parse_masked(src, &Default::default()).tree).is_none());
+    // Its definition is left alone.
+    assert_eq!(
+        consteval_ifs("#define _CCCL_IF_CONSTEVAL if consteval\n"),
+        None
+    );
+}
+
+#[test]
+fn a_statement_macros_last_branch_without_parentheses_is_a_block() {
+    let src = "__device__ void f(int* p) {\n  if (p) {\n    NV_IF_TARGET(NV_PROVIDES_SM_90, p[0] = g(&p[1]););\n  }\n}\n";
+    let m = crate::rewrite::mask::nv_target(src).unwrap();
+    same_shape(src, &m);
+    assert!(m.contains("{ p[0] = g(&p[1]);};"), "{m:?}");
+    assert!(first_error(&parse_masked(src, &Default::default()).tree).is_none());
+}

@@ -44,6 +44,11 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     {
         pragmas = m.into();
     }
+    if pragmas.contains("CONSTEVAL")
+        && let Some(m) = mask_forms::consteval_ifs(&pragmas)
+    {
+        pragmas = m.into();
+    }
     if let Some((m, q)) = mask::macros(&pragmas, macros) {
         pragmas = m.into();
         qualified = q;
