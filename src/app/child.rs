@@ -77,18 +77,9 @@ pub fn run(spec: &Spec) -> std::io::Result<Finished> {
     let mut poll = Duration::from_millis(1);
     let exit = loop {
         if let Some(status) = child.try_wait()? {
-            break status
-                .code()
-                .map_or_else(|| Exit::Signal(status.signal().unwrap_or(0)), Exit::Code);
+            break exit_of(status);
         }
-        let stop = if start.elapsed() >= spec.timeout {
-            Some(Exit::Timeout)
-        } else if crate::interrupt::interrupted() {
-            Some(Exit::Interrupted)
-        } else {
-            None
-        };
-        if let Some(exit) = stop {
+        if let Some(exit) = stop_now(start, spec.timeout) {
             stop_group(group, &mut child)?;
             break exit;
         }
@@ -101,6 +92,24 @@ pub fn run(spec: &Spec) -> std::io::Result<Finished> {
         exit,
         duration: start.elapsed(),
     })
+}
+
+/// How a process that ended did: its exit code, or the signal that killed it.
+pub fn exit_of(status: std::process::ExitStatus) -> Exit {
+    status
+        .code()
+        .map_or_else(|| Exit::Signal(status.signal().unwrap_or(0)), Exit::Code)
+}
+
+/// Whether a run started at `start` must stop now: its time is up, or ctrl-c.
+pub fn stop_now(start: Instant, timeout: Duration) -> Option<Exit> {
+    if start.elapsed() >= timeout {
+        Some(Exit::Timeout)
+    } else if crate::interrupt::interrupted() {
+        Some(Exit::Interrupted)
+    } else {
+        None
+    }
 }
 
 /// How long a stopped run's group has between SIGTERM and SIGKILL.

@@ -10,11 +10,11 @@
 //! process serves at most `RUNS_A_PROCESS` runs, and only after runs that passed: a run that
 //! erred, timed out or crashed ends its process, and the next run starts a fresh one.
 
-use crate::app::child::{Exit, Finished};
+use crate::app::child::{self, Exit, Finished};
 use crate::exit_code::{UNAVAILABLE, USAGE, fail};
 use anyhow::Result;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -317,14 +317,7 @@ impl Server {
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(self.ended(start)),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            let stop = if start.elapsed() >= timeout {
-                Some(Exit::Timeout)
-            } else if crate::interrupt::interrupted() {
-                Some(Exit::Interrupted)
-            } else {
-                None
-            };
-            if let Some(exit) = stop {
+            if let Some(exit) = child::stop_now(start, timeout) {
                 self.kill();
                 return Ok(Finished {
                     exit,
@@ -337,12 +330,7 @@ impl Server {
     /// The process ended during a run: its status is the run's.
     fn ended(&mut self, start: Instant) -> Finished {
         self.dead = true;
-        let exit = match self.child.wait() {
-            Ok(s) => s
-                .code()
-                .map_or_else(|| Exit::Signal(s.signal().unwrap_or(0)), Exit::Code),
-            Err(_) => Exit::Signal(0),
-        };
+        let exit = self.child.wait().map_or(Exit::Signal(0), child::exit_of);
         self.kill();
         Finished {
             exit,
