@@ -6,6 +6,7 @@
 //! folder, which `insert` writes too) are leaves.
 
 pub mod app;
+pub mod chart;
 pub mod chip;
 pub mod cmd;
 pub mod cost;

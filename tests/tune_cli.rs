@@ -69,13 +69,21 @@ fn analyses_a_titan_style_run() {
     assert!(patches.contains("MP, d = 0 (max "));
     assert!(patches.contains("SB, d = 32 (max "));
     assert!(!patches.contains("d = 64"));
-    assert!(
-        patches.matches("class=\"hot\"").count() >= 3 * 32,
-        "a hot region per test"
-    );
+    // A bar per hot location, in the hot colour (blue): at least a 32-wide region per test.
+    let hot = patches
+        .lines()
+        .filter(|l| l.starts_with("<rect") && l.contains("fill=\"#1F77B4\""))
+        .count();
+    assert!(hot >= 3 * 32, "a hot region per test: {hot} bars");
     let spread = read(&dir.join("spread.svg"));
     assert!(spread.contains("chosen: 2"));
-    assert_eq!(spread.matches("<polyline").count(), 3);
+    // One line per test, in the tests' colours (the dashed line at the chosen spread is grey).
+    for colour in ["#1F77B4", "#FF7F0E", "#2CA02C"] {
+        let lines = spread
+            .lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains(&format!("stroke=\"{colour}\"")));
+        assert_eq!(lines.count(), 1, "{colour}");
+    }
 
     assert_eq!(read(&fixture_json()), before, "the input is only read");
 }

@@ -75,7 +75,7 @@ pub fn write(raw: &RawCounts, origin: &Path, out: &Path, epsilon: Option<u64>) -
                     "Patch finding on {} (epsilon = {})",
                     raw.params.gpu, pa.epsilon
                 ),
-            ),
+            )?,
         ));
     }
     if let (Some(ph), Some(c)) = (&raw.spread, &analysis.spread) {
@@ -85,7 +85,7 @@ pub fn write(raw: &RawCounts, origin: &Path, out: &Path, epsilon: Option<u64>) -
                 &ph.scores,
                 Some(c.chosen),
                 &format!("Spread finding on {} ({})", raw.params.gpu, ph.sequence),
-            ),
+            )?,
         ));
     }
     let mut written = Vec::new();
