@@ -52,6 +52,11 @@ enum Command {
     /// Sec. 3): writes raw.json, profile.toml, <gpu>.toml, analysis.json and SVG plots.
     /// --analyse re-runs the analysis on saved raw counts, without a GPU.
     Tune(cmd::tune::Args),
+    /// Write one HTML page of an output folder: tests, reduction, kept fences, cost.
+    ///
+    /// Self-contained (inline CSS and SVG charts, nothing fetched), written into the output
+    /// folder as report.html; --from reads the step folders of scripts/gpu/evidence.sh instead.
+    Report(cmd::report::Args),
     /// Run one litmus test (MP, LB or SB) on the GPU.
     ///
     /// Prints its outcome histogram, weak behaviours and instances per second.
@@ -89,6 +94,7 @@ fn main() {
         Command::Apply(args) => cmd::apply::run(args),
         Command::Cost(args) => cmd::cost::run(args),
         Command::Tune(args) => cmd::tune::run(args),
+        Command::Report(args) => cmd::report::run(args),
         Command::Litmus(args) => cmd::litmus::run(args),
     };
     // Steps of runs that srun launched and a time-out or ctrl-c stopped may still be running.

@@ -13,6 +13,7 @@
 //! test/{runs.jsonl, summary.json, logs/, replay-ID.log}  test.old/
 //! reduce/{journal.jsonl, reduce.json, fences.patch, baseline.log, logs/}
 //! cost/{runs.jsonl, cost.json, logs/, build-NAME.log, NAME/}
+//! report.html
 //! ```
 //!
 //! A folder made by a wmfix older than the marker is recognised by its layout (see
@@ -50,6 +51,7 @@ const OWN_NAMES: &[&str] = &[
     "cost",
     "cache",
     "tune",
+    "report.html",
 ];
 
 /// An output folder this process has marked and locked.
@@ -172,6 +174,10 @@ impl OutDir {
     }
     pub fn race(&self) -> RaceFiles {
         RaceFiles(self.at("race"))
+    }
+    /// The page `wmfix report` writes.
+    pub fn report_page(&self) -> PathBuf {
+        self.at("report.html")
     }
 
     /// Deletes `path` (a file or a folder) if it exists. Only paths inside this marked folder

@@ -237,6 +237,7 @@ fn a_build_shows_a_spinner_naming_its_step() {
 fn short_help_fits_a_screen_and_long_help_keeps_everything() {
     for sub in [
         "", "insert", "init", "build", "test", "reduce", "race", "apply", "cost", "tune", "litmus",
+        "report",
     ] {
         let args: Vec<&str> = [sub, "-h"].into_iter().filter(|a| !a.is_empty()).collect();
         let short = wmfix().args(args).output().unwrap();

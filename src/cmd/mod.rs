@@ -10,6 +10,7 @@ pub mod insert;
 pub mod litmus;
 pub mod race;
 pub mod reduce;
+pub mod report;
 pub mod test;
 pub mod tune;
 pub mod values;

@@ -1,0 +1,129 @@
+//! The kept fences: each with its place (`file:line`, function, the access it follows), the
+//! source lines around it (`source`), how the reduction found it, and the model's completion
+//! (`reduce::model`): the fence the PTX memory model requires on the other side of the same
+//! synchronisation, or why no pattern was recognised.
+
+use crate::reduce::record::{KeptFence, Report as Reduction};
+use crate::report::html::{esc, prose};
+use crate::report::source::{Excerpt, Sources, file_and_line};
+use std::fmt::Write;
+
+/// The section, or nothing when the reduction kept no fence and the model adds none.
+pub fn section(r: &Reduction, sources: &Sources) -> String {
+    let mut s = String::from("<section id=\"fences\">\n<h2>Kept fences</h2>\n");
+    if r.kept.is_empty() {
+        s += "<p>The reduction kept no fence.</p>\n";
+    } else {
+        s += "<p>Source lines as the files are now: <span class=\"swatch\" style=\"background:#fff3c4\"></span>the access the fence follows, \
+              <span class=\"swatch\" style=\"background:#e3f1ff\"></span>another line where <code>fences.patch</code> puts it.</p>\n";
+    }
+    for k in &r.kept {
+        s += &card(r, k, sources);
+    }
+    let orphans = r
+        .model
+        .fences
+        .iter()
+        .filter(|c| !r.kept.iter().any(|k| k.id == c.partner));
+    for c in orphans {
+        let _ = writeln!(
+            s,
+            "<p class=\"model\">Model completion: fence {} ({} on <code>{}</code>): {}</p>",
+            c.id,
+            esc(&c.side),
+            esc(&c.variable),
+            prose(&c.reasoning)
+        );
+    }
+    for f in &r.library_fences {
+        let _ = writeln!(
+            s,
+            "<p class=\"note\">Needed inside a library header, not in the patch: {}</p>",
+            esc(f)
+        );
+    }
+    for f in &r.unplaced_fences {
+        let _ = writeln!(
+            s,
+            "<p class=\"note\">Not in the patch (inside a macro's expansion or a header's later inclusion): {}</p>",
+            esc(f)
+        );
+    }
+    s + "</section>\n"
+}
+
+fn card(r: &Reduction, k: &KeptFence, sources: &Sources) -> String {
+    let mut s = format!(
+        "<div class=\"fence-card\" id=\"fence-{id}\">\n<h3>fence {id} at <code>{}</code> in <code>{}</code>, after {} <code>{}</code></h3>\n",
+        esc(&k.location),
+        esc(&k.function),
+        k.kind.name(),
+        esc(&k.access),
+        id = k.id
+    );
+    if r.result.added_back.contains(&k.id) {
+        s += "<p>Found after a failed stability check (add-back): without it the program errs rarely.</p>\n";
+    }
+    if r.result.after_loop_only.contains(&k.id) {
+        s += "<p>Needed after the loop only (its placement at the top of the loop body is off).</p>\n";
+    }
+    s += &lines(k, sources);
+    s += &model(r, k);
+    s + "</div>\n"
+}
+
+fn lines(k: &KeptFence, sources: &Sources) -> String {
+    let Some((file, line)) = file_and_line(&k.location) else {
+        return format!(
+            "<p class=\"note\">Location {} is not file:line:column.</p>\n",
+            esc(&k.location)
+        );
+    };
+    let placed: Vec<usize> = k.placements.iter().map(|p| p.line).collect();
+    match sources.excerpt(file, line, &k.access, &placed) {
+        Ok(e) => render(&e),
+        Err(why) => format!("<p class=\"note\">No source lines: {}</p>\n", esc(&why)),
+    }
+}
+
+fn render(e: &Excerpt) -> String {
+    let width = e.lines.last().map_or(1, |(n, _)| n.to_string().len());
+    let mut s = String::new();
+    if let Some(n) = &e.note {
+        let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(n));
+    }
+    s += "<pre class=\"source\">";
+    for (n, text) in &e.lines {
+        let class = if *n == e.at {
+            " class=\"fence\""
+        } else if e.placed.contains(n) {
+            " class=\"placed\""
+        } else {
+            ""
+        };
+        let _ = write!(s, "<span{class}>{n:>width$}  {}</span>", esc(text));
+    }
+    s + "</pre>\n"
+}
+
+fn model(r: &Reduction, k: &KeptFence) -> String {
+    let mut s = String::new();
+    for c in r.model.fences.iter().filter(|c| c.partner == k.id) {
+        let _ = writeln!(
+            s,
+            "<p class=\"model\"><strong>Model completion:</strong> fence {} ({} on <code>{}</code>), required by the PTX memory model, not observed on this GPU: {}</p>",
+            c.id,
+            esc(&c.side),
+            esc(&c.variable),
+            prose(&c.reasoning)
+        );
+    }
+    for (_, why) in r.model.unrecognised.iter().filter(|(id, _)| *id == k.id) {
+        let _ = writeln!(
+            s,
+            "<p class=\"model\"><strong>Model completion:</strong> pattern not recognised: {}</p>",
+            prose(why)
+        );
+    }
+    s
+}
