@@ -251,6 +251,77 @@ fn a_page_of_each_case_studys_committed_gpu_results() {
 }
 
 #[test]
+fn a_page_of_the_other_case_studies_committed_results() {
+    // The fenced studies' tests (warm, on an H100), the library study's test with every fence.
+    let tests = [
+        (
+            "cub-scan",
+            "results/2026-11-27c-warm-nvidia-h100-80gb-hbm3/warm-fenced-cub-scan",
+        ),
+        (
+            "ls-bh",
+            "results/2026-11-27c-warm-nvidia-h100-80gb-hbm3/warm-fenced-ls-bh",
+        ),
+        (
+            "sdk-red",
+            "results/2026-11-27c-warm-nvidia-h100-80gb-hbm3/warm-fenced-sdk-red",
+        ),
+        (
+            "cub-scan-lib",
+            "results/2026-11-25-nvidia-h100-80gb-hbm3/cub-scan-lib-sys-all",
+        ),
+    ];
+    for (study, step) in tests {
+        let tmp = tempfile::tempdir().unwrap();
+        let copy = copy_tree(&repo().join(step), tmp.path());
+        let app = repo().join("case-studies").join(study);
+        let args = [
+            app.to_str().unwrap(),
+            "--from",
+            copy.to_str().unwrap(),
+            "--out",
+            "p",
+        ];
+        let (html, _) = report_ok(tmp.path(), &args);
+        self_contained(&html);
+        has_test_rows(&html, &json(&copy.join("summary.json")));
+        assert!(
+            !html.contains("<section id=\"reduce\">"),
+            "{study}: no reduction, no section"
+        );
+    }
+    // The library study's reduction in preprocessed mode: its one fence is in CUB's header.
+    let tmp = tempfile::tempdir().unwrap();
+    let step = "results/2026-11-26b-nvidia-h100-80gb-hbm3/reduce-cub-scan-lib-nf";
+    let copy = copy_tree(&repo().join(step), tmp.path());
+    let app = repo().join("case-studies/cub-scan-lib-nf");
+    let args = [
+        app.to_str().unwrap(),
+        "--from",
+        copy.to_str().unwrap(),
+        "--out",
+        "p",
+    ];
+    let (html, _) = report_ok(tmp.path(), &args);
+    assert!(html.contains("fence 784 at <code>cub/thread/thread_store.cuh:130:5</code>"));
+    assert!(html.contains("In a library header, outside the application's folder"));
+    has_journal(&html, &copy.join("journal.jsonl"));
+    // sdk-red-tmpl's reduction dropped every fence: none was ever run on global memory.
+    let step = "results/2026-11-26-nvidia-h100-80gb-hbm3/coverage-reduce-sdk-red-tmpl";
+    let copy = copy_tree(&repo().join(step), tmp.path());
+    let app = repo().join("case-studies/sdk-red-tmpl");
+    let args = [
+        app.to_str().unwrap(),
+        "--from",
+        copy.to_str().unwrap(),
+        "--out",
+        "q",
+    ];
+    let (html, _) = report_ok(tmp.path(), &args);
+    assert!(html.contains("12 &rarr; 0 fences") && html.contains("The reduction kept no fence."));
+}
+
+#[test]
 fn a_source_changed_since_the_reduction_shows_where_its_access_is_now() {
     // ls-bh-nf's bh.cu gained a line after this reduction: the access moved down by one.
     let tmp = tempfile::tempdir().unwrap();
@@ -272,19 +343,22 @@ fn a_source_changed_since_the_reduction_shows_where_its_access_is_now() {
         ),
         "{html}"
     );
-    // Without the application's folder, the sources the record names are used where they are
-    // (this repository's, when its results were made in this checkout), else the page says so.
-    let o = run(
+    // Without the application's folder, the sources are those the record names; where they
+    // are not, the page says how to give them.
+    let record = dirs[0].join("reduce.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    let moved = text.replace("\"app\": \"/work/main/", "\"app\": \"/nowhere/");
+    assert_ne!(text, moved);
+    std::fs::write(&record, moved).unwrap();
+    let (html, _) = report_ok(
         tmp.path(),
-        &[
-            "report",
-            "--from",
-            dirs[0].to_str().unwrap(),
-            "--out",
-            "page2",
-        ],
+        &["--from", dirs[0].to_str().unwrap(), "--out", "q"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        html.contains("give its folder (<code>wmfix report DIR</code>)"),
+        "{html}"
+    );
+    assert!(!html.contains("<span class=\"fence\">"));
 }
 
 /// A stand-in's test, reduction and cost in its own output folder, made by wmfix.

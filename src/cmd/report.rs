@@ -34,7 +34,7 @@ fn plan(args: &Args) -> Plan {
     match (&args.dir, &args.out) {
         (dir, Some(out)) => Plan {
             out: out.clone(),
-            app: dir.clone(),
+            app: dir.clone().filter(|d| !out_dir::is_output(d)),
         },
         (Some(dir), None) if out_dir::is_output(dir) => Plan {
             out: dir.clone(),

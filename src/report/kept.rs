@@ -67,22 +67,28 @@ fn card(r: &Reduction, k: &KeptFence, sources: &Sources) -> String {
     if r.result.after_loop_only.contains(&k.id) {
         s += "<p>Needed after the loop only (its placement at the top of the loop body is off).</p>\n";
     }
-    s += &lines(k, sources);
+    s += &lines(r, k, sources);
     s += &model(r, k);
     s + "</div>\n"
 }
 
-fn lines(k: &KeptFence, sources: &Sources) -> String {
+fn lines(r: &Reduction, k: &KeptFence, sources: &Sources) -> String {
     let Some((file, line)) = file_and_line(&k.location) else {
         return format!(
             "<p class=\"note\">Location {} is not file:line:column.</p>\n",
             esc(&k.location)
         );
     };
+    // Preprocessed mode: a library header's fence is a finding for that library, and its
+    // header is not among the application's files.
+    let in_library = format!("{file}:{line} (fence {})", k.id);
+    if r.library_fences.contains(&in_library) {
+        return "<p>In a library header, outside the application's folder: a finding for that library, not in <code>fences.patch</code>.</p>\n".to_string();
+    }
     let placed: Vec<usize> = k.placements.iter().map(|p| p.line).collect();
     match sources.excerpt(file, line, &k.access, &placed) {
         Ok(e) => render(&e),
-        Err(why) => format!("<p class=\"note\">No source lines: {}</p>\n", esc(&why)),
+        Err(why) => format!("<p class=\"note\">No source lines: {}</p>\n", prose(&why)),
     }
 }
 
