@@ -108,9 +108,28 @@ fn left(traces: &[Trace], opts: &Options, fences: &Ids) -> Left {
 
 /// `left`, and with `name`, the fences the messages of the pairs' examples name.
 fn left_naming(traces: &[Trace], opts: &Options, fences: &Ids, name: bool) -> (Left, Ids) {
+    let (left, named, _) = detect_all(traces, opts, fences, name, false);
+    (left, named)
+}
+
+/// The racing pairs without wmfix's fences, the fences their examples' messages name, and
+/// each trace slimmed to what a check of more fences needs (`slim`).
+fn unfenced(traces: &[Trace], opts: &Options) -> (Left, Ids, Vec<Trace>) {
+    detect_all(traces, opts, &Ids::new(), true, true)
+}
+
+/// One detection of each trace with `fences` taken as enabled: the racing pairs, with `name`
+/// the fences their examples' messages name, with `slims` each trace slimmed.
+fn detect_all(
+    traces: &[Trace],
+    opts: &Options,
+    fences: &Ids,
+    name: bool,
+    slims: bool,
+) -> (Left, Ids, Vec<Trace>) {
     let mut with = opts.clone();
     with.fences = fences.clone();
-    let (mut out, mut named) = (Left::new(), Ids::new());
+    let (mut out, mut named, mut slimmed) = (Left::new(), Ids::new(), Vec::new());
     for t in traces {
         let d = detect::detect(t, &with);
         for (k, pair, strong) in report::reported(t, &d) {
@@ -121,27 +140,11 @@ fn left_naming(traces: &[Trace], opts: &Options, fences: &Ids, name: bool) -> (L
                 }
             }
         }
-    }
-    (out, named)
-}
-
-/// The racing pairs without wmfix's fences, the fences their examples' messages name, and
-/// each trace slimmed to what a check of more fences needs (`slim`).
-fn unfenced(traces: &[Trace], opts: &Options) -> (Left, Ids, Vec<Trace>) {
-    let mut with = opts.clone();
-    with.fences = Ids::new();
-    let (mut out, mut named, mut slims) = (Left::new(), Ids::new(), Vec::new());
-    for t in traces {
-        let d = detect::detect(t, &with);
-        for (k, pair, strong) in report::reported(t, &d) {
-            out.insert((strong, k));
-            for &(a, b) in &pair.examples {
-                named.extend(explain::explain(t, &d, a, b).suggested());
-            }
+        if slims {
+            slimmed.push(slim::slim(t, &d.addresses));
         }
-        slims.push(slim::slim(t, &d.addresses));
     }
-    (out, named, slims)
+    (out, named, slimmed)
 }
 
 /// `left` of each set, several at a time.
