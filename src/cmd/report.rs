@@ -158,7 +158,10 @@ mod tests {
         assert_eq!(read.steps, Some(10));
         assert!(read.interrupted);
         let r = &read.rows[0];
-        assert_eq!((r.env.as_str(), r.runs, r.errors()), ("aim-str+", 40, 10));
+        assert_eq!(
+            (r.counts.env.as_str(), r.counts.runs, r.counts.errors()),
+            ("aim-str+", 40, 10)
+        );
         assert_eq!(r.seconds, 20.0);
     }
 }

@@ -48,16 +48,7 @@ pub struct Options {
     pub coverage: bool,
 }
 
-/// How the runs of one environment ended.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Counts {
-    pub env: String,
-    pub runs: usize,
-    pub pass: usize,
-    pub fail: usize,
-    pub timeout: usize,
-    pub crash: usize,
-}
+pub use crate::run::counts::Counts;
 
 /// One environment in `summary.json`: its counts and the time its runs took.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -69,22 +60,6 @@ pub struct Row {
     /// that left coverage (`run::coverage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<Coverage>,
-}
-
-impl Counts {
-    pub fn errors(&self) -> usize {
-        self.fail + self.timeout + self.crash
-    }
-
-    fn add(&mut self, o: Outcome) {
-        self.runs += 1;
-        match o {
-            Outcome::Pass => self.pass += 1,
-            Outcome::Fail => self.fail += 1,
-            Outcome::Timeout => self.timeout += 1,
-            Outcome::Crash => self.crash += 1,
-        }
-    }
 }
 
 #[derive(Serialize, Deserialize)]

@@ -9,6 +9,7 @@ use crate::chart::{self, drawing_error};
 use crate::fences::set::FenceSet;
 use crate::report::doc::Doc;
 use crate::report::html::{count, esc, percent, source_of};
+use crate::run::counts::Counts;
 use crate::run::profile::ProfileUsed;
 use anyhow::Result;
 use plotters::prelude::*;
@@ -33,25 +34,18 @@ pub struct Summary {
 /// One environment: its counts and the seconds its runs took.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct Row {
-    pub env: String,
-    pub runs: usize,
-    pub pass: usize,
-    pub fail: usize,
-    pub timeout: usize,
-    pub crash: usize,
+    #[serde(flatten)]
+    pub counts: Counts,
     pub seconds: f64,
 }
 
 impl Row {
-    pub fn errors(&self) -> usize {
-        self.fail + self.timeout + self.crash
-    }
-
     /// The error rate and its 95% interval; None without runs.
     pub fn rate(&self) -> Option<(f64, (f64, f64))> {
-        (self.runs > 0).then(|| {
-            let rate = self.errors() as f64 / self.runs as f64;
-            (rate, crate::stats::wilson95(self.errors(), self.runs))
+        let c = &self.counts;
+        (c.runs > 0).then(|| {
+            let rate = c.errors() as f64 / c.runs as f64;
+            (rate, crate::stats::wilson95(c.errors(), c.runs))
         })
     }
 }
@@ -114,18 +108,18 @@ fn table_row(summary: &Summary, row: &Row) -> Result<String> {
     };
     let errors = format!(
         "<span title=\"failed {}, timed out {}, crashed {}\">{}</span>",
-        row.fail,
-        row.timeout,
-        row.crash,
-        count(row.errors())
+        row.counts.fail,
+        row.counts.timeout,
+        row.counts.crash,
+        count(row.counts.errors())
     );
     Ok(format!(
         "<tr><td><code>{}</code></td><td><code>{}</code></td><td class=\"num\">{}</td>\
          <td class=\"num\">{errors}</td><td class=\"num\">{rate}</td><td class=\"num\">{interval}</td>\
          <td>{bar}</td><td class=\"num\">{:.1}</td></tr>\n",
         esc(&summary.fences.to_string()),
-        esc(&row.env),
-        count(row.runs),
+        esc(&row.counts.env),
+        count(row.counts.runs),
         row.seconds
     ))
 }
@@ -145,7 +139,11 @@ fn notes(summary: &Summary) -> String {
             .filter_map(|r| {
                 let (rate, _) = r.rate()?;
                 let step = crate::stats::rate_a_step(rate, steps);
-                Some(format!("<code>{}</code> {}", esc(&r.env), percent(step)))
+                Some(format!(
+                    "<code>{}</code> {}",
+                    esc(&r.counts.env),
+                    percent(step)
+                ))
             })
             .collect();
         let _ = write!(

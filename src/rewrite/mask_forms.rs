@@ -16,14 +16,15 @@ pub fn raw_strings(text: &str) -> Option<String> {
     while let Some(found) = text[from..].find("R\"") {
         let at = from + found;
         from = at + 2;
-        if at > 0 && is_word_byte(bytes[at - 1]) && !has_encoding_prefix(text, at) {
+        let prefix = encoding_prefix(text, at);
+        if at > 0 && is_word_byte(bytes[at - 1]) && prefix.is_none() {
             continue;
         }
-        let Some((start, end)) = raw_literal(text, at) else {
+        let Some(end) = raw_literal_end(text, at) else {
             continue;
         };
         let o = out.get_or_insert_with(|| bytes.to_vec());
-        as_plain_strings(o, start..end);
+        as_plain_strings(o, at - prefix.unwrap_or(0)..end);
         from = end;
     }
     out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
@@ -33,21 +34,25 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// `u8R"`, `uR"`, `UR"`, `LR"`: the prefix is part of the literal.
-fn has_encoding_prefix(text: &str, r_at: usize) -> bool {
+/// The length of the `u8`, `u`, `U` or `L` before the `R"` at `r_at`, if it is a whole word's
+/// start (`u8R"`): the prefix is part of the literal.
+fn encoding_prefix(text: &str, r_at: usize) -> Option<usize> {
     let before = &text[..r_at];
-    ["u8", "u", "U", "L"].iter().any(|p| {
-        before.ends_with(p)
-            && before[..before.len() - p.len()]
-                .bytes()
-                .last()
-                .is_none_or(|b| !is_word_byte(b))
-    })
+    ["u8", "u", "U", "L"]
+        .iter()
+        .find(|p| {
+            before.ends_with(*p)
+                && before[..before.len() - p.len()]
+                    .bytes()
+                    .last()
+                    .is_none_or(|b| !is_word_byte(b))
+        })
+        .map(|p| p.len())
 }
 
-/// The byte range of the raw literal whose `R"` is at `r_at` (from its prefix, if any, to its
-/// closing quote), if it is one: a delimiter of at most 16 characters, then `(`.
-fn raw_literal(text: &str, r_at: usize) -> Option<(usize, usize)> {
+/// The byte after the closing quote of the raw literal whose `R"` is at `r_at`, if it is one:
+/// a delimiter of at most 16 characters, then `(`.
+fn raw_literal_end(text: &str, r_at: usize) -> Option<usize> {
     let open = r_at + 2;
     let paren = open + text[open..].find('(')?;
     let delim = &text[open..paren];
@@ -55,12 +60,7 @@ fn raw_literal(text: &str, r_at: usize) -> Option<(usize, usize)> {
         return None;
     }
     let close = format!("){delim}\"");
-    let end = paren + text[paren..].find(&close)? + close.len();
-    let start = ["u8", "u", "U", "L"]
-        .iter()
-        .find(|p| text[..r_at].ends_with(*p) && has_encoding_prefix(text, r_at))
-        .map_or(r_at, |p| r_at - p.len());
-    Some((start, end))
+    Some(paren + text[paren..].find(&close)? + close.len())
 }
 
 /// Each line's part of `range` as `"   "` (or a space where it is one byte long).

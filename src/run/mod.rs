@@ -4,6 +4,7 @@
 //! processes that serve many runs each.
 
 pub mod batch;
+pub mod counts;
 pub mod coverage;
 pub mod environment;
 pub mod hold;
