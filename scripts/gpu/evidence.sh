@@ -790,6 +790,9 @@ for s in cub-scan-nf ls-bh-nf cub-scan ls-bh; do add "race-$s" race_step "case-s
 add race-sdk-red-nf race_small case-studies/sdk-red-nf
 add race-sdk-red race_small case-studies/sdk-red
 add racecheck-ls-bh-nf racecheck case-studies/ls-bh-nf
+# The rest of the studies under racecheck, for the side-by-side table beside wmfix race.
+add racecheck-sdk-red-one racecheck_one sdk-red
+for s in cbe-ht ct-octree cub-scan-nf cub-scan ls-bh; do add "racecheck-$s" racecheck "case-studies/$s"; done
 # Each fence-less study with its stress reduction's fences and their model completion enabled
 # (case-studies/README.md's H100 rows; ct-octree: the union of its seeds' sets): no race may be left.
 race_reduced() { local s=$1; shift; race_step "case-studies/$s" --fences "$@"; }

@@ -51,25 +51,94 @@ impl Explanation {
 const CHAIN_LIMIT: usize = 1 << 16;
 
 pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explanation {
-    let (w, t) = (d.thread_of[earlier as usize], d.thread_of[later as usize]);
-    let (wp, tp) = (d.position[earlier as usize], d.position[later as usize]);
-    let reader_history = &d.histories[t as usize];
-    for &r in reader_history[..tp as usize].iter().rev() {
-        let mut from = d.read_from[r as usize];
-        let mut steps = 0;
-        while let Some(s) = from {
-            if d.thread_of[s as usize] == w && d.position[s as usize] > wp {
-                return message(trace, d, earlier, s, r, later);
+    let t = d.thread_of[later as usize];
+    let tp = d.position[later as usize] as usize;
+    let mut mates: Option<Vec<Mate>> = None;
+    let mut barriers = d.histories[t as usize][..tp]
+        .iter()
+        .filter(|&&e| trace.events[e as usize].op == Op::Barrier)
+        .count();
+    for &r in d.histories[t as usize][..tp].iter().rev() {
+        if trace.events[r as usize].op == Op::Barrier {
+            // What the block's other threads read before this barrier reached this thread
+            // through it (the last block's thread 0 takes the ticket, all threads read).
+            barriers -= 1;
+            let mates = mates.get_or_insert_with(|| block_mates(trace, d, t));
+            for m in mates.iter() {
+                for &r in m.before(barriers).iter().rev() {
+                    if let Some(s) = message_source(trace, d, earlier, r) {
+                        let writer = writer_side(trace, d, earlier, later, s);
+                        return Explanation::Message {
+                            write: s,
+                            read: r,
+                            writer,
+                            reader: None,
+                        };
+                    }
+                }
             }
-            let via_atomic = matches!(trace.events[s as usize].op, Op::Rmw { .. });
-            steps += 1;
-            if !via_atomic || steps > CHAIN_LIMIT {
-                break;
-            }
-            from = d.read_from[s as usize];
+            continue;
+        }
+        if let Some(s) = message_source(trace, d, earlier, r) {
+            return message(trace, d, earlier, s, r, later);
         }
     }
     Explanation::NoMessage
+}
+
+/// The write of `earlier`'s thread after it that `r` read, through atomics' release sequences.
+fn message_source(trace: &Trace, d: &Detection, earlier: u32, r: u32) -> Option<u32> {
+    let (w, wp) = (d.thread_of[earlier as usize], d.position[earlier as usize]);
+    let mut from = d.read_from[r as usize];
+    let mut steps = 0;
+    while let Some(s) = from {
+        if d.thread_of[s as usize] == w && d.position[s as usize] > wp {
+            return Some(s);
+        }
+        let via_atomic = matches!(trace.events[s as usize].op, Op::Rmw { .. });
+        steps += 1;
+        if !via_atomic || steps > CHAIN_LIMIT {
+            return None;
+        }
+        from = d.read_from[s as usize];
+    }
+    None
+}
+
+/// Another thread of the later access's block: its history cut at its barriers.
+struct Mate<'d> {
+    history: &'d [u32],
+    barriers: Vec<usize>,
+}
+
+impl Mate<'_> {
+    /// Its events between its barrier `k - 1` and barrier `k` (0-based), the k-th's generation.
+    fn before(&self, k: usize) -> &[u32] {
+        let Some(&end) = self.barriers.get(k) else {
+            return &[];
+        };
+        let start = if k == 0 { 0 } else { self.barriers[k - 1] + 1 };
+        &self.history[start..end]
+    }
+}
+
+fn block_mates<'d>(trace: &Trace, d: &'d Detection, t: u32) -> Vec<Mate<'d>> {
+    let thread_at = |u: usize| trace.events[d.histories[u][0] as usize].thread;
+    let me = thread_at(t as usize);
+    (0..d.histories.len())
+        .filter(|&u| u != t as usize && !d.histories[u].is_empty())
+        .filter(|&u| {
+            let o = thread_at(u);
+            o.launch == me.launch && o.block == me.block
+        })
+        .map(|u| {
+            let history = &d.histories[u][..];
+            let barriers = (0..history.len())
+                .filter(|&k| trace.events[history[k] as usize].op == Op::Barrier)
+                .collect();
+            Mate { history, barriers }
+        })
+        .collect()
 }
 
 fn message(
@@ -80,26 +149,38 @@ fn message(
     read: u32,
     later: u32,
 ) -> Explanation {
-    let blocks_differ = {
-        let (a, b) = (
-            &trace.events[earlier as usize],
-            &trace.events[later as usize],
-        );
-        a.thread.block != b.thread.block
-    };
-    let needed = if blocks_differ {
-        Scope::Device
-    } else {
-        Scope::Block
-    };
-    let writer = side(trace, d, earlier, write, needed, false);
-    let reader = side(trace, d, read, later, needed, true);
+    let writer = writer_side(trace, d, earlier, later, write);
+    let reader = side(trace, d, read, later, needed(trace, earlier, later), true);
     Explanation::Message {
         write,
         read,
         writer,
         reader,
     }
+}
+
+/// Device scope between blocks, block scope within one.
+fn needed(trace: &Trace, earlier: u32, later: u32) -> Scope {
+    let (a, b) = (
+        &trace.events[earlier as usize],
+        &trace.events[later as usize],
+    );
+    if a.thread.block != b.thread.block {
+        Scope::Device
+    } else {
+        Scope::Block
+    }
+}
+
+fn writer_side(trace: &Trace, d: &Detection, earlier: u32, later: u32, write: u32) -> Option<Side> {
+    side(
+        trace,
+        d,
+        earlier,
+        write,
+        needed(trace, earlier, later),
+        false,
+    )
 }
 
 /// The events of one thread from `from` (inclusive) to `to` (exclusive): `None` when a fence of
