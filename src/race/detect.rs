@@ -14,6 +14,7 @@
 //! before the write they read (`order.rs`).
 
 use super::clock::Clock;
+use super::observed::{Observed, Seen};
 use super::private::Private;
 use super::trace::{Event, Op, Scope, Trace};
 use crate::fences::id::{FenceId, Ids};
@@ -132,6 +133,9 @@ struct Access {
     clock: u32,
     barriers: u32,
     strong: Option<Scope>,
+    /// Its place in its thread's history and the device-scope fences its thread made before.
+    pos: u32,
+    fences: u32,
 }
 
 #[derive(Clone)]
@@ -190,7 +194,20 @@ struct Written {
     block: u32,
     strong: Option<Scope>,
     sync: Rc<Sync>,
+    /// Its thread's write, then (an atomic's) the writes of the release sequence it continues.
+    origins: Rc<Vec<Origin>>,
 }
+
+/// A write's thread, place in its history, and device-scope fences before it.
+#[derive(Clone, Copy)]
+struct Origin {
+    thread: u32,
+    pos: u32,
+    fences: u32,
+}
+
+/// Writes of a release sequence followed back for `observed.rs` (as `explain.rs` does).
+pub const ORIGINS_KEPT: usize = 16;
 
 #[derive(Default)]
 struct Cell {
@@ -258,6 +275,10 @@ struct ThreadState {
     /// An enabled fence site whose accesses this thread just made: its fence comes before the
     /// thread's next event of another site.
     fence_due: Option<FenceId>,
+    /// Device-scope fences made, and those with the barriers that complete an acquire.
+    fences: u32,
+    acquires: u32,
+    observed: Observed,
 }
 
 /// Whether two strong accesses are morally strong: both strong with scopes that cover both.
@@ -266,6 +287,19 @@ fn morally_strong(a: Option<Scope>, a_block: u32, b: Option<Scope>, b_block: u32
         (Some(x), Some(y)) => a_block == b_block || (x >= Scope::Device && y >= Scope::Device),
         _ => false,
     }
+}
+
+/// Whether a read of another block, ordered before this thread's write, could still be
+/// reordered past the first message this thread read from the reader's thread after the read
+/// (`observed.rs`): no device-scope fence between the read and that message's write, or none
+/// (nor an acquiring barrier) between this thread's read of it and now.
+fn read_passes_first_message(ts: &ThreadState, read: &Access) -> bool {
+    if read.block == ts.block {
+        return false;
+    }
+    ts.observed
+        .first_after(read.thread, read.pos)
+        .is_some_and(|seen| seen.fences <= read.fences || seen.acquires >= ts.acquires)
 }
 
 /// Per-block barrier clocks, two generations kept (no thread can be further behind).
@@ -349,6 +383,9 @@ impl Detector<'_> {
             pending: Vec::new(),
             waiting: None,
             fence_due: None,
+            fences: 0,
+            acquires: 0,
+            observed: Observed::new(),
         });
         self.out.histories.push(Vec::new());
         self.index.insert(e.thread, t);
@@ -379,7 +416,7 @@ impl Detector<'_> {
                 // A weak write hands nothing: no entry (most writes are weak data stores).
                 if strong.is_some() {
                     let sync = self.own_release(t);
-                    self.written(i, t, strong, sync);
+                    self.written(i, t, strong, sync, None);
                 }
             }
             Op::Rmw { scope, .. } => {
@@ -390,7 +427,8 @@ impl Detector<'_> {
                 if let Some(w) = from {
                     sync.merge(&w);
                 }
-                self.written(i, t, Some(scope), Rc::new(sync));
+                let continued = self.out.read_from[i as usize];
+                self.written(i, t, Some(scope), Rc::new(sync), continued);
             }
             Op::Fence { scope } => self.fence(t, scope),
             Op::Barrier => self.barrier(t),
@@ -424,6 +462,8 @@ impl Detector<'_> {
         let snapshot = Rc::new(ts.vc.clone());
         if scope >= Scope::Device {
             ts.release_device = Some(snapshot.clone());
+            ts.fences += 1;
+            ts.acquires += 1;
         }
         ts.release_block = Some(snapshot);
         ts.own += 1;
@@ -442,6 +482,9 @@ impl Detector<'_> {
             }
         }
         ts.release_block = Some(Rc::new(ts.vc.clone()));
+        if barrier_acquires {
+            ts.acquires += 1;
+        }
         let (block, g) = (ts.block, ts.barriers);
         let threads = &self.threads;
         // Block-mates' own entries are covered by the barrier's generation.
@@ -495,21 +538,51 @@ impl Detector<'_> {
         }
         let sync = w.sync.clone();
         let read_scope = strong.unwrap_or(Scope::Block);
+        let origins = w.origins.clone();
         let ts = &mut self.threads[t as usize];
+        let acquires = ts.acquires;
+        for o in origins.iter().filter(|o| o.thread != t) {
+            let (pos, fences) = (o.pos, o.fences);
+            ts.observed.note(
+                o.thread,
+                Seen {
+                    pos,
+                    fences,
+                    acquires,
+                },
+            );
+        }
         for r in &sync.releases {
             ts.pending.push((r.clone(), read_scope));
         }
         Some(sync)
     }
 
-    fn written(&mut self, i: u32, t: u32, strong: Option<Scope>, sync: Rc<Sync>) {
-        let block = self.threads[t as usize].block;
+    /// `continued`: the write an atomic read, whose release sequence it continues.
+    fn written(
+        &mut self,
+        i: u32,
+        t: u32,
+        strong: Option<Scope>,
+        sync: Rc<Sync>,
+        continued: Option<u32>,
+    ) {
+        let ts = &self.threads[t as usize];
+        let mut origins = vec![Origin {
+            thread: t,
+            pos: self.out.position[i as usize],
+            fences: ts.fences,
+        }];
+        if let Some(prev) = continued.and_then(|w| self.written.get(&w)) {
+            origins.extend(prev.origins.iter().take(ORIGINS_KEPT - 1));
+        }
         self.written.insert(
             i,
             Written {
-                block,
+                block: ts.block,
                 strong,
                 sync,
+                origins: Rc::new(origins),
             },
         );
     }
@@ -529,6 +602,8 @@ impl Detector<'_> {
             clock: ts.own,
             barriers: ts.barriers,
             strong,
+            pos: self.out.position[i as usize],
+            fences: ts.fences,
         };
         let cap = self.opts.reads_per_address;
         let cell = self.cells.entry(addr).or_default();
@@ -554,12 +629,13 @@ impl Detector<'_> {
             }
             cell.reads.push(me);
         }
-        let vc = &self.threads[t as usize].vc;
+        let ts = &self.threads[t as usize];
         for &(p, kind) in &found {
             if p.thread == t || p.launch != me.launch {
                 continue;
             }
-            if vc.thread(p.thread) >= p.clock || vc.block(p.block) > p.barriers {
+            let ordered = ts.vc.thread(p.thread) >= p.clock || ts.vc.block(p.block) > p.barriers;
+            if ordered && !(kind == RaceKind::ReadWrite && read_passes_first_message(ts, &p)) {
                 continue;
             }
             let key = PairKey {

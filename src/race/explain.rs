@@ -4,7 +4,7 @@
 //! that read and its access (or the fences there are of block scope where the threads are in
 //! different blocks). Enabling an instrumented fence site in the range orders the pair.
 
-use super::detect::Detection;
+use super::detect::{Detection, ORIGINS_KEPT};
 use super::trace::{Op, Scope, Trace};
 use crate::fences::id::FenceId;
 
@@ -51,6 +51,9 @@ impl Explanation {
 const CHAIN_LIMIT: usize = 1 << 16;
 
 pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explanation {
+    if let Some((write, read)) = first_message(trace, d, earlier, later) {
+        return message(trace, d, earlier, write, read, later);
+    }
     let t = d.thread_of[later as usize];
     let tp = d.position[later as usize] as usize;
     let mut mates: Option<Vec<Mate>> = None;
@@ -84,6 +87,43 @@ pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explan
         }
     }
     Explanation::NoMessage
+}
+
+/// A read of another block overwritten by the later write: the message of the reader thread's
+/// first write after the read that the writer's thread read (`observed.rs`), where its fences
+/// go.
+fn first_message(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Option<(u32, u32)> {
+    let (a, b) = (
+        &trace.events[earlier as usize],
+        &trace.events[later as usize],
+    );
+    let read_then_write = matches!(a.op, Op::Read { .. }) && matches!(b.op, Op::Write { .. });
+    if !read_then_write || a.thread.block == b.thread.block {
+        return None;
+    }
+    let (w, wp) = (d.thread_of[earlier as usize], d.position[earlier as usize]);
+    let t = d.thread_of[later as usize] as usize;
+    let tp = d.position[later as usize] as usize;
+    let mut best: Option<(u32, u32)> = None;
+    for &r in &d.histories[t][..tp] {
+        let mut from = d.read_from[r as usize];
+        for _ in 0..ORIGINS_KEPT {
+            let Some(s) = from else { break };
+            let earlier_write =
+                |(b, _): (u32, u32)| d.position[s as usize] < d.position[b as usize];
+            if d.thread_of[s as usize] == w
+                && d.position[s as usize] > wp
+                && best.is_none_or(earlier_write)
+            {
+                best = Some((s, r));
+            }
+            if !matches!(trace.events[s as usize].op, Op::Rmw { .. }) {
+                break;
+            }
+            from = d.read_from[s as usize];
+        }
+    }
+    best
 }
 
 /// The write of `earlier`'s thread after it that `r` read, through atomics' release sequences.

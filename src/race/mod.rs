@@ -9,6 +9,7 @@ pub mod clock;
 pub mod detect;
 pub mod explain;
 pub mod format;
+pub mod observed;
 pub mod order;
 pub mod private;
 pub mod report;

@@ -19,7 +19,7 @@ use crate::race::trace::Trace;
 use crate::run::environment::TestEnv;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -96,7 +96,29 @@ pub struct RaceStart {
     pub note: String,
 }
 
-type Left = BTreeSet<(bool, PairKey)>;
+/// The racing place pairs the report shows, each with its count of racing access pairs. A
+/// place pair can race both where a fence would order it and where none would (a work-stealing
+/// thief's slot read before a failed claim, and before a successful one): its count tells them
+/// apart.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Left(BTreeMap<(bool, PairKey), u64>);
+
+impl Left {
+    /// Nothing races more than it does with every fence (`floor`).
+    fn within(&self, floor: &Left) -> bool {
+        self.0
+            .iter()
+            .all(|(k, n)| floor.0.get(k).is_some_and(|f| n <= f))
+    }
+
+    /// The place pairs racing more than with every fence.
+    fn orderable(&self, floor: &Left) -> usize {
+        self.0
+            .iter()
+            .filter(|(k, n)| floor.0.get(k).is_none_or(|f| *n > f))
+            .count()
+    }
+}
 
 /// Detections at once: each holds its own clocks, and the biggest traces take gigabytes.
 const AT_ONCE: usize = 4;
@@ -129,11 +151,11 @@ fn detect_all(
 ) -> (Left, Ids, Vec<Trace>) {
     let mut with = opts.clone();
     with.fences = fences.clone();
-    let (mut out, mut named, mut slimmed) = (Left::new(), Ids::new(), Vec::new());
+    let (mut out, mut named, mut slimmed) = (Left::default(), Ids::new(), Vec::new());
     for t in traces {
         let d = detect::detect(t, &with);
         for (k, pair, strong) in report::reported(t, &d) {
-            out.insert((strong, k));
+            *out.0.entry((strong, k)).or_default() += pair.count;
             if name {
                 for &(a, b) in &pair.examples {
                     named.extend(explain::explain(t, &d, a, b).suggested());
@@ -180,7 +202,7 @@ const NAMING_ROUNDS: usize = 4;
 impl Search<'_> {
     fn passes(&mut self, fences: &Ids) -> bool {
         self.detections += 1;
-        left(self.traces, self.opts, fences).is_subset(&self.floor)
+        left(self.traces, self.opts, fences).within(&self.floor)
     }
 
     /// `named` grown by the fences the races left with it enabled name, until it leaves only
@@ -191,7 +213,7 @@ impl Search<'_> {
         for _ in 0..NAMING_ROUNDS {
             self.detections += 1;
             let (left, more) = left_naming(self.traces, self.opts, &set, true);
-            if left.is_subset(&self.floor) {
+            if left.within(&self.floor) {
                 return Some(set);
             }
             let before = set.len();
@@ -216,7 +238,7 @@ impl Search<'_> {
         let removable: Vec<FenceId> = set
             .iter()
             .zip(&lefts)
-            .filter(|(_, l)| l.is_subset(&self.floor))
+            .filter(|(_, l)| l.within(&self.floor))
             .map(|(f, _)| *f)
             .collect();
         if removable.is_empty() {
@@ -253,9 +275,9 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         floor: left(&slims, opts, all),
         detections: 2,
     };
-    let orderable = none.difference(&search.floor).count();
+    let orderable = none.orderable(&search.floor);
     let (fences, note) = if orderable == 0 {
-        let note = if none.is_empty() {
+        let note = if none.0.is_empty() {
             "no race in the traces: no fence named"
         } else {
             "no race in the traces that a fence orders: no fence named"
@@ -275,8 +297,8 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
     RaceStart {
         fences,
         named,
-        races: none.len(),
-        unordered_by_any_fence: search.floor.len(),
+        races: none.0.len(),
+        unordered_by_any_fence: search.floor.0.len(),
         traces: traces.len(),
         events: traces.iter().map(|t| t.events.len()).sum(),
         checked_events: slims.iter().map(|t| t.events.len()).sum(),
@@ -392,6 +414,19 @@ b1.t0 ld data 1 @2
         assert!(r.fences.is_empty(), "{r:?}");
         assert_eq!(r.unordered_by_any_fence, r.races);
         assert!(r.races > 0 && r.note.contains("no race in the traces that a fence orders"));
+    }
+
+    #[test]
+    fn a_place_pair_racing_also_where_no_fence_orders_it_still_needs_its_fence() {
+        // Two thieves read a deque slot that the owner refills: one's claim fails (no message:
+        // no fence orders that read), the other's succeeds and the owner reads it, then
+        // refills. Fence 1 (after the slot read) orders the second pair; the place pair
+        // (1, 6) races with every fence too, once.
+        let t = "b1.t0 ld slot 5 @1\nb1.t0 cas.fail.device head 7 @2\n\
+                 b2.t0 ld slot 5 @1\nb2.t0 atom.device head 0 1 @2\n\
+                 b0.t0 ld.volatile head 1 @3\nb0.t0 fence.device\nb0.t0 st slot 9 @6\n";
+        let r = minimise(&[trace(t)], &Options::default(), &ids(&[1, 2, 3, 6]));
+        assert_eq!(r.fences, ids(&[1]), "{r:?}");
     }
 
     #[test]
