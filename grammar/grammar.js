@@ -5,8 +5,24 @@
 // Regenerate grammar/src with scripts/grammar.sh after a change here.
 const base = require('./base.json');
 
+// `rule` with every part for which `match` holds replaced by `f(part)`.
+function rewrite(rule, match, f) {
+  if (match(rule)) return f(rule);
+  if (Array.isArray(rule)) return rule.map((r) => rewrite(r, match, f));
+  if (rule && typeof rule === 'object') {
+    return Object.fromEntries(Object.entries(rule).map(([k, v]) => [k, rewrite(v, match, f)]));
+  }
+  return rule;
+}
+const isSymbol = (name) => (r) => r && r.type === 'SYMBOL' && r.name === name;
+const isString = (value) => (r) => r && r.type === 'STRING' && r.value === value;
+
 module.exports = grammar({ grammar: base }, {
   name: 'cuda',
+  conflicts: ($, original) => original.concat([
+    [$.type_specifier, $._typename_class],
+    [$._class_name, $._typename_class],
+  ]),
   rules: {
     // Specifiers before `friend`: `[[nodiscard]] __host__ __device__ friend constexpr bool
     // operator==(...)`. A member declaration whose specifiers include `friend`; the lower
@@ -24,9 +40,68 @@ module.exports = grammar({ grammar: base }, {
     // A braced default argument: `const Env& env = {}`.
     optional_parameter_declaration: ($) => seq(
       $._declaration_specifiers,
-      field('declarator', optional(choice($._declarator, $.abstract_reference_declarator))),
+      field('declarator', optional(choice($._declarator, $._optional_parameter_abstract))),
       '=',
       field('default_value', choice($.expression, $.initializer_list)),
     ),
+    // An unnamed pointer parameter with a default, the SFINAE form:
+    // `std::enable_if_t<C>* = nullptr`, `void* = nullptr`.
+    _optional_parameter_abstract: ($) => choice(
+      $.abstract_pointer_declarator,
+      $.abstract_reference_declarator,
+    ),
+    // A pointer default type argument: `typename P = void*`, `typename It = T*`.
+    optional_type_parameter_declaration: ($) => seq(
+      choice('typename', 'class'),
+      optional(field('name', $._type_identifier)),
+      '=',
+      field('default_type', $.type_descriptor),
+    ),
+    // A temporary of a dependent type or of a `decltype`: `typename T::U{}`, `typename T::U(x)`,
+    // `decltype(x){1}`.
+    compound_literal_expression: ($, original) => choice(
+      original,
+      seq(
+        field('type', choice(alias($._typename_class, $.dependent_type), $.decltype)),
+        field('value', $.initializer_list),
+      ),
+    ),
+    call_expression: ($, original) => choice(
+      original,
+      prec.dynamic(1, seq(
+        field('function', alias($._typename_class, $.dependent_type)),
+        field('arguments', $.argument_list),
+      )),
+    ),
+    _typename_class: ($) => seq(
+      'typename',
+      alias($.qualified_type_identifier, $.qualified_identifier),
+    ),
+    // A base class named by `decltype`: `struct S : decltype(f<T>(0)) {}`.
+    base_class_clause: ($, original) =>
+      rewrite(original, isSymbol('_class_name'), (r) => choice(r, $.decltype)),
+    // `>=` inside a template argument list (`enable_if_t<N >= 32, bool>`): above the `>` that
+    // closes the list, which the base grammar lexes first (over `>>`).
+    binary_expression: ($, original) =>
+      rewrite(original, isString('>='), () => token(prec(2, '>='))),
+    // `using typename Base::T;` and a pack of bases' members: `using Bases::operator()...;`.
+    using_declaration: ($) => seq(
+      repeat($.attribute_declaration),
+      'using',
+      optional(choice('namespace', 'enum', 'typename')),
+      choice($.identifier, $.qualified_identifier, $.splice_type_specifier),
+      optional('...'),
+      ';',
+    ),
+    // A pack of pointers: `const T*... p`, `const auto* __restrict__... p`.
+    variadic_parameter_declaration: ($) => seq(
+      $._declaration_specifiers,
+      field('declarator', choice(
+        $.variadic_declarator,
+        alias($.variadic_reference_declarator, $.reference_declarator),
+        alias($.variadic_pointer_declarator, $.pointer_declarator),
+      )),
+    ),
+    variadic_pointer_declarator: ($) => seq('*', repeat($.type_qualifier), $.variadic_declarator),
   },
 });

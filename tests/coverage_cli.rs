@@ -431,3 +431,50 @@ fn extended_lambdas_parse_and_their_bodies_are_instrumented() {
         "nvcc -arch=sm_90 --extended-lambda -c k.cu -o /dev/null",
     );
 }
+
+/// C++ the base grammar lacks, from CCCL (grammar/grammar.js, issue 26): pointer default template
+/// arguments, unnamed pointer parameters with defaults (SFINAE), `using typename`, a pack of
+/// bases' operators, temporaries of dependent types, packs of pointers, `>=` in template
+/// arguments, `decltype` as a base class and as a temporary's type. Each left the file unparsed.
+const GRAMMAR_GAPS: &str = "#include <type_traits>
+template <class T> struct Box { using U = T; __device__ T get(const T* p) const { return p[9]; } };
+template <typename T, typename It = T*, typename P = void*> struct Span { It begin; P raw; };
+template <class T, std::enable_if_t<std::is_integral_v<T>>* = nullptr>
+__device__ T first(const T* p, int* = nullptr) { return p[0]; }
+template <class B> struct Derived : B {
+  using typename B::U;
+  using B::get;
+  __device__ U second(U* p) { return p[1]; }
+};
+template <class... Fs> struct Overload : Fs... { using Fs::operator()...; };
+template <class T> __device__ T temporaries(T* p) {
+  auto a = typename Box<T>::U{p[2]};
+  return a + typename Box<T>::U(p[3]);
+}
+template <class... Ts> __device__ int sum(const Ts*... ps) { return (0 + ... + ps[4]); }
+template <int N> using wide = std::enable_if_t<N >= 32, bool>;
+struct Empty {};
+struct FromDecltype : decltype(Empty{}) {};
+__device__ int typed(int* p) { return decltype(p[0] + 0){p[5]}; }
+__global__ void k(int* p) {
+  p[6] = first(p) + Derived<Box<int>>{}.second(p) + temporaries(p) + sum(p, p) + typed(p);
+}
+";
+
+#[test]
+fn grammar_gaps_of_cccl_parse_are_fenced_and_build() {
+    let (_tmp, tree) = inserted(&[("k.cu", GRAMMAR_GAPS)], &["--on-parse-error", "fail"]);
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    for fenced in [
+        "{ return WMFIX_AFTER(0, p[9]); }",
+        "{ return WMFIX_AFTER(1, p[0]); }",
+        "{ return WMFIX_AFTER(2, p[1]); }",
+        "auto a = typename Box<T>::U{p[2]}; WMFIX_FENCE_AT(3, p[2]);",
+        "return WMFIX_AFTER(4, a + typename Box<T>::U(p[3]));",
+        "{ return WMFIX_AFTER(5, (0 + ... + ps[4])); }",
+        "{ return WMFIX_AFTER(6, decltype(p[0] + 0){p[5]}); }",
+    ] {
+        assert!(k.contains(fenced), "{fenced}:\n{k}");
+    }
+    builds(&tree, "nvcc -arch=sm_90 -std=c++17 -c k.cu -o /dev/null");
+}
