@@ -478,3 +478,69 @@ fn grammar_gaps_of_cccl_parse_are_fenced_and_build() {
     }
     builds(&tree, "nvcc -arch=sm_90 -std=c++17 -c k.cu -o /dev/null");
 }
+
+/// libcu++'s `try`/`catch` macros (keywords on the host, `if constexpr` blocks on the device) and
+/// members declared by a macro whose definition starts with another macro's call
+/// (`_LIBCUDACXX_ATOMIC_COMMON_IMPL`): the blocks are instrumented, the declaring call is blanked
+/// for the parse (issue 26).
+const TRY_MACROS: &str = "#pragma once
+struct catch_any {
+  template <class T> __host__ __device__ operator T&() const noexcept { return *(T*) this; }
+};
+#if defined(__CUDA_ARCH__)
+#  define _CCCL_TRY if constexpr (true) {
+#  define _CCCL_CATCH(...) } else if constexpr (false) { for (__VA_ARGS__ = catch_any{}; false;)
+#  define _CCCL_CATCH_ALL } else
+#  define _CCCL_CATCH_FALLTHROUGH } else { }
+#  define _CCCL_RETHROW
+#else
+#  define _CCCL_TRY try
+#  define _CCCL_CATCH catch
+#  define _CCCL_CATCH_ALL catch (...)
+#  define _CCCL_CATCH_FALLTHROUGH
+#  define _CCCL_RETHROW throw
+#endif
+#define API __host__ __device__
+#define CONSTRAINT()
+#define IMPL(_CONST) \\
+  CONSTRAINT() \\
+  API inline int load() _CONST { return *p; }
+";
+const TRY_KERNEL: &str = "#include \"lib.h\"
+struct Atomic {
+  int* p;
+  IMPL(const)
+};
+API int guarded(int* p) {
+  _CCCL_TRY
+  {
+    p[0] = 1;
+  }
+  _CCCL_CATCH (const int& e)
+  {
+    p[1] = e;
+    _CCCL_RETHROW;
+  }
+  _CCCL_CATCH_FALLTHROUGH
+  _CCCL_TRY { p[2] = 2; } _CCCL_CATCH_ALL { p[3] = 3; }
+  return p[4];
+}
+__global__ void k(int* p) { p[5] = guarded(p) + Atomic{p}.load(); }
+";
+
+#[test]
+fn try_catch_and_declaring_macros_of_libcudacxx_parse_are_fenced_and_build() {
+    let files = [("lib.h", TRY_MACROS), ("k.cu", TRY_KERNEL)];
+    let (_tmp, tree) = inserted(&files, &["--on-parse-error", "fail"]);
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    for fenced in [
+        "p[0] = 1; WMFIX_FENCE_AT(",
+        "p[1] = e; WMFIX_FENCE_AT(",
+        "{ p[2] = 2; WMFIX_FENCE_AT(",
+        "{ p[3] = 3; WMFIX_FENCE_AT(",
+        "  IMPL(const)\n",
+    ] {
+        assert!(k.contains(fenced), "{fenced}:\n{k}");
+    }
+    builds(&tree, "nvcc -arch=sm_90 -std=c++17 -c k.cu -o /dev/null");
+}

@@ -453,13 +453,13 @@ fn skip_attribute(text: &str) -> Option<&str> {
     None
 }
 
-/// The end of the parenthesised group starting at `open` (`(`), past its `)`; parentheses in
-/// string and character literals do not count.
 /// Whether a definition is whole declarations with a body: `template <> struct S<t> { ... }`,
-/// or a function after a qualifier, given or learnt (`MGPU_DEVICE inline T f(...) { ... }`).
+/// or a function after a qualifier, given or learnt (`MGPU_DEVICE inline T f(...) { ... }`),
+/// also after attributes and calls of upper-case macros (`[[nodiscard]]`, `_CCCL_TEMPLATE(class
+/// T)`, `DECLARE_INVOCABLE(...);`).
 fn declares(body: &str, learnt: impl Fn(&str) -> bool) -> bool {
     let b = strip_comments(body);
-    let b = b.trim_start();
+    let b = past_attributes_and_calls(&b);
     let first = b
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .next()
@@ -470,6 +470,33 @@ fn declares(body: &str, learnt: impl Fn(&str) -> bool) -> bool {
     head && b.contains('{')
 }
 
+/// `b` past its leading attributes and calls of upper-case macros, each with the `;` after it,
+/// if any.
+fn past_attributes_and_calls(mut b: &str) -> &str {
+    loop {
+        b = b.trim_start();
+        let name = b
+            .bytes()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
+            .count();
+        let open = name + (b[name..].len() - b[name..].trim_start().len());
+        let after = skip_attribute(b).or_else(|| {
+            let upper = b.as_bytes()[..name].iter().any(u8::is_ascii_uppercase);
+            upper
+                .then(|| balanced(b, open))
+                .flatten()
+                .map(|end| &b[end..])
+        });
+        let Some(after) = after else {
+            return b;
+        };
+        b = after.trim_start();
+        b = b.strip_prefix(';').unwrap_or(b);
+    }
+}
+
+/// The end of the parenthesised group starting at `open` (`(`), past its `)`; parentheses in
+/// string and character literals do not count.
 pub fn balanced(text: &str, open: usize) -> Option<usize> {
     if text.as_bytes().get(open) != Some(&b'(') {
         return None;

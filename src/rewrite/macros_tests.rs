@@ -188,3 +188,24 @@ fn a_device_definition_wins_over_an_empty_one_and_the_config_adds_its_own() {
         Some(&Meaning::Device { host: false })
     );
 }
+
+#[test]
+fn macros_that_declare_after_attributes_and_other_macro_calls_are_learnt_as_declaring() {
+    // libcu++'s atomics and simd math, CUB's test launch wrappers: the definition's code starts
+    // with a call of another macro or an attribute.
+    let m = learnt(
+        "#define API __host__ __device__\n\
+         #define IMPL(_CONST) \\\n  CONSTRAINT() \\\n  API inline bool is_lock_free() const _CONST { return true; }\n\
+         #define MATH(_NAME) \\\n  _CCCL_TEMPLATE(typename _Vp) \\\n  _CCCL_REQUIRES(ok<_Vp>) \\\n  [[nodiscard]] API _Vp _NAME(const _Vp& x) { return x; }\n\
+         #define WRAPPER(API_, NAME, PARAMS) \\\n  DECLARE_INVOCABLE(API_, NAME, ESCAPE(template <PARAMS>)); \\\n  template <PARAMS, class... As> \\\n  static void NAME(As... args) { launch(args...); }\n\
+         #define CALLS(x) FOO(x) + bar(x) { }\n\
+         #define LOWER(x) foo(x) template <class T> struct S { };\n",
+    );
+    let every = |n: &str| m.calls.get(n).filter(|c| c.every).map(|c| c.meaning);
+    for name in ["IMPL", "MATH", "WRAPPER"] {
+        assert_eq!(every(name), Some(Meaning::Plain), "{name}");
+    }
+    // Not declarations after the calls; a lower-case call is no macro's.
+    assert_eq!(m.calls.get("CALLS"), None);
+    assert_eq!(m.calls.get("LOWER"), None);
+}

@@ -1,8 +1,8 @@
 //! Same-length masks for C++ forms tree-sitter-cuda does not parse: raw string literals
 //! (`asm volatile(R"XYZ( ... )XYZ")`) and libcu++'s concept definitions (`_CCCL_CONCEPT c =
-//! _CCCL_REQUIRES_EXPR((T), T t)(...);`), which hold no device code, and libcu++'s `if consteval`
-//! macros before a block, whose block does. Line breaks stay where they are, so every position
-//! keeps its line and column.
+//! _CCCL_REQUIRES_EXPR((T), T t)(...);`), which hold no device code, and libcu++'s macros for
+//! `if consteval` and `try`/`catch` before a block, whose block does. Line breaks stay where
+//! they are, so every position keeps its line and column.
 
 use crate::rewrite::macros::{identifiers, outside_literals};
 use crate::rewrite::mask::on_directive;
@@ -170,27 +170,41 @@ fn template_head_before(text: &str, at: usize) -> Option<usize> {
     None
 }
 
-/// libcu++'s `if consteval` / `if !consteval` macros (`if constexpr (true)` before C++23).
-const CONSTEVAL_IFS: &[&str] = &[
-    "_CCCL_IF_CONSTEVAL",
-    "_CCCL_IF_CONSTEVAL_DEFAULT",
-    "_CCCL_IF_NOT_CONSTEVAL",
-    "_CCCL_IF_NOT_CONSTEVAL_DEFAULT",
+/// libcu++'s macros that stand for a statement's keywords, what each is read as, and the
+/// character that must follow it (`None`: any): `if consteval` / `if !consteval` (`if constexpr
+/// (true)` before C++23), and `try`/`catch` (`if constexpr (true) {` and `} else {` without
+/// exceptions).
+const KEYWORD_MACROS: &[(&str, &str, Option<u8>)] = &[
+    ("_CCCL_IF_CONSTEVAL", "if (1)", Some(b'{')),
+    ("_CCCL_IF_CONSTEVAL_DEFAULT", "if (1)", Some(b'{')),
+    ("_CCCL_IF_NOT_CONSTEVAL", "if (1)", Some(b'{')),
+    ("_CCCL_IF_NOT_CONSTEVAL_DEFAULT", "if (1)", Some(b'{')),
+    ("_CCCL_TRY", "try", Some(b'{')),
+    ("_CCCL_CATCH", "catch", Some(b'(')),
+    ("_CCCL_CATCH_ALL", "catch (...)", Some(b'{')),
+    ("_CCCL_CATCH_FALLTHROUGH", "", None),
+    ("_CCCL_RETHROW", "throw", Some(b';')),
 ];
 
-/// `text` with each `if consteval` macro before a `{` as `if (1)` and spaces: the block after it
-/// is code of the function, parsed and instrumented. `None` where there is none.
-pub fn consteval_ifs(text: &str) -> Option<String> {
+/// `text` with each of libcu++'s keyword macros (`KEYWORD_MACROS`) where it stands in code as
+/// the keywords it is read as, and spaces: `_CCCL_IF_NOT_CONSTEVAL_DEFAULT {` as `if (1) {`,
+/// `_CCCL_TRY { ... } _CCCL_CATCH (const E& e) { ... } _CCCL_CATCH_FALLTHROUGH` as `try { ... }
+/// catch (const E& e) { ... }`. The blocks are code of the function, parsed and instrumented.
+/// `None` where there is none.
+pub fn keyword_macros(text: &str) -> Option<String> {
     let mut out: Option<Vec<u8>> = None;
     for (at, word) in identifiers(text) {
-        let before_block = text[at + word.len()..].trim_start().starts_with('{');
-        if !CONSTEVAL_IFS.contains(&word) || !before_block || on_directive(text, at) {
+        let Some((_, keywords, next)) = KEYWORD_MACROS.iter().find(|(m, ..)| *m == word) else {
+            continue;
+        };
+        let after = text[at + word.len()..].trim_start();
+        if next.is_some_and(|c| after.as_bytes().first() != Some(&c)) || on_directive(text, at) {
             continue;
         }
         let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
         let slot = &mut o[at..at + word.len()];
         slot.fill(b' ');
-        slot[..6].copy_from_slice(b"if (1)");
+        slot[..keywords.len()].copy_from_slice(keywords.as_bytes());
     }
     out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
 }

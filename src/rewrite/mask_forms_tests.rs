@@ -66,7 +66,7 @@ fn an_if_consteval_macro_before_a_block_is_an_if_and_its_block_is_instrumented_c
         first_error(&parse(src)).is_some(),
         "the grammar alone fails"
     );
-    let m = consteval_ifs(src).unwrap();
+    let m = keyword_macros(src).unwrap();
     same_shape(src, &m);
     assert!(
         m.contains("\n  if (1)                        \n  {"),
@@ -75,9 +75,48 @@ fn an_if_consteval_macro_before_a_block_is_an_if_and_its_block_is_instrumented_c
     assert!(first_error(&parse_masked(src, &Default::default()).tree).is_none());
     // Its definition is left alone.
     assert_eq!(
-        consteval_ifs("#define _CCCL_IF_CONSTEVAL if consteval\n"),
+        keyword_macros("#define _CCCL_IF_CONSTEVAL if consteval\n"),
         None
     );
+}
+
+/// libcu++'s parallel algorithms: a `try`/`catch` through macros (`if constexpr (true) {` and
+/// `} else ... {` without exceptions), the blocks code of the function.
+const TRY_CATCH: &str = "__host__ __device__ int f(int* p) {
+  _CCCL_TRY
+  {
+    return p[0];
+  }
+  _CCCL_CATCH (const ::cuda::cuda_error& __err)
+  {
+    if (__err.status() == 2) { _CCCL_THROW(::std::bad_alloc); }
+    else { _CCCL_RETHROW; }
+  }
+  _CCCL_CATCH_FALLTHROUGH
+  _CCCL_TRY { p[1] = 1; } _CCCL_CATCH_ALL { p[2] = 2; }
+  return 0;
+}
+";
+
+#[test]
+fn try_and_catch_macros_are_read_as_the_keywords_and_their_blocks_are_code() {
+    assert!(
+        first_error(&parse(TRY_CATCH)).is_some(),
+        "the grammar alone fails"
+    );
+    let m = keyword_macros(TRY_CATCH).unwrap();
+    same_shape(TRY_CATCH, &m);
+    for read in [
+        "\n  try      \n  {",
+        "\n  catch       (const ::cuda::cuda_error& __err)",
+        "{ throw        ; }",
+        "\n                         \n  try       { p[1] = 1; } catch (...)     { p[2] = 2; }",
+    ] {
+        assert!(m.contains(read), "{read:?} in {m:?}");
+    }
+    assert!(first_error(&parse_masked(TRY_CATCH, &Default::default()).tree).is_none());
+    // A use that is no statement's keyword is left alone.
+    assert_eq!(keyword_macros("bool b = _CCCL_TRY + 1;\n"), None);
 }
 
 #[test]

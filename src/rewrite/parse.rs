@@ -44,8 +44,8 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     {
         pragmas = m.into();
     }
-    if pragmas.contains("CONSTEVAL")
-        && let Some(m) = mask_forms::consteval_ifs(&pragmas)
+    if (pragmas.contains("CONSTEVAL") || pragmas.contains("_CCCL_TRY"))
+        && let Some(m) = mask_forms::keyword_macros(&pragmas)
     {
         pragmas = m.into();
     }
