@@ -766,6 +766,7 @@ one_reduction() { # one_reduction STUDY [wmfix race options]: the study run as `
 racecheck() { # racecheck DIR: compute-sanitizer's racecheck on the original program, timed
   local dir=$1 out=$WORK/$STEP run
   run=$(sed -n 's/^run = "\(.*\)"$/\1/p' "$dir/wmfix.toml")
+  run=${run//\{steps\}/1} # one build a run, as wmfix race runs it
   bounded 240 "$W" build "$dir" --out "$out" || return 1
   local f=$STEP_DIR/racecheck.txt t0
   header "cd original && compute-sanitizer --tool racecheck $run" > "$f"
@@ -870,6 +871,15 @@ race_reduce_warm() { # the race oracle, its stress confirmation warm (no MPS)
 for s in cub-scan-nf ct-octree cbe-dot cbe-ht tpo-tm ls-bh-nf; do add "warm-reduce-race-$s" race_reduce_warm "$s"; done
 race_reduce_warm_small() { RACE_EVENTS=4000000 race_reduce_warm "$@"; }
 add warm-reduce-race-sdk-red-nf race_reduce_warm_small sdk-red-nf
+# What those reductions kept, with the model's completion: 1,000 warm stressed runs each.
+race_reduced_warm_stressed() { RUNS=1000 LIMIT=${LIMIT:-240} TEST_OPTS=--warm completed_study "$1" "warm-reduce-race-$1"; }
+for s in ct-octree cub-scan-nf sdk-red-nf cbe-dot cbe-ht tpo-tm ls-bh-nf; do add "warm-stress-warm-reduce-race-$s" race_reduced_warm_stressed "$s"; done
+# ct-octree's missing fences err in about 1.6% of builds where the race oracle's set lacks them
+# (2026-11-27e): the stability check's default --rare-rate (5% a step) is too coarse; at 1%.
+race_reduce_warm_rare() { race_reduce_warm "$@" --rare-rate 0.01; }
+add warm-reduce-race-rare-ct-octree race_reduce_warm_rare ct-octree
+rare_stressed() { RUNS=1000 LIMIT=${LIMIT:-240} TEST_OPTS=--warm completed_study "$1" "warm-reduce-race-rare-$1"; }
+add warm-stress-warm-reduce-race-rare-ct-octree rare_stressed ct-octree
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
