@@ -73,8 +73,36 @@ pub struct PairKey {
 #[derive(Clone, Debug, Default)]
 pub struct Pair {
     pub count: u64,
-    /// Up to three (earlier, later) event indices.
+    /// (earlier, later) event indices: the first three of a data race; of strong pairs a
+    /// sample over the run (`STRONG_EXAMPLES`), since most are a flag read with no message
+    /// between the threads, and the few a message explains are what the report keeps.
     pub examples: Vec<(u32, u32)>,
+}
+
+const EXAMPLES: usize = 3;
+const STRONG_EXAMPLES: usize = 32;
+
+impl Pair {
+    fn add(&mut self, example: (u32, u32), strong: bool) {
+        self.count += 1;
+        let cap = if strong { STRONG_EXAMPLES } else { EXAMPLES };
+        if self.examples.len() < cap {
+            self.examples.push(example);
+        } else if strong {
+            // Reservoir sampling with a fixed hash of the count: the same trace, the same sample.
+            let j = (splitmix(self.count) % self.count) as usize;
+            if j < cap {
+                self.examples[j] = example;
+            }
+        }
+    }
+}
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -645,17 +673,14 @@ impl Detector<'_> {
             };
             // Strong pairs are no data race; they matter when a message passed between the
             // threads without ordering them (report.rs keeps only those).
-            let pairs = if morally_strong(p.strong, p.block, me.strong, me.block) {
+            let strong = morally_strong(p.strong, p.block, me.strong, me.block);
+            let pairs = if strong {
                 &mut self.out.strong_pairs
             } else {
                 &mut self.out.pairs
             };
             self.out.addresses.insert(addr);
-            let pair = pairs.entry(key).or_default();
-            pair.count += 1;
-            if pair.examples.len() < 3 {
-                pair.examples.push((p.event, i));
-            }
+            pairs.entry(key).or_default().add((p.event, i), strong);
         }
         self.found = found;
     }

@@ -93,8 +93,15 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         }
         for (key, pair, strong) in reported(trace, &d) {
             let row = rows.entry((strong, key)).or_insert_with(|| {
-                let (a, b) = pair.examples[0];
-                let explanation = explain::explain(trace, &d, a, b);
+                // A strong pair's row shows an example a message explains.
+                let explained = |&(a, b): &(u32, u32)| (a, b, explain::explain(trace, &d, a, b));
+                let mut all = pair.examples.iter().map(explained);
+                let first = all.next().expect("a pair has an example");
+                let (a, b, explanation) = if strong && first.2.suggested().is_empty() {
+                    all.find(|e| !e.2.suggested().is_empty()).unwrap_or(first)
+                } else {
+                    first
+                };
                 new_row(trace, key, a, b, explanation, fences, strong)
             });
             row.count += pair.count;
