@@ -197,7 +197,7 @@ pub fn keyword_macros(text: &str) -> Option<String> {
         let Some((_, keywords, next)) = KEYWORD_MACROS.iter().find(|(m, ..)| *m == word) else {
             continue;
         };
-        let after = text[at + word.len()..].trim_start();
+        let after = past_directives(&text[at + word.len()..]);
         if next.is_some_and(|c| after.as_bytes().first() != Some(&c)) || on_directive(text, at) {
             continue;
         }
@@ -207,6 +207,33 @@ pub fn keyword_macros(text: &str) -> Option<String> {
         slot[..keywords.len()].copy_from_slice(keywords.as_bytes());
     }
     out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
+}
+
+/// `text` past white space, comments and whole directive lines (`_CCCL_IF_NOT_CONSTEVAL_DEFAULT`
+/// alone in an `#if` group before its block).
+fn past_directives(mut text: &str) -> &str {
+    let mut line_start = false;
+    loop {
+        let trimmed = text.trim_start();
+        line_start |= text[..text.len() - trimmed.len()].contains('\n');
+        let whole_line = trimmed.starts_with("//") || (line_start && trimmed.starts_with('#'));
+        line_start = whole_line;
+        text = if whole_line {
+            let mut end = 0;
+            // A directive continued with `\` goes on to the next line.
+            for line in trimmed.split_inclusive('\n') {
+                end += line.len();
+                if !line.trim_end().ends_with('\\') || trimmed.starts_with("//") {
+                    break;
+                }
+            }
+            &trimmed[end..]
+        } else if let Some(comment) = trimmed.strip_prefix("/*") {
+            comment.find("*/").map_or("", |e| &comment[e + 2..])
+        } else {
+            return trimmed;
+        };
+    }
 }
 
 #[cfg(test)]

@@ -78,6 +78,18 @@ fn an_if_consteval_macro_before_a_block_is_an_if_and_its_block_is_instrumented_c
         keyword_macros("#define _CCCL_IF_CONSTEVAL if consteval\n"),
         None
     );
+    // Alone in an `#if` group before its block (libcu++'s overflow checks): each group's first
+    // branch then parses.
+    let src = "__device__ int f(int* p) {\n#if CUDA\n  _CCCL_IF_NOT_CONSTEVAL_DEFAULT // host\n#endif // CUDA\n  /* x */ {\n    p[0] = 1;\n  }\n  return p[1];\n}\n";
+    let m = keyword_macros(src).unwrap();
+    assert!(
+        m.contains("\n  if (1)                         // host\n#endif"),
+        "{m:?}"
+    );
+    let first = crate::rewrite::mask::first_branches(&m).0;
+    assert!(first_error(&parse(&first)).is_none(), "{first}");
+    assert!(first_error(&parse_masked(src, &Default::default()).tree).is_none());
+    assert_eq!(keyword_macros("_CCCL_IF_CONSTEVAL\n#define X {\n"), None);
 }
 
 /// libcu++'s parallel algorithms: a `try`/`catch` through macros (`if constexpr (true) {` and
