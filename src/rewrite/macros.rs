@@ -520,8 +520,8 @@ pub fn balanced(text: &str, open: usize) -> Option<usize> {
     end
 }
 
-/// Calls `f` with each byte of `text[from..to]` outside string and character literals, and its
-/// index, until `f` says to stop.
+/// Calls `f` with each byte of `text[from..to]` outside string and character literals and
+/// comments, and its index, until `f` says to stop.
 pub fn outside_literals(text: &str, from: usize, to: usize, mut f: impl FnMut(usize, u8) -> bool) {
     let bytes = text.as_bytes();
     let mut quote = None;
@@ -533,6 +533,16 @@ pub fn outside_literals(text: &str, from: usize, to: usize, mut f: impl FnMut(us
             (Some(q), _) if b == q => quote = None,
             (Some(_), _) => {}
             (None, b'"' | b'\'') => quote = Some(b),
+            // A comment: `// a, b` in an argument list is no argument, `// don't` no literal.
+            (None, b'/') if bytes.get(i + 1) == Some(&b'/') => {
+                i = text[i..to].find('\n').map_or(to, |n| i + n);
+                continue;
+            }
+            (None, b'/') if bytes.get(i + 1) == Some(&b'*') => {
+                let body = text.get(i + 2..to).unwrap_or("");
+                i = body.find("*/").map_or(to, |n| i + 2 + n + 2);
+                continue;
+            }
             (None, _) => {
                 if !f(i, b) {
                     return;
@@ -540,6 +550,23 @@ pub fn outside_literals(text: &str, from: usize, to: usize, mut f: impl FnMut(us
             }
         }
         i += 1;
+    }
+}
+
+/// Where the code after `from` starts, past white space and comments.
+pub fn past_comments(text: &str, from: usize) -> usize {
+    let mut at = from;
+    loop {
+        let rest = &text[at..];
+        let code = rest.trim_start();
+        at += rest.len() - code.len();
+        if code.starts_with("//") {
+            at += code.find('\n').unwrap_or(code.len());
+        } else if let Some(body) = code.strip_prefix("/*") {
+            at += body.find("*/").map_or(code.len(), |e| e + 4);
+        } else {
+            return at;
+        }
     }
 }
 

@@ -209,3 +209,22 @@ fn macros_that_declare_after_attributes_and_other_macro_calls_are_learnt_as_decl
     assert_eq!(m.calls.get("CALLS"), None);
     assert_eq!(m.calls.get("LOWER"), None);
 }
+
+#[test]
+fn commas_and_quotes_in_comments_are_not_code() {
+    let text = "f(a, // b, don't\n c /* d, ' */, e)";
+    let mut commas = Vec::new();
+    outside_literals(text, 0, text.len(), |i, b| {
+        if b == b',' {
+            commas.push(i);
+        }
+        true
+    });
+    assert_eq!(commas, vec![3, text.rfind(',').unwrap()]);
+    // thrust's assign_value: a comment with a comma before a branch of `NV_IF_TARGET`.
+    let src = "__device__ void f(int* d, int* s) {\n  NV_IF_TARGET(NV_IS_HOST,\n    // on host, copy\n    (g(d, s);),\n    // on device, assign\n    *d = *s;);\n}\n";
+    let m = crate::rewrite::mask::nv_target(src).unwrap();
+    assert!(m.contains("{g(d, s);}"), "{m}");
+    let parsed = crate::rewrite::parse::parse(&m);
+    assert!(crate::rewrite::parse::first_error(&parsed).is_none(), "{m}");
+}

@@ -393,7 +393,7 @@ pub fn nv_target(text: &str) -> Option<String> {
         let mut branches: Vec<(usize, usize)> = args
             .iter()
             .filter_map(|&(from, to)| {
-                let lead = from + text[from..to].len() - text[from..to].trim_start().len();
+                let lead = crate::rewrite::macros::past_comments(&text[..to], from);
                 let close = balanced(text, lead)?;
                 (text[close..to].trim().is_empty()).then_some((lead, close - 1))
             })
