@@ -2,11 +2,22 @@
 """The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
 
 Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost|peer|stress|gpus|coverage ...]
+       scripts/results.py --check [ROOT]   the generated tables match their result files (exit 1 if not)
+       scripts/results.py --write [ROOT]   rewrites the generated tables that differ
+
+A generated table in a Markdown file under ROOT (the repository's by default) is the output of
+`scripts/results.py FOLDER TABLE...` between `<!-- results.py FOLDER TABLE... -->` and
+`<!-- /results.py -->` (FOLDER relative to ROOT, no `### TABLE` headings); each results folder's
+cost.svg is `cost-svg`'s. scripts/test.sh runs --check: a committed table that its result files
+no longer give fails the tests, naming the table.
 
 Every file there is {"meta": {gpu, driver, nvcc, commit, command, date}, "result": ...}; each
 table ends with the GPU, driver, commit and dates it was measured with. Cells that a step did not
 finish say so; a study whose baseline failed says so instead of a rate.
 """
+import contextlib
+import difflib
+import io
 import json
 import math
 import os
@@ -274,9 +285,20 @@ def cost(folder):
 
 
 def cost_svg(folder):
-    """cost.svg in the folder: kernel time with fences over kernel time without, per study, as
-    bars with 95% intervals (paper 000, Fig. 5): the reduced set (with the model's completion
-    where that step ran) beside every fence."""
+    """Writes cost.svg in the folder (cost_svg_text)."""
+    text = cost_svg_text(folder)
+    if text is None:
+        return
+    path = os.path.join(folder, "cost.svg")
+    with open(path, "w") as f:
+        f.write(text)
+    print(f"wrote {path}")
+
+
+def cost_svg_text(folder):
+    """cost.svg's text, or None without cost rows: kernel time with fences over kernel time
+    without, per study, as bars with 95% intervals (as in the paper's Fig. 5): the reduced set
+    (with the model's completion where that step ran) beside every fence."""
     bars = {}
     metas = []
     for study, completed, row in cost_rows(folder, metas):
@@ -287,7 +309,7 @@ def cost_svg(folder):
         name = "all" if row["variant"] == "all" else ("reduced + model" if completed else "reduced")
         bars.setdefault(study, {})[name] = (r[0], r[1], row["fences"])
     if not bars:
-        return
+        return None
     kinds = [k for k in ("reduced", "reduced + model", "all") if any(k in v for v in bars.values())]
     colours = {"reduced": "#4c78a8", "reduced + model": "#72b7b2", "all": "#e45756"}
     top = max(v[0] + v[1] for b in bars.values() for v in b.values())
@@ -317,10 +339,7 @@ def cost_svg(folder):
                    f'<text x="{left + j * 140 + 14}" y="{h + 17}">{k}</text>')
     out.append(f'<text x="{left}" y="12">kernel time with fences / without (wmfix-time-ms, 95% interval; number: fences). {metas[0]["gpu"]}, driver {metas[0]["driver"]}, wmfix {metas[0]["commit"]}</text>')
     out.append("</svg>")
-    path = os.path.join(folder, "cost.svg")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
-    print(f"wrote {path}")
+    return "\n".join(out) + "\n"
 
 
 def peer(folder):
@@ -568,9 +587,155 @@ def coverage(folder):
 TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage}
 
 
+# A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER
+# relative to the repository's root) between these two lines, which `--check` compares with what
+# the result files make now and `--write` rewrites.
+BEGIN = re.compile(r"^<!-- results\.py (\S+)((?: [a-z-]+)+) -->$")
+END = "<!-- /results.py -->"
+# Folders the Markdown search leaves out: build outputs, the built guide, virtual environments.
+SKIPPED = {"target", "book", "wmfix-out", "node_modules"}
+
+
+def render(folder, names):
+    """The tables' text as a Markdown file holds it: each table's output, no heading."""
+    parts = []
+    for name in names:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            TABLES[name](folder)
+        parts.append(buf.getvalue().strip("\n"))
+    return "\n\n".join(parts)
+
+
+def markdown_files(root):
+    for top, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED
+                         and not d.startswith("target"))
+        for f in sorted(files):
+            if f.endswith(".md"):
+                yield os.path.join(top, f)
+
+
+class Block:
+    """One generated table of a Markdown file: where it is, what made it, its text there."""
+
+    def __init__(self, path, line, folder, names, start, end):
+        self.path, self.line, self.folder, self.names = path, line, folder, names
+        self.start, self.end = start, end  # the lines between the markers
+
+    def name(self, root):
+        return (f"{os.path.relpath(self.path, root)}:{self.line}: table {' '.join(self.names)} "
+                f"of {self.folder}")
+
+
+def blocks(root, path, lines, problems):
+    """The generated tables of a file's lines (a marker in a fenced code block is an example,
+    not one); a marker without its end, an unknown table or folder goes to `problems`."""
+    out, i, fence = [], 0, None
+    while i < len(lines):
+        line = lines[i].rstrip("\n")
+        i += 1
+        if fence is None:
+            opens = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+            if opens:
+                fence = opens.group(1)
+                continue
+        else:
+            closes = re.match(r"^ {0,3}(`{3,}|~{3,})\s*$", line)
+            if closes and closes.group(1)[0] == fence[0] and len(closes.group(1)) >= len(fence):
+                fence = None
+            continue
+        m = BEGIN.match(line)
+        if not m:
+            continue
+        where = f"{os.path.relpath(path, root)}:{i}"
+        folder, names = m.group(1), m.group(2).split()
+        end = next((j for j in range(i, len(lines)) if lines[j].rstrip("\n") == END), None)
+        if end is None:
+            problems.append(f"{where}: `{lines[i - 1].strip()}` has no `{END}` after it")
+            break
+        unknown = [n for n in names if n not in TABLES or n == "cost-svg"]
+        if unknown:
+            problems.append(f"{where}: unknown table {', '.join(unknown)} (known: "
+                            f"{', '.join(n for n in TABLES if n != 'cost-svg')})")
+        elif not os.path.isdir(os.path.join(root, folder)):
+            problems.append(f"{where}: no results folder {folder}")
+        else:
+            out.append(Block(path, i, folder, names, i, end))
+        i = end + 1
+    return out
+
+
+def generated(root, block):
+    """The block's lines as the result files make them now: a blank line around the tables."""
+    text = render(os.path.join(root, block.folder), block.names)
+    return ["\n"] + [l + "\n" for l in text.split("\n")] + ["\n"]
+
+
+def svgs(root):
+    """(path, committed text, text made now) of each results folder's cost.svg."""
+    results = os.path.join(root, "results")
+    for d in sorted(os.listdir(results)) if os.path.isdir(results) else []:
+        path = os.path.join(results, d, "cost.svg")
+        if os.path.isfile(path):
+            yield path, open(path).read(), cost_svg_text(os.path.join(results, d)) or ""
+
+
+def check(root, write):
+    """--check: every generated table of the Markdown files under root and every results
+    folder's cost.svg against what the result files make now; exit 1 naming each that differs.
+    --write: rewrites those that differ."""
+    problems, differ, seen = [], [], 0
+    for path in markdown_files(root):
+        lines = open(path).readlines()
+        found = blocks(root, path, lines, problems)
+        for b in reversed(found):  # from the end, so that a rewrite keeps the earlier lines' numbers
+            seen += 1
+            want = generated(root, b)
+            have = lines[b.start:b.end]
+            if want != have:
+                differ.append((b.name(root), have, want))
+                lines[b.start:b.end] = want
+        if write and any(d[0].startswith(os.path.relpath(path, root) + ":") for d in differ):
+            with open(path, "w") as f:
+                f.writelines(lines)
+    for path, have, want in svgs(root):
+        seen += 1
+        if have != want:
+            differ.append((f"{os.path.relpath(path, root)}: cost-svg of {os.path.dirname(os.path.relpath(path, root))}",
+                           have.splitlines(True), want.splitlines(True)))
+            if write:
+                with open(path, "w") as f:
+                    f.write(want)
+    for p in problems:
+        print(f"results.py: {p}", file=sys.stderr)
+    for name, have, want in differ:
+        if write:
+            print(f"results.py: {name} rewritten", file=sys.stderr)
+            continue
+        print(f"results.py: {name} differs from what the result files make now:", file=sys.stderr)
+        diff = list(difflib.unified_diff(have, want, "committed", "made now", n=1))
+        sys.stderr.writelines(l if l.endswith("\n") else l + "\n" for l in diff[:60])
+        if len(diff) > 60:
+            print(f"... ({len(diff) - 60} more diff lines)", file=sys.stderr)
+    if problems or (differ and not write):
+        print(f"results.py --check: {len(differ)} of {seen} generated tables differ, {len(problems)} "
+              f"markers wrong; `scripts/results.py --write` rewrites the tables from the result files",
+              file=sys.stderr)
+        sys.exit(1)
+    if write:
+        print(f"results.py: {seen} generated tables, {len(differ)} rewritten", file=sys.stderr)
+    else:
+        print(f"results.py: {seen} generated tables match their result files", file=sys.stderr)
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         sys.exit(__doc__)
+    if argv[0] in ("--check", "--write"):
+        root = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        check(os.path.normpath(root), argv[0] == "--write")
+        return
     folder, names = argv[0], argv[1:] or list(TABLES)
     if not os.path.isdir(folder):
         sys.exit(f"{folder}: no such results folder\n\n{__doc__}")

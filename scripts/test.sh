@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# The test command: builds the guide and checks its links (docs.sh), installs nvcc 13.0 from PyPI
+# The test command: checks that the generated tables match their result files (results.py
+# --check), builds the guide and checks its links (docs.sh), installs nvcc 13.0 from PyPI
 # if needed (see nvcc-env.sh), then runs every CPU test, including the ones that compile
 # instrumented CUDA with real nvcc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+python3 scripts/results.py --check
 echo "wmfix: building the guide (docs/) and checking links: scripts/docs.sh" >&2
 scripts/docs.sh
 source scripts/nvcc-env.sh
 nvcc --version | tail -n 1
 cargo fmt --check
-# Each test binary's "Running" line as it starts, and a line every 25 s while one is silent.
-cargo test --release --locked "$@" 2>&1 | scripts/heartbeat.py "cargo test"
+# The test-fast profile (Cargo.toml): the tests' build takes a quarter of the release one's CPU.
+# cargo-nextest where installed: each test's line as it ends, a SLOW line every 20 s
+# (.config/nextest.toml), the longest tests first; else cargo test, each binary's "Running" line.
+# Either way, heartbeat.py says something after 25 s of silence.
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --cargo-profile test-fast --locked --no-fail-fast "$@" 2>&1 | scripts/heartbeat.py "cargo nextest"
+else
+  cargo test --profile test-fast --locked --no-fail-fast "$@" 2>&1 | scripts/heartbeat.py "cargo test"
+fi

@@ -544,3 +544,45 @@ fn try_catch_and_declaring_macros_of_libcudacxx_parse_are_fenced_and_build() {
     }
     builds(&tree, "nvcc -arch=sm_90 -std=c++17 -c k.cu -o /dev/null");
 }
+
+/// Pointers to members (`R (C::*m)(int)`, `int S::* pm`: the class blanked for the parse), a
+/// keyword macro alone in an `#if` group before its block, and `NV_IF_TARGET` branches after
+/// comments with commas (issue 26): parsed, fenced, built.
+const MEMBER_POINTERS: &str = "#include <nv/target>
+template <class F> struct first_arg;
+template <class R, class C> struct first_arg<R (C::*)(int)> { using type = C; };
+struct S { int v; __device__ int get(int) { return v; } };
+template <class R, class C> __device__ R call(C* c, R (C::*m)(int)) { return (c->*m)(0); }
+__device__ int field(S* s, int S::* pm) { return s->*pm; }
+#define _CCCL_IF_NOT_CONSTEVAL_DEFAULT if (!__builtin_is_constant_evaluated())
+__device__ int f(int* p, S* s) {
+#if defined(__CUDACC__)
+  _CCCL_IF_NOT_CONSTEVAL_DEFAULT
+#endif
+  {
+    p[0] = 1;
+  }
+  NV_IF_TARGET(NV_IS_HOST,
+    // on host, nothing
+    (p[1] = 1;),
+    // on device, assign
+    p[2] = call(s, &S::get) + field(s, &S::v););
+  return p[3];
+}
+__global__ void k(int* p, S* s) { p[4] = f(p, s); }
+";
+
+#[test]
+fn member_pointers_keyword_macros_in_if_groups_and_commented_branches_build() {
+    let (_tmp, tree) = inserted(&[("k.cu", MEMBER_POINTERS)], &["--on-parse-error", "fail"]);
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    for fenced in [
+        "p[0] = 1; WMFIX_FENCE_AT(",
+        "(p[1] = 1; WMFIX_FENCE_AT(",
+        "field(s, &S::v); WMFIX_FENCE_AT(",
+        "return WMFIX_AFTER(",
+    ] {
+        assert!(k.contains(fenced), "{fenced}:\n{k}");
+    }
+    builds(&tree, "nvcc -arch=sm_90 -std=c++17 -c k.cu -o /dev/null");
+}

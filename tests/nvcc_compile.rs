@@ -1,5 +1,8 @@
 //! Instrumented code compiles and links with real nvcc (13.0, `-arch=sm_90`), no GPU needed.
-//! Each tree is also built uninstrumented, so a failure is the rewriter's, not the fixture's.
+//! When an instrumented tree does not build, its original is built too, to say whether the
+//! failure is the rewriter's or the fixture's (`builds`). The original is not built when the
+//! instrumented tree builds: it is the same text without the fences, so it builds as well, and
+//! building it would double the compiles of the slowest tests (measured in issue 28).
 
 mod common;
 use common::*;
@@ -12,6 +15,27 @@ fn sh(cwd: &Path, script: &str) {
         o.status.success(),
         "`{script}` failed in {}:\n{}{}",
         cwd.display(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Runs `script` in the instrumented `tree`; if it fails, runs it in `orig` (the same files
+/// uninstrumented) too and panics saying whose failure it is, with the instrumented build's output.
+fn builds(orig: &Path, tree: &Path, script: &str) {
+    let o = nvcc_command(tree).arg("-c").arg(script).output().unwrap();
+    if o.status.success() {
+        return;
+    }
+    let original = nvcc_command(orig).arg("-c").arg(script).output().unwrap();
+    let whose = if original.status.success() {
+        "the original builds: a rewriter bug"
+    } else {
+        "the original does not build either: a fixture bug"
+    };
+    panic!(
+        "`{script}` failed in {} ({whose}):\n{}{}",
+        tree.display(),
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
@@ -30,14 +54,12 @@ fn instrument(src: &Path) -> (tempfile::TempDir, std::path::PathBuf, std::path::
     (tmp, orig, tree)
 }
 
-/// Builds each `.cu` file of a tree on its own, linked to an executable, with extra `flags`.
-fn build_each(dir: &Path, flags: &str) {
-    for f in ["control.cu", "memory.cu", "templates.cu"] {
-        sh(
-            dir,
-            &format!("nvcc -arch=sm_90 -std=c++17 -Werror all-warnings {flags} -o {f}.out {f}"),
-        );
-    }
+/// The build of each `.cu` file of the constructs fixture on its own, linked to an executable,
+/// with extra `flags`.
+fn build_each(flags: &str) -> String {
+    format!(
+        "for f in control.cu memory.cu templates.cu; do nvcc -arch=sm_90 -std=c++17 -Werror all-warnings {flags} -o $f.out $f || exit 1; done"
+    )
 }
 
 #[test]
@@ -49,8 +71,7 @@ fn constructs_compile() {
         control.contains("NV_IF_TARGET(NV_IS_DEVICE, (p[i] = 1; WMFIX_FENCE_AT("),
         "{control}"
     );
-    build_each(&orig, "");
-    build_each(&tree, "");
+    builds(&orig, &tree, &build_each(""));
 }
 
 #[test]
@@ -71,35 +92,33 @@ fn constructs_compile_with_rdc_and_other_fence_scopes() {
             ],
         );
         assert!(o.status.success());
-        build_each(&tmp.path().join(&out).join("tree"), "-rdc=true");
+        builds(
+            &orig,
+            &tmp.path().join(&out).join("tree"),
+            &build_each("-rdc=true"),
+        );
     }
 }
 
 #[test]
 fn header_with_device_code_compiles() {
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/multi"));
-    for dir in [&orig, &tree] {
-        sh(dir, "nvcc -arch=sm_90 -std=c++17 -o main main.cu");
-    }
+    builds(&orig, &tree, "nvcc -arch=sm_90 -std=c++17 -o main main.cu");
 }
 
 #[test]
 fn kernel_launched_from_another_unit_links() {
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/two_tu"));
-    for dir in [&orig, &tree] {
-        sh(dir, "./build.sh");
-        assert!(dir.join("two_tu").is_file() && dir.join("two_tu_rdc").is_file());
-    }
+    builds(&orig, &tree, "./build.sh");
+    assert!(tree.join("two_tu").is_file() && tree.join("two_tu_rdc").is_file());
 }
 
 #[test]
 fn scoping_fixture_compiles() {
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/scoping"));
-    for dir in [&orig, &tree] {
-        for f in ["locals.cu", "prototypes.cu"] {
-            let flags = "-arch=sm_90 -std=c++17 -Werror all-warnings";
-            sh(dir, &format!("nvcc {flags} -c -o {f}.o {f}"));
-        }
+    for f in ["locals.cu", "prototypes.cu"] {
+        let flags = "-arch=sm_90 -std=c++17 -Werror all-warnings";
+        builds(&orig, &tree, &format!("nvcc {flags} -c -o {f}.o {f}"));
     }
 }
 
@@ -107,9 +126,11 @@ fn scoping_fixture_compiles() {
 fn regressions_fixture_compiles() {
     // Labels the fixture never jumps to warn: no -Werror here.
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/regressions"));
-    for dir in [&orig, &tree] {
-        sh(dir, "nvcc -arch=sm_90 -std=c++17 -c -o random.o random.cu");
-    }
+    builds(
+        &orig,
+        &tree,
+        "nvcc -arch=sm_90 -std=c++17 -c -o random.o random.cu",
+    );
 }
 
 #[test]
@@ -156,11 +177,9 @@ fn cuda_launch_kernel_ex_launches_build_and_link() {
     // Programmatic dependent launch, a clustered and a cooperative config, through
     // cudaLaunchKernelEx (also `::`-qualified) and cudaLaunchKernelExC.
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/launch_ex"));
-    for dir in [&orig, &tree] {
-        let build = "nvcc -arch=sm_90 -std=c++17 -Werror all-warnings -o launch_ex launch_ex.cu";
-        sh(dir, build);
-        assert!(dir.join("launch_ex").is_file());
-    }
+    let build = "nvcc -arch=sm_90 -std=c++17 -Werror all-warnings -o launch_ex launch_ex.cu";
+    builds(&orig, &tree, build);
+    assert!(tree.join("launch_ex").is_file());
     let text = std::fs::read_to_string(tree.join("launch_ex.cu")).unwrap();
     assert!(text.contains("cudaLaunchKernelEx(wmfix_launch_ex(&config), consume<int>, a, n)"));
 }
@@ -191,9 +210,7 @@ fn case_studies_build_and_link() {
             sh(&study, "sh prepare.sh");
         }
         let (_tmp, orig, tree) = instrument(&study);
-        let build = build_command(&orig);
-        sh(&orig, &build);
-        sh(&tree, &build);
+        builds(&orig, &tree, &build_command(&orig));
     }
 }
 

@@ -1,8 +1,8 @@
 //! Same-length masks for C++ forms tree-sitter-cuda does not parse: raw string literals
 //! (`asm volatile(R"XYZ( ... )XYZ")`) and libcu++'s concept definitions (`_CCCL_CONCEPT c =
 //! _CCCL_REQUIRES_EXPR((T), T t)(...);`), which hold no device code, and libcu++'s macros for
-//! `if consteval` and `try`/`catch` before a block, whose block does. Line breaks stay where
-//! they are, so every position keeps its line and column.
+//! `if consteval` and `try`/`catch` before a block, whose block does; the class of a pointer to
+//! member. Line breaks stay where they are, so every position keeps its line and column.
 
 use crate::rewrite::macros::{identifiers, outside_literals};
 use crate::rewrite::mask::on_directive;
@@ -168,6 +168,74 @@ fn template_head_before(text: &str, at: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// `text` with the class of each pointer to member blanked (`R C::* p` as `R    * p`,
+/// `int (T::*f)()` as `int (   *f)()`, `M<R ns::C::*>`), and the `*` of each use of one
+/// (`(c->*m)(0)` as `(c-> m)(0)`, `s.*pm` as `s. pm`): the grammar has no pointers to members,
+/// and a plain pointer and a member access parse the same way. `None` where there is none.
+pub fn member_pointers(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut scopes = Vec::new();
+    let mut stars = Vec::new();
+    outside_literals(text, 0, text.len(), |i, b| {
+        if b == b':'
+            && bytes.get(i + 1) == Some(&b':')
+            && text[i + 2..].trim_start().starts_with('*')
+        {
+            scopes.push(i);
+        }
+        if b == b'*' && i > 0 && (text[..i].ends_with("->") || member_dot(text, i - 1)) {
+            stars.push(i);
+        }
+        true
+    });
+    for i in stars {
+        out.get_or_insert_with(|| bytes.to_vec())[i] = b' ';
+    }
+    for colons in scopes {
+        // Back over `a::b::C` (and a leading `::`) to where the scope starts.
+        let mut start = colons;
+        loop {
+            let name = text[..start]
+                .bytes()
+                .rev()
+                .take_while(|&c| is_word_byte(c))
+                .count();
+            if name == 0 || bytes[start - name].is_ascii_digit() {
+                break;
+            }
+            start -= name;
+            match text[..start].strip_suffix("::") {
+                Some(before) => start = before.len(),
+                None => break,
+            }
+        }
+        if start == colons {
+            continue;
+        }
+        let o = out.get_or_insert_with(|| bytes.to_vec());
+        o[start..colons + 2].fill(b' ');
+    }
+    out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
+}
+
+/// Whether the `.` at `dot` is a member access (`s.*pm`, `(o).*pm`), not a number's (`1.*x`).
+fn member_dot(text: &str, dot: usize) -> bool {
+    let before = &text.as_bytes()[..dot];
+    if text.as_bytes()[dot] != b'.' || before.is_empty() {
+        return false;
+    }
+    let word = before
+        .iter()
+        .rev()
+        .take_while(|&&c| is_word_byte(c))
+        .count();
+    match word {
+        0 => matches!(before[dot - 1], b')' | b']'),
+        n => !before[dot - n].is_ascii_digit(),
+    }
 }
 
 /// libcu++'s macros that stand for a statement's keywords, what each is read as, and the

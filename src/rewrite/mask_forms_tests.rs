@@ -132,6 +132,32 @@ fn try_and_catch_macros_are_read_as_the_keywords_and_their_blocks_are_code() {
 }
 
 #[test]
+fn the_class_of_a_pointer_to_member_is_blanked() {
+    let src = "template <class R, class C> struct M<R C::*> {};\ntemplate <class R, class T> __device__ M<R T::*> mem_fn(R ns::T::* pm) { return pm; }\nstruct F { int (T::*p_)(); int* q; };\n// all of cub::Device::* here\n__device__ void g(F* f) { f->q[0] = 1; }\n";
+    assert!(
+        first_error(&parse(src)).is_some(),
+        "the grammar alone fails"
+    );
+    let m = member_pointers(src).unwrap();
+    same_shape(src, &m);
+    for read in [
+        "M<R    *>",
+        "mem_fn(R        * pm)",
+        "int (   *p_)();",
+        "cub::Device::* here",
+    ] {
+        assert!(m.contains(read), "{read:?} in {m:?}");
+    }
+    assert!(first_error(&parse_masked(src, &Default::default()).tree).is_none());
+    assert_eq!(member_pointers("a::b; 1.*p; x * p; \"C::*\";\n"), None);
+    let uses = "__device__ int g(S* c, S s, int (S::*m)(int), int S::* pm) { return (c->*m)(0) + s.*pm + (s).*pm; }\n";
+    let m = member_pointers(uses).unwrap();
+    same_shape(uses, &m);
+    assert!(m.contains("(c-> m)(0) + s. pm + (s). pm"), "{m}");
+    assert!(first_error(&parse_masked(uses, &Default::default()).tree).is_none());
+}
+
+#[test]
 fn a_statement_macros_last_branch_without_parentheses_is_a_block() {
     let src = "__device__ void f(int* p) {\n  if (p) {\n    NV_IF_TARGET(NV_PROVIDES_SM_90, p[0] = g(&p[1]););\n  }\n}\n";
     let m = crate::rewrite::mask::nv_target(src).unwrap();

@@ -44,6 +44,11 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     {
         pragmas = m.into();
     }
+    if (pragmas.contains("::*") || pragmas.contains("->*") || pragmas.contains(".*"))
+        && let Some(m) = mask_forms::member_pointers(&pragmas)
+    {
+        pragmas = m.into();
+    }
     if (pragmas.contains("CONSTEVAL") || pragmas.contains("_CCCL_TRY"))
         && let Some(m) = mask_forms::keyword_macros(&pragmas)
     {
