@@ -880,6 +880,11 @@ race_reduce_warm_rare() { race_reduce_warm "$@" --rare-rate 0.01; }
 add warm-reduce-race-rare-ct-octree race_reduce_warm_rare ct-octree
 rare_stressed() { RUNS=1000 LIMIT=${LIMIT:-240} TEST_OPTS=--warm completed_study "$1" "warm-reduce-race-rare-$1"; }
 add warm-stress-warm-reduce-race-rare-ct-octree rare_stressed ct-octree
+# ct-octree's rarely needed fences show in some detection runs' traces only: four runs.
+race_reduce_warm_runs4() { race_reduce_warm "$@" --race-runs 4; }
+add warm-reduce-race-runs4-ct-octree race_reduce_warm_runs4 ct-octree
+runs4_stressed() { RUNS=1000 LIMIT=${LIMIT:-240} TEST_OPTS=--warm completed_study "$1" "warm-reduce-race-runs4-$1"; }
+add warm-stress-warm-reduce-race-runs4-ct-octree runs4_stressed ct-octree
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }

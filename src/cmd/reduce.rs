@@ -409,6 +409,7 @@ fn interrupted_result(p: &Progress) -> Reduced {
         after_loop_only: Default::default(),
         added_back: Default::default(),
         off_global: p.off_global.clone(),
+        every_fence_checked: p.every_fence_checked,
         undecided: matches!(
             p.phase,
             algorithm::Phase::Sanity | algorithm::Phase::Calibrate
@@ -528,6 +529,9 @@ pub fn summary(r: &Report, with_race: bool) -> String {
             "stability: {} clean runs; a missing fence erring {rate} would go unseen with probability {m:.2e}\n",
             res.stability_runs
         );
+    }
+    if !res.every_fence_checked && res.complete {
+        s += "every fence: not run; the start set's clean stability runs stand for that check\n";
     }
     if let Some(why) = r.sanity.describe("reduction") {
         s += &format!("sanity: {why}\n");

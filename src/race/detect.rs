@@ -20,6 +20,7 @@ use super::trace::{Event, Op, Scope, Trace};
 use crate::fences::id::{FenceId, Ids};
 use foldhash::{HashMap, HashMapExt};
 use std::rc::Rc;
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -138,12 +139,56 @@ pub struct Detection {
     pub stats: Stats,
     /// Every address with an unordered conflicting pair (weak or strong).
     pub addresses: foldhash::HashSet<u64>,
-    /// Per event: its thread's index, its place in that thread's history, and for a strong
-    /// read the event it read from.
+    /// What every detection of the trace shares: explaining a pair reads its histories.
+    pub prep: Arc<Prepared>,
+}
+
+/// What the detections of one trace share, whatever fences they take as enabled: reads-from,
+/// the causal order events are checked in, the addresses one thread alone touched, and each
+/// event's thread and place in that thread's history. Made once per trace, so that the
+/// detections of a reduction's search (dozens on one trace, several at once) do not each
+/// rebuild and page in per-event arrays of the trace's size.
+pub struct Prepared {
+    /// For a strong read, the event it read from.
+    pub read_from: Vec<Option<u32>>,
+    order: Vec<u32>,
+    broken: usize,
+    private: Private,
+    /// Per event: its thread's index (numbered by first event in `order`) and its place in
+    /// that thread's history.
     pub thread_of: Vec<u32>,
     pub position: Vec<u32>,
-    pub read_from: Vec<Option<u32>>,
     pub histories: Vec<Vec<u32>>,
+}
+
+impl Prepared {
+    pub fn of(trace: &Trace) -> Prepared {
+        let read_from = super::order::reads_from(trace);
+        let (order, broken) = super::order::causal(trace, &read_from);
+        let n = trace.events.len();
+        let (mut thread_of, mut position) = (vec![0u32; n], vec![0u32; n]);
+        let mut histories: Vec<Vec<u32>> = Vec::new();
+        let mut index = HashMap::new();
+        for &i in &order {
+            let next = histories.len() as u32;
+            let t = *index.entry(trace.events[i as usize].thread).or_insert(next);
+            if t == next {
+                histories.push(Vec::new());
+            }
+            thread_of[i as usize] = t;
+            position[i as usize] = histories[t as usize].len() as u32;
+            histories[t as usize].push(i);
+        }
+        Prepared {
+            read_from,
+            order,
+            broken,
+            private: Private::of(&trace.events),
+            thread_of,
+            position,
+            histories,
+        }
+    }
 }
 
 impl Detection {
@@ -333,16 +378,19 @@ fn read_passes_first_message(ts: &ThreadState, read: &Access) -> bool {
 /// Per-block barrier clocks, two generations kept (no thread can be further behind).
 type Barriers = HashMap<(u32, u32), Clock>;
 
+/// One detection of `trace` (`Prepared` made for it alone).
 pub fn detect(trace: &Trace, opts: &Options) -> Detection {
-    let rf = super::order::reads_from(trace);
-    let (order, broken) = super::order::causal(trace, &rf);
+    detect_prepared(trace, &Arc::new(Prepared::of(trace)), opts)
+}
+
+/// One detection of `trace`, with what `Prepared::of(trace)` made.
+pub fn detect_prepared(trace: &Trace, prep: &Arc<Prepared>, opts: &Options) -> Detection {
     let mut d = Detector {
         opts,
+        prep,
         threads: Vec::new(),
-        index: HashMap::new(),
         blocks: HashMap::new(),
         cells: HashMap::new(),
-        private: Private::of(&trace.events),
         found: Vec::new(),
         written: HashMap::new(),
         barriers: Barriers::new(),
@@ -351,19 +399,16 @@ pub fn detect(trace: &Trace, opts: &Options) -> Detection {
             strong_pairs: HashMap::new(),
             stats: Stats::default(),
             addresses: Default::default(),
-            thread_of: vec![0; trace.events.len()],
-            position: vec![0; trace.events.len()],
-            read_from: rf,
-            histories: Vec::new(),
+            prep: prep.clone(),
         },
         events: &trace.events,
     };
-    for i in order {
+    for &i in &prep.order {
         d.step(i);
     }
     let mut out = d.out;
     out.stats.events = trace.events.len() as u64;
-    out.stats.waits_broken = broken as u64;
+    out.stats.waits_broken = prep.broken as u64;
     out.stats.threads = d.threads.len() as u64;
     out.stats.addresses = d.cells.len() as u64;
     out.stats.clock_entries = d.threads.iter().map(|t| t.vc.len() as u64).sum();
@@ -372,12 +417,11 @@ pub fn detect(trace: &Trace, opts: &Options) -> Detection {
 
 struct Detector<'a> {
     opts: &'a Options,
+    prep: &'a Prepared,
     events: &'a [Event],
     threads: Vec<ThreadState>,
-    index: HashMap<super::trace::Thread, u32>,
     blocks: HashMap<(u32, u32), u32>,
     cells: HashMap<u64, Cell>,
-    private: Private,
     /// What each strong write handed to its readers (weak ones hand nothing and are not kept).
     written: HashMap<u32, Written>,
     barriers: Barriers,
@@ -388,8 +432,10 @@ struct Detector<'a> {
 }
 
 impl Detector<'_> {
-    fn thread(&mut self, e: &Event) -> u32 {
-        if let Some(&t) = self.index.get(&e.thread) {
+    /// Event `i`'s thread (`e`), its state made at its first event.
+    fn thread(&mut self, i: u32, e: &Event) -> u32 {
+        let t = self.prep.thread_of[i as usize];
+        if (t as usize) < self.threads.len() {
             return t;
         }
         let n = self.blocks.len() as u32;
@@ -415,17 +461,12 @@ impl Detector<'_> {
             acquires: 0,
             observed: Observed::new(),
         });
-        self.out.histories.push(Vec::new());
-        self.index.insert(e.thread, t);
         t
     }
 
     fn step(&mut self, i: u32) {
         let e = self.events[i as usize];
-        let t = self.thread(&e);
-        self.out.thread_of[i as usize] = t;
-        self.out.position[i as usize] = self.out.histories[t as usize].len() as u32;
-        self.out.histories[t as usize].push(i);
+        let t = self.thread(i, &e);
         self.leave_barrier(t);
         let due = self.threads[t as usize].fence_due;
         if due.is_some() && (due != e.site || !e.op.at_site()) {
@@ -455,7 +496,7 @@ impl Detector<'_> {
                 if let Some(w) = from {
                     sync.merge(&w);
                 }
-                let continued = self.out.read_from[i as usize];
+                let continued = self.prep.read_from[i as usize];
                 self.written(i, t, Some(scope), Rc::new(sync), continued);
             }
             Op::Fence { scope } => self.fence(t, scope),
@@ -555,7 +596,7 @@ impl Detector<'_> {
     /// acquired at this thread's next fence (or barrier).
     fn read_from(&mut self, i: u32, t: u32, strong: Option<Scope>) -> Option<Rc<Sync>> {
         let block = self.threads[t as usize].block;
-        let Some(w) = self.out.read_from[i as usize] else {
+        let Some(w) = self.prep.read_from[i as usize] else {
             self.out.stats.reads_from_unknown += 1;
             return None;
         };
@@ -598,7 +639,7 @@ impl Detector<'_> {
         let ts = &self.threads[t as usize];
         let mut origins = vec![Origin {
             thread: t,
-            pos: self.out.position[i as usize],
+            pos: self.prep.position[i as usize],
             fences: ts.fences,
         }];
         if let Some(prev) = continued.and_then(|w| self.written.get(&w)) {
@@ -617,7 +658,7 @@ impl Detector<'_> {
 
     fn access(&mut self, i: u32, t: u32, addr: u64, write: bool, strong: Option<Scope>) {
         self.out.stats.accesses += 1;
-        if self.private.is_private(&self.events[i as usize]) {
+        if self.prep.private.is_private(&self.events[i as usize]) {
             self.out.stats.private_accesses += 1;
             return;
         }
@@ -630,7 +671,7 @@ impl Detector<'_> {
             clock: ts.own,
             barriers: ts.barriers,
             strong,
-            pos: self.out.position[i as usize],
+            pos: self.prep.position[i as usize],
             fences: ts.fences,
         };
         let cap = self.opts.reads_per_address;

@@ -54,14 +54,14 @@ pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explan
     if let Some((write, read)) = first_message(trace, d, earlier, later) {
         return message(trace, d, earlier, write, read, later);
     }
-    let t = d.thread_of[later as usize];
-    let tp = d.position[later as usize] as usize;
+    let t = d.prep.thread_of[later as usize];
+    let tp = d.prep.position[later as usize] as usize;
     let mut mates: Option<Vec<Mate>> = None;
-    let mut barriers = d.histories[t as usize][..tp]
+    let mut barriers = d.prep.histories[t as usize][..tp]
         .iter()
         .filter(|&&e| trace.events[e as usize].op == Op::Barrier)
         .count();
-    for &r in d.histories[t as usize][..tp].iter().rev() {
+    for &r in d.prep.histories[t as usize][..tp].iter().rev() {
         if trace.events[r as usize].op == Op::Barrier {
             // What the block's other threads read before this barrier reached this thread
             // through it (the last block's thread 0 takes the ticket, all threads read).
@@ -101,18 +101,21 @@ fn first_message(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Opti
     if !read_then_write || a.thread.block == b.thread.block {
         return None;
     }
-    let (w, wp) = (d.thread_of[earlier as usize], d.position[earlier as usize]);
-    let t = d.thread_of[later as usize] as usize;
-    let tp = d.position[later as usize] as usize;
+    let (w, wp) = (
+        d.prep.thread_of[earlier as usize],
+        d.prep.position[earlier as usize],
+    );
+    let t = d.prep.thread_of[later as usize] as usize;
+    let tp = d.prep.position[later as usize] as usize;
     let mut best: Option<(u32, u32)> = None;
-    for &r in &d.histories[t][..tp] {
-        let mut from = d.read_from[r as usize];
+    for &r in &d.prep.histories[t][..tp] {
+        let mut from = d.prep.read_from[r as usize];
         for _ in 0..ORIGINS_KEPT {
             let Some(s) = from else { break };
             let earlier_write =
-                |(b, _): (u32, u32)| d.position[s as usize] < d.position[b as usize];
-            if d.thread_of[s as usize] == w
-                && d.position[s as usize] > wp
+                |(b, _): (u32, u32)| d.prep.position[s as usize] < d.prep.position[b as usize];
+            if d.prep.thread_of[s as usize] == w
+                && d.prep.position[s as usize] > wp
                 && best.is_none_or(earlier_write)
             {
                 best = Some((s, r));
@@ -120,7 +123,7 @@ fn first_message(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Opti
             if !matches!(trace.events[s as usize].op, Op::Rmw { .. }) {
                 break;
             }
-            from = d.read_from[s as usize];
+            from = d.prep.read_from[s as usize];
         }
     }
     best
@@ -128,11 +131,14 @@ fn first_message(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Opti
 
 /// The write of `earlier`'s thread after it that `r` read, through atomics' release sequences.
 fn message_source(trace: &Trace, d: &Detection, earlier: u32, r: u32) -> Option<u32> {
-    let (w, wp) = (d.thread_of[earlier as usize], d.position[earlier as usize]);
-    let mut from = d.read_from[r as usize];
+    let (w, wp) = (
+        d.prep.thread_of[earlier as usize],
+        d.prep.position[earlier as usize],
+    );
+    let mut from = d.prep.read_from[r as usize];
     let mut steps = 0;
     while let Some(s) = from {
-        if d.thread_of[s as usize] == w && d.position[s as usize] > wp {
+        if d.prep.thread_of[s as usize] == w && d.prep.position[s as usize] > wp {
             return Some(s);
         }
         let via_atomic = matches!(trace.events[s as usize].op, Op::Rmw { .. });
@@ -140,7 +146,7 @@ fn message_source(trace: &Trace, d: &Detection, earlier: u32, r: u32) -> Option<
         if !via_atomic || steps > CHAIN_LIMIT {
             return None;
         }
-        from = d.read_from[s as usize];
+        from = d.prep.read_from[s as usize];
     }
     None
 }
@@ -163,16 +169,16 @@ impl Mate<'_> {
 }
 
 fn block_mates<'d>(trace: &Trace, d: &'d Detection, t: u32) -> Vec<Mate<'d>> {
-    let thread_at = |u: usize| trace.events[d.histories[u][0] as usize].thread;
+    let thread_at = |u: usize| trace.events[d.prep.histories[u][0] as usize].thread;
     let me = thread_at(t as usize);
-    (0..d.histories.len())
-        .filter(|&u| u != t as usize && !d.histories[u].is_empty())
+    (0..d.prep.histories.len())
+        .filter(|&u| u != t as usize && !d.prep.histories[u].is_empty())
         .filter(|&u| {
             let o = thread_at(u);
             o.launch == me.launch && o.block == me.block
         })
         .map(|u| {
-            let history = &d.histories[u][..];
+            let history = &d.prep.histories[u][..];
             let barriers = (0..history.len())
                 .filter(|&k| trace.events[history[k] as usize].op == Op::Barrier)
                 .collect();
@@ -233,14 +239,14 @@ fn side(
     needed: Scope,
     reader: bool,
 ) -> Option<Side> {
-    let t = d.thread_of[from as usize] as usize;
+    let t = d.prep.thread_of[from as usize] as usize;
     let (a, b) = (
-        d.position[from as usize] as usize,
-        d.position[to as usize] as usize,
+        d.prep.position[from as usize] as usize,
+        d.prep.position[to as usize] as usize,
     );
     let mut sites = Vec::new();
     let mut block_scope_fence = false;
-    for &e in &d.histories[t][a..b] {
+    for &e in &d.prep.histories[t][a..b] {
         let ev = &trace.events[e as usize];
         match ev.op {
             Op::Fence { scope } if scope >= needed => return None,

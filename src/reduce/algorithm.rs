@@ -75,6 +75,8 @@ pub struct Progress {
     pub runs: usize,
     /// Fences dropped after the check with every fence (`Reduced::off_global`).
     pub off_global: Ids,
+    /// `Reduced::every_fence_checked`, so far.
+    pub every_fence_checked: bool,
 }
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -119,7 +121,23 @@ pub struct Reduced {
     /// The rate the stability check was sized for: `assumed_rate`, or `rare_rate` where lower.
     #[serde(default)]
     pub stability_rate: Option<f64>,
+    /// Whether the program was checked with every fence on. Not when a given start set passed
+    /// its stability check: a passing set stands for every fence's sanity check, which only a
+    /// failed one (add-back, a restart) needs.
+    #[serde(default = "yes")]
+    pub every_fence_checked: bool,
     pub note: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The check with every fence: the fences it leaves to reduce, or the result where the budget
+/// ran out during it.
+enum EveryFence {
+    Passed(Ids),
+    OutOfBudget(Box<Reduced>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -216,6 +234,7 @@ struct Reducer<'a> {
     /// A start set was given: its loop fences keep both placements (a second stability check
     /// for the placement after the loop alone would double the confirmation's runs).
     given_start: bool,
+    every_fence_checked: bool,
 }
 
 /// Rejected removals in a row (that ran) after which the set they come from is checked again.
@@ -284,14 +303,17 @@ pub fn reduce_from(
         base_failed: false,
         off_global: Ids::new(),
         given_start: start.is_some(),
+        every_fence_checked: false,
         start,
     };
     r.run(&all)
 }
 
 impl Reducer<'_> {
-    fn run(&mut self, all: &Ids) -> Result<Reduced> {
-        // The paper starts from an empirically stable set: check that first.
+    /// The paper starts from an empirically stable set: every fence, checked first. From a
+    /// given start set, only when that set fails its stability check.
+    fn every_fence(&mut self, all: &Ids) -> Result<EveryFence> {
+        self.phase = Phase::Sanity;
         let i = self.i;
         let sanity = self.ask(all, Request::runs(i), i)?;
         if sanity.errors > 0 {
@@ -303,14 +325,25 @@ impl Reducer<'_> {
             }
             .into());
         }
+        self.every_fence_checked = true;
         if self.out_of_budget {
             let note = format!(
                 "budget spent during the check with every fence ({} of {i} runs): nothing decided, every fence kept",
                 sanity.runs
             );
-            return Ok(self.undecided(all, note));
+            return Ok(EveryFence::OutOfBudget(Box::new(self.undecided(all, note))));
         }
-        let all = &self.drop_off_global(all, &sanity);
+        Ok(EveryFence::Passed(self.drop_off_global(all, &sanity)))
+    }
+
+    fn run(&mut self, all: &Ids) -> Result<Reduced> {
+        let mut all = all.clone();
+        if !self.given_start {
+            match self.every_fence(&all)? {
+                EveryFence::Passed(rest) => all = rest,
+                EveryFence::OutOfBudget(r) => return Ok(*r),
+            }
+        }
         let calibrate = matches!(self.settings.stability, Stability::Statistical { .. })
             || matches!(self.settings.checks, Checks::Adaptive { .. });
         if calibrate {
@@ -319,7 +352,7 @@ impl Reducer<'_> {
                 let note = format!(
                     "budget spent while running the program without fences ({errors} errors in {runs} runs so far): nothing decided, every fence kept"
                 );
-                return Ok(self.undecided(all, note));
+                return Ok(self.undecided(&all, note));
             }
             if errors == 0 {
                 let note = format!(
@@ -331,7 +364,7 @@ impl Reducer<'_> {
         let statistical = matches!(self.settings.stability, Stability::Statistical { .. });
         let best = 'reduce: loop {
             let mut fl = match self.start.take() {
-                Some(start) => start.intersection(all).copied().collect(),
+                Some(start) => start.intersection(&all).copied().collect(),
                 None => {
                     let fb = self.binary(all.clone())?;
                     self.linear(fb)?
@@ -362,6 +395,12 @@ impl Reducer<'_> {
                 if self.out_of_budget {
                     break 'reduce self.held.clone();
                 }
+                if !self.every_fence_checked {
+                    match self.every_fence(&all)? {
+                        EveryFence::Passed(rest) => all = rest,
+                        EveryFence::OutOfBudget(_) => break 'reduce self.held.clone(),
+                    }
+                }
                 if !statistical {
                     // The paper's: again from every fence, with 2I runs a check.
                     self.i *= 2;
@@ -370,7 +409,7 @@ impl Reducer<'_> {
                     continue 'reduce;
                 }
                 // Fences kept only because a needed one was missing may go now.
-                fl = match self.add_back(&fl, all)? {
+                fl = match self.add_back(&fl, &all)? {
                     // Until a removal passes, the set held stays add-back's passing superset.
                     Some(more) => {
                         let fb = self.binary(more)?;
@@ -476,6 +515,7 @@ impl Reducer<'_> {
             stability_runs,
             miss_probability: None,
             stability_rate: None,
+            every_fence_checked: self.every_fence_checked,
             note,
         }
     }
@@ -704,6 +744,7 @@ impl Reducer<'_> {
             cached_checks: self.cached_checks,
             runs: self.runs,
             off_global: self.off_global.clone(),
+            every_fence_checked: self.every_fence_checked,
         });
     }
 

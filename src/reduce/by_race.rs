@@ -10,7 +10,7 @@ use crate::app::config::App;
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::set::FenceSet;
 use crate::out_dir::OutDir;
-use crate::race::detect::{self, Options, PairKey};
+use crate::race::detect::{self, Options, PairKey, Prepared};
 use crate::race::explain;
 use crate::race::report;
 use crate::race::runs;
@@ -19,8 +19,9 @@ use crate::race::trace::Trace;
 use crate::run::environment::TestEnv;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// How the detection runs go (`--race-runs`, `--race-events`).
@@ -120,64 +121,20 @@ impl Left {
     }
 }
 
-/// Detections at once: each holds its own clocks, and the biggest traces take gigabytes.
-const AT_ONCE: usize = 4;
+/// Detections at once, at most: each holds its own clocks and shadow cells (what the traces
+/// share is made once, `Prepared`).
+const MAX_AT_ONCE: usize = 16;
 
-/// The racing place pairs the report shows with `fences` taken as enabled.
-fn left(traces: &[Trace], opts: &Options, fences: &Ids) -> Left {
-    left_naming(traces, opts, fences, false).0
-}
-
-/// `left`, and with `name`, the fences the messages of the pairs' examples name.
-fn left_naming(traces: &[Trace], opts: &Options, fences: &Ids, name: bool) -> (Left, Ids) {
-    let (left, named, _) = detect_all(traces, opts, fences, name, false);
-    (left, named)
-}
-
-/// The racing pairs without wmfix's fences, the fences their examples' messages name, and
-/// each trace slimmed to what a check of more fences needs (`slim`).
-fn unfenced(traces: &[Trace], opts: &Options) -> (Left, Ids, Vec<Trace>) {
-    detect_all(traces, opts, &Ids::new(), true, true)
-}
-
-/// One detection of each trace with `fences` taken as enabled: the racing pairs, with `name`
-/// the fences their examples' messages name, with `slims` each trace slimmed.
-fn detect_all(
-    traces: &[Trace],
-    opts: &Options,
-    fences: &Ids,
-    name: bool,
-    slims: bool,
-) -> (Left, Ids, Vec<Trace>) {
-    let mut with = opts.clone();
-    with.fences = fences.clone();
-    let (mut out, mut named, mut slimmed) = (Left::default(), Ids::new(), Vec::new());
-    for t in traces {
-        let d = detect::detect(t, &with);
-        for (k, pair, strong) in report::reported(t, &d) {
-            *out.0.entry((strong, k)).or_default() += pair.count;
-            if name {
-                for &(a, b) in &pair.examples {
-                    named.extend(explain::explain(t, &d, a, b).suggested());
-                }
-            }
-        }
-        if slims {
-            slimmed.push(slim::slim(t, &d.addresses));
-        }
-    }
-    (out, named, slimmed)
-}
-
-/// `left` of each set, several at a time.
-fn left_each(traces: &[Trace], opts: &Options, sets: &[Ids]) -> Vec<Left> {
-    let mut out = Vec::with_capacity(sets.len());
-    for chunk in sets.chunks(AT_ONCE) {
+/// `f` of each item, as many at once as the machine has cores (up to `MAX_AT_ONCE`).
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let width = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_AT_ONCE);
+    let mut out = Vec::with_capacity(items.len());
+    for chunk in items.chunks(width) {
         std::thread::scope(|s| {
-            let handles: Vec<_> = chunk
-                .iter()
-                .map(|set| s.spawn(move || left(traces, opts, set)))
-                .collect();
+            let f = &f;
+            let handles: Vec<_> = chunk.iter().map(|x| s.spawn(move || f(x))).collect();
             out.extend(
                 handles
                     .into_iter()
@@ -188,21 +145,134 @@ fn left_each(traces: &[Trace], opts: &Options, sets: &[Ids]) -> Vec<Left> {
     out
 }
 
+/// Traces with what their detections share, made once for the search's dozens of detections.
+struct Prepped<'a>(Vec<(&'a Trace, Arc<Prepared>)>);
+
+impl<'a> Prepped<'a> {
+    fn of(traces: &'a [Trace]) -> Prepped<'a> {
+        let preps = par_map(traces, |t| Arc::new(Prepared::of(t)));
+        Prepped(traces.iter().zip(preps).collect())
+    }
+
+    /// Each trace's slim form where it is much smaller; else the trace itself, already
+    /// prepared (cub-scan-nf's slim trace keeps 96% of events: preparing it again costs more
+    /// than checking it saves).
+    fn slimmed<'b>(&self, slims: &'b [Trace]) -> Prepped<'b>
+    where
+        'a: 'b,
+    {
+        let worth = |(t, s): &(&(&Trace, Arc<Prepared>), &Trace)| {
+            s.events.len() * SLIM_WORTH.1 < t.0.events.len() * SLIM_WORTH.0
+        };
+        let pairs: Vec<_> = self.0.iter().zip(slims).collect();
+        let slim: Vec<&Trace> = pairs.iter().filter(|p| worth(p)).map(|p| p.1).collect();
+        let mut preps = par_map(&slim, |t| Arc::new(Prepared::of(t))).into_iter();
+        Prepped(
+            pairs
+                .iter()
+                .map(|p| match worth(p) {
+                    true => (p.1, preps.next().expect("one a slim trace")),
+                    false => (p.0.0, p.0.1.clone()),
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A slim trace is checked instead of its whole one below this fraction of its events.
+const SLIM_WORTH: (usize, usize) = (4, 5);
+
+/// The racing place pairs the report shows with `fences` taken as enabled.
+fn left(traces: &Prepped, opts: &Options, fences: &Ids) -> Left {
+    detect_all(traces, opts, fences, false, false).0
+}
+
+/// The racing pairs without wmfix's fences, the fences their examples' messages name, and
+/// each trace slimmed to what a check of more fences needs (`slim`).
+fn unfenced(traces: &Prepped, opts: &Options) -> (Left, Ids, Vec<Trace>) {
+    detect_all(traces, opts, &Ids::new(), true, true)
+}
+
+/// One detection of each trace with `fences` taken as enabled: the racing pairs, with `name`
+/// the fences their examples' messages name, with `slims` each trace slimmed.
+fn detect_all(
+    traces: &Prepped,
+    opts: &Options,
+    fences: &Ids,
+    name: bool,
+    slims: bool,
+) -> (Left, Ids, Vec<Trace>) {
+    let mut with = opts.clone();
+    with.fences = fences.clone();
+    // The traces at once (several detection runs: `--race-runs`).
+    let each = par_map(&traces.0, |(t, prep)| {
+        let d = detect::detect_prepared(t, prep, &with);
+        let (mut left, mut named) = (Left::default(), Ids::new());
+        for (k, pair, strong) in report::reported(t, &d) {
+            *left.0.entry((strong, k)).or_default() += pair.count;
+            if name {
+                for &(a, b) in &pair.examples {
+                    named.extend(explain::explain(t, &d, a, b).suggested());
+                }
+            }
+        }
+        (left, named, slims.then(|| slim::slim(t, &d.addresses)))
+    });
+    let (mut out, mut named, mut slimmed) = (Left::default(), Ids::new(), Vec::new());
+    for (left, n, slim) in each {
+        for (k, count) in left.0 {
+            *out.0.entry(k).or_default() += count;
+        }
+        named.extend(n);
+        slimmed.extend(slim);
+    }
+    (out, named, slimmed)
+}
+
 struct Search<'a> {
-    traces: &'a [Trace],
+    traces: &'a Prepped<'a>,
     opts: &'a Options,
     /// What every fence leaves: not orderable by fences.
     floor: Left,
     detections: usize,
+    /// Each set's racing pairs, and where asked the fences their messages name: detected
+    /// several at once, some ahead of need (`ahead`).
+    known: HashMap<Ids, (Left, Option<Ids>)>,
 }
 
 /// Rounds of naming: with the named fences enabled, the races left name more.
 const NAMING_ROUNDS: usize = 4;
 
 impl Search<'_> {
+    /// Detects the sets not yet known (with the named fences where `.1`), all at once.
+    fn detect(&mut self, sets: &[(Ids, bool)]) {
+        let mut todo: Vec<(Ids, bool)> = Vec::new();
+        for (set, name) in sets {
+            let known = self
+                .known
+                .get(set)
+                .is_some_and(|(_, named)| named.is_some() || !name);
+            if !known && !todo.iter().any(|(s, _)| s == set) {
+                todo.push((set.clone(), *name));
+            }
+        }
+        self.detections += todo.len();
+        let (traces, opts) = (self.traces, self.opts);
+        let found = par_map(&todo, |(set, name)| {
+            let (left, named, _) = detect_all(traces, opts, set, *name, false);
+            (left, name.then_some(named))
+        });
+        self.known
+            .extend(todo.into_iter().map(|(s, _)| s).zip(found));
+    }
+
+    fn left(&mut self, set: &Ids) -> Left {
+        self.detect(&[(set.clone(), false)]);
+        self.known[set].0.clone()
+    }
+
     fn passes(&mut self, fences: &Ids) -> bool {
-        self.detections += 1;
-        left(self.traces, self.opts, fences).within(&self.floor)
+        self.left(fences).within(&self.floor)
     }
 
     /// `named` grown by the fences the races left with it enabled name, until it leaves only
@@ -211,11 +281,12 @@ impl Search<'_> {
     fn named_closure(&mut self, named: Ids, all: &Ids) -> Option<Ids> {
         let mut set = named;
         for _ in 0..NAMING_ROUNDS {
-            self.detections += 1;
-            let (left, more) = left_naming(self.traces, self.opts, &set, true);
+            self.detect(&[(set.clone(), true)]);
+            let (left, more) = &self.known[&set];
             if left.within(&self.floor) {
                 return Some(set);
             }
+            let more = more.clone().unwrap_or_default();
             let before = set.len();
             set.extend(more.into_iter().filter(|f| all.contains(f)));
             if set.len() == before {
@@ -227,14 +298,14 @@ impl Search<'_> {
 
     /// Drops the fences of `set` whose absence leaves no orderable race: each one's absence
     /// checked at once, then all those that passed alone together; where that fails, one at a
-    /// time.
+    /// time, as in order, each step checking ahead as many sets as run at once.
     fn reduce(&mut self, set: Ids) -> Ids {
-        let singles: Vec<Ids> = set
-            .iter()
-            .map(|f| set.iter().filter(|g| *g != f).copied().collect())
-            .collect();
-        self.detections += singles.len();
-        let lefts = left_each(self.traces, self.opts, &singles);
+        let singles = without_each(&set);
+        let lefts: Vec<Left> = {
+            let sets: Vec<(Ids, bool)> = singles.iter().map(|s| (s.clone(), false)).collect();
+            self.detect(&sets);
+            singles.iter().map(|s| self.known[s].0.clone()).collect()
+        };
         let removable: Vec<FenceId> = set
             .iter()
             .zip(&lefts)
@@ -252,30 +323,76 @@ impl Search<'_> {
             return all_out;
         }
         let mut set = set;
-        for f in removable.into_iter().rev() {
-            let mut trial = set.clone();
-            trial.remove(&f);
-            if self.passes(&trial) {
-                set = trial;
+        let mut rest: Vec<FenceId> = removable.into_iter().rev().collect();
+        while !rest.is_empty() {
+            // The sets one removal after another would try if each passed: the first that
+            // fails keeps its fence, and what follows it was checked on a wrong guess.
+            let ahead: Vec<Ids> = rest
+                .iter()
+                .take(self.width())
+                .scan(set.clone(), |s, f| {
+                    s.remove(f);
+                    Some(s.clone())
+                })
+                .collect();
+            let sets: Vec<(Ids, bool)> = ahead.iter().map(|s| (s.clone(), false)).collect();
+            self.detect(&sets);
+            let passed = ahead
+                .iter()
+                .take_while(|s| self.known[*s].0.within(&self.floor))
+                .count();
+            if passed > 0 {
+                set = ahead[passed - 1].clone();
             }
+            rest.drain(..(passed + 1).min(rest.len()));
         }
         set
     }
+
+    fn width(&self) -> usize {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_AT_ONCE)
+    }
+}
+
+/// `set` less each of its fences in turn.
+fn without_each(set: &Ids) -> Vec<Ids> {
+    set.iter()
+        .map(|f| set.iter().filter(|g| *g != f).copied().collect())
+        .collect()
 }
 
 /// The least set of `all` (each fence's removal tried) that leaves on `traces` no race that
 /// enabling every fence would order; from the fences the races' messages name when they do.
 pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
     let t0 = Instant::now();
-    let (none, named, slims) = unfenced(traces, opts);
+    let full = Prepped::of(traces);
+    // The detection without fences and the one with every fence, at once: a slim trace leaves
+    // the same races as the whole one for every set (tests below).
+    let ((none, named, slims), floor) = std::thread::scope(|s| {
+        let floor = s.spawn(|| left(&full, opts, all));
+        let none = unfenced(&full, opts);
+        (none, floor.join().expect("a detection panicked"))
+    });
     let named: Ids = named.into_iter().filter(|f| all.contains(f)).collect();
+    let prepped = full.slimmed(&slims);
+    drop(full);
     let mut search = Search {
-        traces: &slims,
+        traces: &prepped,
         opts,
-        floor: left(&slims, opts, all),
+        floor,
         detections: 2,
+        known: HashMap::new(),
     };
     let orderable = none.orderable(&search.floor);
+    if orderable > 0 {
+        // The named set and each of its fences' removal at once: where the named set leaves
+        // only the floor (most often), its reduction starts with those.
+        let mut ahead = vec![(named.clone(), true)];
+        ahead.extend(without_each(&named).into_iter().map(|s| (s, false)));
+        search.detect(&ahead);
+    }
     let (fences, note) = if orderable == 0 {
         let note = if none.0.is_empty() {
             "no race in the traces: no fence named"
@@ -301,7 +418,7 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         unordered_by_any_fence: search.floor.0.len(),
         traces: traces.len(),
         events: traces.iter().map(|t| t.events.len()).sum(),
-        checked_events: slims.iter().map(|t| t.events.len()).sum(),
+        checked_events: prepped.0.iter().map(|(t, _)| t.events.len()).sum(),
         dropped: 0,
         run_seconds: 0.0,
         detections: search.detections,
@@ -345,13 +462,15 @@ b1.t0 ld data 1 @2
             "b0.t0 st data 1 @1\nb0.t0 mark @4\nb0.t0 st.volatile flag 1 @0\nb1.t0 ld.volatile flag 1 @3\nb1.t0 ld data 1 @2\n",
         );
         let traces = [t];
+        let prepped = Prepped::of(&traces);
         let opts = Options::default();
         let all = ids(&[0, 1, 2, 3, 4]);
         let mut search = Search {
-            traces: &traces,
+            traces: &prepped,
             opts: &opts,
-            floor: left(&traces, &opts, &all),
+            floor: left(&prepped, &opts, &all),
             detections: 0,
+            known: HashMap::new(),
         };
         let kept = search.reduce(ids(&[1, 3, 4]));
         assert_eq!(kept.len(), 2, "{kept:?}");
@@ -362,7 +481,9 @@ b1.t0 ld data 1 @2
     /// on the whole one.
     fn slim_agrees(name: &str, t: &Trace) {
         let opts = Options::default();
-        let (none, _, slims) = unfenced(std::slice::from_ref(t), &opts);
+        let whole = Prepped::of(std::slice::from_ref(t));
+        let (none, _, slims) = unfenced(&whole, &opts);
+        let slims = Prepped::of(&slims);
         let sites: Vec<FenceId> = t
             .events
             .iter()
@@ -379,7 +500,7 @@ b1.t0 ld data 1 @2
                 .collect();
             assert_eq!(
                 left(&slims, &opts, &set),
-                left(std::slice::from_ref(t), &opts, &set),
+                left(&whole, &opts, &set),
                 "{name} with {set:?}"
             );
         }
@@ -401,7 +522,7 @@ b1.t0 ld data 1 @2
         let t = trace(
             "b0.t0 st data 1 @1\nb0.t0 ld other @4\nb0.t0 st other @5\nb0.t0 ld other @4\nb0.t0 st.volatile flag 1 @0\nb1.t0 ld.volatile flag 1 @3\nb1.t0 ld data 1 @2\n",
         );
-        let (_, _, slims) = unfenced(std::slice::from_ref(&t), &Options::default());
+        let (_, _, slims) = unfenced(&Prepped::of(std::slice::from_ref(&t)), &Options::default());
         assert_eq!(slims[0].events.len(), t.events.len() - 1, "one mark a site");
         slim_agrees("other accesses", &t);
     }
@@ -455,7 +576,8 @@ b1.t0 ld data 1 @2
         assert_eq!(r.named, ids(&[1, 3]), "{r:?}");
         assert_eq!(r.fences, ids(&[1, 3, 7]), "{r:?}");
         assert!(r.note.contains("named more"), "{r:?}");
-        // The unfenced detection, every fence, two naming rounds, three removals: not nine.
-        assert!(r.detections <= 8, "{r:?}");
+        // The unfenced detection, every fence, the named set with its two removals ahead, a
+        // second naming round, three removals and their union: not nine removals and more.
+        assert!(r.detections <= 10, "{r:?}");
     }
 }
