@@ -284,6 +284,13 @@ fn race_line(r: &RaceStart) -> String {
             r.dropped
         );
     }
+    if !r.store_load.is_empty() {
+        let ids: Vec<String> = r.store_load.iter().map(|f| f.to_string()).collect();
+        s += &format!(
+            "; of them {{{}}} between a store and a later flag load (store buffering, which no race shows)",
+            ids.join(", ")
+        );
+    }
     if !r.note.is_empty() {
         s += &format!("; {}", r.note);
     }

@@ -3,7 +3,8 @@
 //! barrier into a trace (`format`); here the trace is read (`trace`, with each site's kind from
 //! `sites`), checked with vector clocks (`clock`, `detect`; `private` spares the addresses one
 //! thread alone touched), each racing pair explained by the fences that would order it
-//! (`explain`), and reported (`report`). The same code reads hand-written traces in the tests.
+//! (`explain`), and reported (`report`); `store_load` finds the stores a flag load must not pass,
+//! which no race shows. The same code reads hand-written traces in the tests.
 
 pub mod clock;
 pub mod detect;
@@ -17,4 +18,5 @@ pub mod runs;
 pub mod scope;
 pub mod sites;
 pub mod slim;
+pub mod store_load;
 pub mod trace;

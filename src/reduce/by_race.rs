@@ -15,6 +15,7 @@ use crate::race::explain;
 use crate::race::report;
 use crate::race::runs;
 use crate::race::slim;
+use crate::race::store_load;
 use crate::race::trace::Trace;
 use crate::run::environment::TestEnv;
 use anyhow::{Context, Result};
@@ -76,6 +77,10 @@ pub struct RaceStart {
     pub fences: Ids,
     /// The fences the report named for the races (the first set tried).
     pub named: Ids,
+    /// Fences between a store and a later flag load, which no race shows (`store_load`): in
+    /// `fences` whatever the search kept.
+    #[serde(default)]
+    pub store_load: Ids,
     /// Racing place pairs without wmfix's fences, and of those the ones every fence leaves.
     pub races: usize,
     pub unordered_by_any_fence: usize,
@@ -127,11 +132,8 @@ const MAX_AT_ONCE: usize = 16;
 
 /// `f` of each item, as many at once as the machine has cores (up to `MAX_AT_ONCE`).
 fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let width = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_AT_ONCE);
     let mut out = Vec::with_capacity(items.len());
-    for chunk in items.chunks(width) {
+    for chunk in items.chunks(width()) {
         std::thread::scope(|s| {
             let f = &f;
             let handles: Vec<_> = chunk.iter().map(|x| s.spawn(move || f(x))).collect();
@@ -187,21 +189,36 @@ fn left(traces: &Prepped, opts: &Options, fences: &Ids) -> Left {
     detect_all(traces, opts, fences, false, false).0
 }
 
-/// The racing pairs without wmfix's fences, the fences their examples' messages name, and
-/// each trace slimmed to what a check of more fences needs (`slim`).
-fn unfenced(traces: &Prepped, opts: &Options) -> (Left, Ids, Vec<Trace>) {
-    detect_all(traces, opts, &Ids::new(), true, true)
+/// What the traces without wmfix's fences show: the racing pairs, the fences their examples'
+/// messages name, each trace slimmed to what a check of more fences needs (`slim`), and the
+/// store-load fences (`store_load`).
+struct Unfenced {
+    left: Left,
+    named: Ids,
+    slims: Vec<Trace>,
+    store_load: Ids,
+}
+
+fn unfenced(traces: &Prepped, opts: &Options) -> Unfenced {
+    let (left, named, slims, store_load) = detect_all(traces, opts, &Ids::new(), true, true);
+    Unfenced {
+        left,
+        named,
+        slims,
+        store_load,
+    }
 }
 
 /// One detection of each trace with `fences` taken as enabled: the racing pairs, with `name`
-/// the fences their examples' messages name, with `slims` each trace slimmed.
+/// the fences their examples' messages name, with `slims` each trace slimmed and its
+/// store-load fences.
 fn detect_all(
     traces: &Prepped,
     opts: &Options,
     fences: &Ids,
     name: bool,
     slims: bool,
-) -> (Left, Ids, Vec<Trace>) {
+) -> (Left, Ids, Vec<Trace>, Ids) {
     let mut with = opts.clone();
     with.fences = fences.clone();
     // The traces at once (several detection runs: `--race-runs`).
@@ -216,17 +233,22 @@ fn detect_all(
                 }
             }
         }
-        (left, named, slims.then(|| slim::slim(t, &d.addresses)))
+        let more = slims.then(|| (slim::slim(t, &d.addresses), store_load::fences(t, &d)));
+        (left, named, more)
     });
-    let (mut out, mut named, mut slimmed) = (Left::default(), Ids::new(), Vec::new());
-    for (left, n, slim) in each {
+    let (mut out, mut named, mut slimmed, mut store) =
+        (Left::default(), Ids::new(), Vec::new(), Ids::new());
+    for (left, n, more) in each {
         for (k, count) in left.0 {
             *out.0.entry(k).or_default() += count;
         }
         named.extend(n);
-        slimmed.extend(slim);
+        if let Some((slim, sl)) = more {
+            slimmed.push(slim);
+            store.extend(sl);
+        }
     }
-    (out, named, slimmed)
+    (out, named, slimmed, store)
 }
 
 struct Search<'a> {
@@ -238,6 +260,15 @@ struct Search<'a> {
     /// Each set's racing pairs, and where asked the fences their messages name: detected
     /// several at once, some ahead of need (`ahead`).
     known: HashMap<Ids, (Left, Option<Ids>)>,
+    /// Removals checked ahead at once.
+    width: usize,
+}
+
+/// Detections at once on this machine.
+fn width() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_AT_ONCE)
 }
 
 /// Rounds of naming: with the named fences enabled, the races left name more.
@@ -259,7 +290,7 @@ impl Search<'_> {
         self.detections += todo.len();
         let (traces, opts) = (self.traces, self.opts);
         let found = par_map(&todo, |(set, name)| {
-            let (left, named, _) = detect_all(traces, opts, set, *name, false);
+            let (left, named, _, _) = detect_all(traces, opts, set, *name, false);
             (left, name.then_some(named))
         });
         self.known
@@ -329,7 +360,7 @@ impl Search<'_> {
             // fails keeps its fence, and what follows it was checked on a wrong guess.
             let ahead: Vec<Ids> = rest
                 .iter()
-                .take(self.width())
+                .take(self.width)
                 .scan(set.clone(), |s, f| {
                     s.remove(f);
                     Some(s.clone())
@@ -344,15 +375,10 @@ impl Search<'_> {
             if passed > 0 {
                 set = ahead[passed - 1].clone();
             }
-            rest.drain(..(passed + 1).min(rest.len()));
+            // The passed ones, and the one that failed where one did.
+            rest.drain(..(passed + 1).min(ahead.len()));
         }
         set
-    }
-
-    fn width(&self) -> usize {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_AT_ONCE)
     }
 }
 
@@ -370,13 +396,19 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
     let full = Prepped::of(traces);
     // The detection without fences and the one with every fence, at once: a slim trace leaves
     // the same races as the whole one for every set (tests below).
-    let ((none, named, slims), floor) = std::thread::scope(|s| {
+    let (none, floor) = std::thread::scope(|s| {
         let floor = s.spawn(|| left(&full, opts, all));
         let none = unfenced(&full, opts);
         (none, floor.join().expect("a detection panicked"))
     });
-    let named: Ids = named.into_iter().filter(|f| all.contains(f)).collect();
-    let prepped = full.slimmed(&slims);
+    let named: Ids = none
+        .named
+        .iter()
+        .filter(|f| all.contains(f))
+        .copied()
+        .collect();
+    let store_load: Ids = none.store_load.intersection(all).copied().collect();
+    let prepped = full.slimmed(&none.slims);
     drop(full);
     let mut search = Search {
         traces: &prepped,
@@ -384,8 +416,9 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         floor,
         detections: 2,
         known: HashMap::new(),
+        width: width(),
     };
-    let orderable = none.orderable(&search.floor);
+    let orderable = none.left.orderable(&search.floor);
     if orderable > 0 {
         // The named set and each of its fences' removal at once: where the named set leaves
         // only the floor (most often), its reduction starts with those.
@@ -394,7 +427,7 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         search.detect(&ahead);
     }
     let (fences, note) = if orderable == 0 {
-        let note = if none.0.is_empty() {
+        let note = if none.left.0.is_empty() {
             "no race in the traces: no fence named"
         } else {
             "no race in the traces that a fence orders: no fence named"
@@ -412,9 +445,10 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         (search.reduce(all.clone()), note)
     };
     RaceStart {
-        fences,
+        fences: fences.union(&store_load).copied().collect(),
         named,
-        races: none.0.len(),
+        store_load,
+        races: none.left.0.len(),
         unordered_by_any_fence: search.floor.0.len(),
         traces: traces.len(),
         events: traces.iter().map(|t| t.events.len()).sum(),
@@ -471,10 +505,41 @@ b1.t0 ld data 1 @2
             floor: left(&prepped, &opts, &all),
             detections: 0,
             known: HashMap::new(),
+            width: 2,
         };
         let kept = search.reduce(ids(&[1, 3, 4]));
         assert_eq!(kept.len(), 2, "{kept:?}");
         assert!(kept.contains(&FenceId(3)), "{kept:?}");
+    }
+
+    #[test]
+    fn removals_checked_ahead_keep_what_one_removal_after_another_keeps() {
+        // Sites 1 (after the data store) and marks 4-7 (before the flag store) each release the
+        // message: each alone can go, not all. One removal after another, from the last, keeps
+        // 1 and the reader's 3, whatever the number of removals checked at once.
+        let t = trace(
+            "b0.t0 st data 1 @1\nb0.t0 mark @4\nb0.t0 mark @5\nb0.t0 mark @6\nb0.t0 mark @7\n\
+             b0.t0 st.volatile flag 1 @0\nb1.t0 ld.volatile flag 1 @3\nb1.t0 ld data 1 @2\n",
+        );
+        let traces = [t];
+        let prepped = Prepped::of(&traces);
+        let opts = Options::default();
+        let all = ids(&[0, 1, 2, 3, 4, 5, 6, 7]);
+        for width in 1..=6 {
+            let mut search = Search {
+                traces: &prepped,
+                opts: &opts,
+                floor: left(&prepped, &opts, &all),
+                detections: 0,
+                known: HashMap::new(),
+                width,
+            };
+            assert_eq!(
+                search.reduce(ids(&[1, 3, 4, 5, 6, 7])),
+                ids(&[1, 3]),
+                "{width}"
+            );
+        }
     }
 
     /// Every subset of the trace's sites (up to 2^9) leaves the same races on the slim trace as
@@ -482,8 +547,8 @@ b1.t0 ld data 1 @2
     fn slim_agrees(name: &str, t: &Trace) {
         let opts = Options::default();
         let whole = Prepped::of(std::slice::from_ref(t));
-        let (none, _, slims) = unfenced(&whole, &opts);
-        let slims = Prepped::of(&slims);
+        let none = unfenced(&whole, &opts);
+        let slims = Prepped::of(&none.slims);
         let sites: Vec<FenceId> = t
             .events
             .iter()
@@ -492,7 +557,7 @@ b1.t0 ld data 1 @2
             .into_iter()
             .take(9)
             .collect();
-        assert_eq!(left(&slims, &opts, &Ids::new()), none, "{name}");
+        assert_eq!(left(&slims, &opts, &Ids::new()), none.left, "{name}");
         for mask in 0u32..(1 << sites.len()) {
             let set: Ids = (0..sites.len())
                 .filter(|k| mask >> k & 1 == 1)
@@ -522,8 +587,12 @@ b1.t0 ld data 1 @2
         let t = trace(
             "b0.t0 st data 1 @1\nb0.t0 ld other @4\nb0.t0 st other @5\nb0.t0 ld other @4\nb0.t0 st.volatile flag 1 @0\nb1.t0 ld.volatile flag 1 @3\nb1.t0 ld data 1 @2\n",
         );
-        let (_, _, slims) = unfenced(&Prepped::of(std::slice::from_ref(&t)), &Options::default());
-        assert_eq!(slims[0].events.len(), t.events.len() - 1, "one mark a site");
+        let none = unfenced(&Prepped::of(std::slice::from_ref(&t)), &Options::default());
+        assert_eq!(
+            none.slims[0].events.len(),
+            t.events.len() - 1,
+            "one mark a site"
+        );
         slim_agrees("other accesses", &t);
     }
 
