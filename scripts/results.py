@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
 
-Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|cost|peer|stress|gpus|coverage ...]
+Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|race-reduce|cost|peer|stress|gpus|coverage ...]
        scripts/results.py --check [ROOT]   the generated tables match their result files (exit 1 if not)
        scripts/results.py --write [ROOT]   rewrites the generated tables that differ
 
@@ -248,6 +248,41 @@ def reduce(folder):
         print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
               f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {journal_errors(folder, d)} | {per_check(res)} | {wall(folder, d, r)} | {miss(res, r.get('settings', {}), r.get('steps', 1))} | "
               f"{model(r)} | {r.get('sanity', {}).get('passed', 'original')} |")
+    print(provenance(metas))
+
+
+def race_reduce(folder):
+    """`reduce --oracle race --warm` (steps warm-reduce-race-STUDY), each with the stressed runs
+    of what it kept and the model's completion (warm-stress-warm-reduce-race-STUDY)."""
+    metas = []
+    print("`reduce --oracle race --warm`: the start set from one detection run (host check: the "
+          "detections' seconds), confirmed by the stress stability check; then the set kept, with "
+          "the model's completion, in stressed runs (sys-str+, `--warm`).\n")
+    print("| study | fences | kept | of them store-load | detections | host check s | stress runs | wall s | stressed runs afterwards: errors/runs |")
+    print("|---|---|---|---|---:|---:|---:|---:|---|")
+    prefix = "warm-reduce-race-"
+    for d in steps(folder, prefix):
+        study = d[len(prefix):]
+        doc = load(folder, d, "reduce.json")
+        if doc is None:
+            print(f"| {study} | - | not finished | | | | | | |")
+            continue
+        metas.append(doc["meta"])
+        r = doc["result"]
+        res, race = r["result"], r.get("race") or {}
+        kept = ", ".join(str(f) for f in res["fences"]) or "none"
+        sl = ", ".join(str(f) for f in race.get("store_load", [])) or "-"
+        after = "not run"
+        stressed = load(folder, "warm-stress-" + d, "summary.json")
+        if stressed is not None:
+            metas.append(stressed["meta"])
+            row = stressed["result"]["rows"][0]
+            errors = row["fail"] + row["timeout"] + row["crash"]
+            cut = ", cut short by the step's bound" if stressed["result"].get("interrupted") else ""
+            after = f"{errors}/{row['runs']} (fences {stressed['result']['fences']}{cut})"
+        print(f"| {study} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {sl} | "
+              f"{race.get('detections', '-')} | {race.get('seconds', 0):.1f} | {res['runs']} | "
+              f"{wall(folder, d, r)} | {after} |")
     print(provenance(metas))
 
 
@@ -584,7 +619,7 @@ def coverage(folder):
         print(f"| {study} | {cell(folder, d, metas)} | {cell(folder, 'coverage-on-test-' + study, metas)} |")
     print(provenance(metas))
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER
