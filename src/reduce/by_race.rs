@@ -274,7 +274,19 @@ fn width() -> usize {
 /// Rounds of naming: with the named fences enabled, the races left name more.
 const NAMING_ROUNDS: usize = 4;
 
-impl Search<'_> {
+impl<'a> Search<'a> {
+    /// A search on `traces` whose `floor` is what every fence leaves.
+    fn new(traces: &'a Prepped<'a>, opts: &'a Options, floor: Left, width: usize) -> Search<'a> {
+        Search {
+            traces,
+            opts,
+            floor,
+            detections: 0,
+            known: HashMap::new(),
+            width,
+        }
+    }
+
     /// Detects the sets not yet known (with the named fences where `.1`), all at once.
     fn detect(&mut self, sets: &[(Ids, bool)]) {
         let mut todo: Vec<(Ids, bool)> = Vec::new();
@@ -410,14 +422,8 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
     let store_load: Ids = none.store_load.intersection(all).copied().collect();
     let prepped = full.slimmed(&none.slims);
     drop(full);
-    let mut search = Search {
-        traces: &prepped,
-        opts,
-        floor,
-        detections: 2,
-        known: HashMap::new(),
-        width: width(),
-    };
+    let mut search = Search::new(&prepped, opts, floor, width());
+    search.detections = 2;
     let orderable = none.left.orderable(&search.floor);
     if orderable > 0 {
         // The named set and each of its fences' removal at once: where the named set leaves
@@ -499,14 +505,7 @@ b1.t0 ld data 1 @2
         let prepped = Prepped::of(&traces);
         let opts = Options::default();
         let all = ids(&[0, 1, 2, 3, 4]);
-        let mut search = Search {
-            traces: &prepped,
-            opts: &opts,
-            floor: left(&prepped, &opts, &all),
-            detections: 0,
-            known: HashMap::new(),
-            width: 2,
-        };
+        let mut search = Search::new(&prepped, &opts, left(&prepped, &opts, &all), 2);
         let kept = search.reduce(ids(&[1, 3, 4]));
         assert_eq!(kept.len(), 2, "{kept:?}");
         assert!(kept.contains(&FenceId(3)), "{kept:?}");
@@ -526,14 +525,7 @@ b1.t0 ld data 1 @2
         let opts = Options::default();
         let all = ids(&[0, 1, 2, 3, 4, 5, 6, 7]);
         for width in 1..=6 {
-            let mut search = Search {
-                traces: &prepped,
-                opts: &opts,
-                floor: left(&prepped, &opts, &all),
-                detections: 0,
-                known: HashMap::new(),
-                width,
-            };
+            let mut search = Search::new(&prepped, &opts, left(&prepped, &opts, &all), width);
             assert_eq!(
                 search.reduce(ids(&[1, 3, 4, 5, 6, 7])),
                 ids(&[1, 3]),
