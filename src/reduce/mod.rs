@@ -3,6 +3,7 @@
 pub mod algorithm;
 pub mod by_race;
 pub mod checks;
+pub mod error;
 pub mod journal;
 pub mod model;
 pub mod oracle;
