@@ -781,6 +781,18 @@ racecheck_one() { # racecheck_one STUDY: racecheck of the study at one reduction
   racecheck "$copy"
 }
 add race-suite race_suite
+# runtime-cu/README.md's costs: tests/overhead_bench.cu, each kernel as written and instrumented
+# (median of 100 launches each), into overhead.txt.
+overhead_bench() {
+  local f=$STEP_DIR/overhead.txt bin=$WORK/overhead_bench
+  header "nvcc -O3 -arch=sm_90 -std=c++17 -o overhead_bench runtime-cu/tests/overhead_bench.cu && ./overhead_bench" > "$f"
+  nvcc -O3 -arch=sm_90 -std=c++17 -o "$bin" runtime-cu/tests/overhead_bench.cu >> "$f" 2>&1 || return 1
+  timeout --foreground -s INT 120 "$bin" >> "$f" 2>&1
+  local rc=$?
+  echo "# exit $rc" >> "$f"
+  return $rc
+}
+add overhead-bench overhead_bench
 race_small() { RACE_EVENTS=4000000 race_step "$@"; } # the first reductions of 300
 add race-sdk-red-nf-one one_reduction sdk-red-nf
 add race-sdk-red-one one_reduction sdk-red
