@@ -665,8 +665,9 @@ pub struct Args {
     resume_from: Option<PathBuf>,
     /// What decides the first reduced set: `stress` reduces from every fence by stress runs
     /// (the paper's method); `race` takes the least set that orders every race a fence can
-    /// order in detection runs (`wmfix race`), then confirms it with the stress stability check
-    /// (add-back searches the other fences if that fails).
+    /// order in detection runs (`wmfix race`), with the fences store buffering needs, then
+    /// confirms it with the stress stability check, which stands for the check with every
+    /// fence (that check and add-back only if it fails).
     #[arg(long, value_enum, default_value = "stress")]
     oracle: OracleKind,
     /// `--oracle race`: detection runs (each its own seed).
