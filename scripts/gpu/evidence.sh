@@ -884,7 +884,12 @@ for s in cub-scan-nf ct-octree cbe-dot cbe-ht tpo-tm ls-bh-nf; do add "warm-redu
 race_reduce_warm_small() { RACE_EVENTS=4000000 race_reduce_warm "$@"; }
 add warm-reduce-race-sdk-red-nf race_reduce_warm_small sdk-red-nf
 # What those reductions kept, with the model's completion: 1,000 warm stressed runs each.
-race_reduced_warm_stressed() { RUNS=1000 LIMIT=${LIMIT:-240} TEST_OPTS=--warm completed_study "$1" "warm-reduce-race-$1"; }
+# sdk-red-nf's runs hold 300 reductions each: 1,000 of them take about 320 s at 12 at a time.
+race_reduced_warm_stressed() {
+  local limit=240 jobs=$JOBS
+  [ "$1" = sdk-red-nf ] && limit=360 jobs=12
+  RUNS=1000 LIMIT=${LIMIT:-$limit} JOBS=$jobs TEST_OPTS=--warm completed_study "$1" "warm-reduce-race-$1"
+}
 for s in ct-octree cub-scan-nf sdk-red-nf cbe-dot cbe-ht tpo-tm ls-bh-nf; do add "warm-stress-warm-reduce-race-$s" race_reduced_warm_stressed "$s"; done
 # ct-octree's missing fences err in about 1.6% of builds where the race oracle's set lacks them
 # (2026-11-27e): the stability check's default --rare-rate (5% a step) is too coarse; at 1%.
