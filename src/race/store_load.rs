@@ -10,7 +10,7 @@
 use super::detect::Detection;
 use super::trace::{Op, Scope, Trace};
 use crate::fences::id::Ids;
-use foldhash::{HashMap, HashMapExt};
+use foldhash::HashMap;
 
 /// The blocks of a launch that read, or write, an address: the first, and whether others did.
 #[derive(Clone, Copy)]
@@ -19,41 +19,45 @@ struct Blocks {
     many: bool,
 }
 
-impl Blocks {
-    fn note(slot: &mut Option<Blocks>, block: (u32, u32)) {
-        match slot {
-            None => {
-                *slot = Some(Blocks {
-                    first: block,
-                    many: false,
-                })
-            }
-            Some(b) if b.first != block => b.many = true,
-            Some(_) => {}
-        }
+/// (launch, block) of a trace's thread.
+type Block = (u32, u32);
+
+/// Per address, the blocks that touched it.
+#[derive(Default)]
+struct ByAddress(HashMap<u64, Blocks>);
+
+impl ByAddress {
+    fn note(&mut self, addr: u64, block: Block) {
+        let b = self.0.entry(addr).or_insert(Blocks {
+            first: block,
+            many: false,
+        });
+        b.many |= b.first != block;
     }
 
-    fn other_than(slot: &Option<Blocks>, block: (u32, u32)) -> bool {
-        slot.is_some_and(|b| b.many || b.first != block)
+    /// Whether a block other than `block` touched `addr`.
+    fn other_than(&self, addr: u64, block: Block) -> bool {
+        self.0
+            .get(&addr)
+            .is_some_and(|b| b.many || b.first != block)
     }
 }
 
 /// The sites of stores that a strong load of another racing address follows, with no
-/// device-scope fence, atomic or later strong store between, where other blocks read the stored address and write the
-/// loaded one (`d`: a detection of `trace` without wmfix's fences).
+/// device-scope fence, atomic or later strong store between, where other blocks read the
+/// stored address and write the loaded one (`d`: a detection of `trace` without wmfix's fences).
 pub fn fences(trace: &Trace, d: &Detection) -> Ids {
-    let mut readers: HashMap<u64, Option<Blocks>> = HashMap::new();
-    let mut writers: HashMap<u64, Option<Blocks>> = HashMap::new();
+    let (mut readers, mut writers) = (ByAddress::default(), ByAddress::default());
     for e in &trace.events {
         if !e.op.is_access() || !d.addresses.contains(&e.addr) {
             continue;
         }
         let block = (e.thread.launch, e.thread.block);
         if !matches!(e.op, Op::Write { .. }) {
-            Blocks::note(readers.entry(e.addr).or_default(), block);
+            readers.note(e.addr, block);
         }
         if !matches!(e.op, Op::Read { .. }) {
-            Blocks::note(writers.entry(e.addr).or_default(), block);
+            writers.note(e.addr, block);
         }
     }
     let mut out = Ids::new();
@@ -74,14 +78,14 @@ pub fn fences(trace: &Trace, d: &Detection) -> Ids {
                         open.clear();
                     }
                     if let Some(site) = e.site
-                        && Blocks::other_than(readers.get(&e.addr).unwrap_or(&None), block)
+                        && readers.other_than(e.addr, block)
                     {
                         open.push((site, e.addr));
                     }
                 }
                 Op::Read {
                     strong: Some(_), ..
-                } if Blocks::other_than(writers.get(&e.addr).unwrap_or(&None), block) => {
+                } if writers.other_than(e.addr, block) => {
                     out.extend(open.iter().filter(|(_, x)| *x != e.addr).map(|(s, _)| *s));
                 }
                 _ => {}

@@ -309,13 +309,17 @@ impl<'a> Search<'a> {
             .extend(todo.into_iter().map(|(s, _)| s).zip(found));
     }
 
-    fn left(&mut self, set: &Ids) -> Left {
-        self.detect(&[(set.clone(), false)]);
-        self.known[set].0.clone()
+    /// Whether each set leaves only the floor, detected all at once.
+    fn pass_each(&mut self, sets: &[Ids]) -> Vec<bool> {
+        let asked: Vec<(Ids, bool)> = sets.iter().map(|s| (s.clone(), false)).collect();
+        self.detect(&asked);
+        sets.iter()
+            .map(|s| self.known[s].0.within(&self.floor))
+            .collect()
     }
 
     fn passes(&mut self, fences: &Ids) -> bool {
-        self.left(fences).within(&self.floor)
+        self.pass_each(std::slice::from_ref(fences))[0]
     }
 
     /// `named` grown by the fences the races left with it enabled name, until it leaves only
@@ -343,16 +347,11 @@ impl<'a> Search<'a> {
     /// checked at once, then all those that passed alone together; where that fails, one at a
     /// time, as in order, each step checking ahead as many sets as run at once.
     fn reduce(&mut self, set: Ids) -> Ids {
-        let singles = without_each(&set);
-        let lefts: Vec<Left> = {
-            let sets: Vec<(Ids, bool)> = singles.iter().map(|s| (s.clone(), false)).collect();
-            self.detect(&sets);
-            singles.iter().map(|s| self.known[s].0.clone()).collect()
-        };
+        let alone = self.pass_each(&without_each(&set));
         let removable: Vec<FenceId> = set
             .iter()
-            .zip(&lefts)
-            .filter(|(_, l)| l.within(&self.floor))
+            .zip(alone)
+            .filter(|(_, passed)| *passed)
             .map(|(f, _)| *f)
             .collect();
         if removable.is_empty() {
@@ -378,11 +377,10 @@ impl<'a> Search<'a> {
                     Some(s.clone())
                 })
                 .collect();
-            let sets: Vec<(Ids, bool)> = ahead.iter().map(|s| (s.clone(), false)).collect();
-            self.detect(&sets);
-            let passed = ahead
-                .iter()
-                .take_while(|s| self.known[*s].0.within(&self.floor))
+            let passed = self
+                .pass_each(&ahead)
+                .into_iter()
+                .take_while(|p| *p)
                 .count();
             if passed > 0 {
                 set = ahead[passed - 1].clone();
