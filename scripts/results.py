@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
 
-Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|race-reduce|cost|peer|stress|gpus|coverage ...]
+Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|race-reduce|cost|peer|stress|gpus|coverage|overhead ...]
        scripts/results.py --check [ROOT]   the generated tables match their result files (exit 1 if not)
        scripts/results.py --write [ROOT]   rewrites the generated tables that differ
 
@@ -619,7 +619,31 @@ def coverage(folder):
         print(f"| {study} | {cell(folder, d, metas)} | {cell(folder, 'coverage-on-test-' + study, metas)} |")
     print(provenance(metas))
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage}
+def overhead(folder):
+    """overhead-bench's table (runtime-cu/tests/overhead_bench.cu's output) as Markdown."""
+    text = read(folder, "overhead-bench", "overhead.txt")
+    rows = [l.split(None, 6) for l in text.splitlines()
+            if re.match(r"^\S+\s+(none|all)\s", l)]
+    if not rows:
+        print("overhead-bench: not run")
+        return
+    print("| environment | fences | kernel | as written (ms) | instrumented (ms) | ratio |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        env, fences, rest = r[0], r[1], " ".join(r[2:])
+        m = re.match(r"^(.*?)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)", rest)
+        if m:
+            print(f"| {env} | {fences} | {m[1]} | {m[2]} | {m[3]} | x{m[4]} |")
+    head = [l[2:] for l in text.splitlines() if l.startswith("# ")]
+    host = [l for l in text.splitlines() if l.startswith("host:")]
+    print()
+    host = [re.sub(r"\s*\(\d+\)$", "", l) for l in host]
+    print("Median of 100 launches each, alternating; " + "; ".join(host) + ".")
+    raw = os.path.join("results", os.path.basename(os.path.normpath(folder)), "overhead-bench", "overhead.txt")
+    print(f"Measured: {head[0] if head else 'no header'} (`{raw}`).")
+
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER
