@@ -263,12 +263,15 @@ fn locality<'s>(
     caps: &Captures,
     text: &'s str,
     params: &[Node],
+    imported: &[(&'s str, usize)],
 ) -> Bindings<'s, bool> {
     let mut locals = local_declarators(scopes, caps, ways);
     locals.always.extend(params.iter().map(Node::start_byte));
     locals.names.extend(params);
     // A name never declared local is global memory wherever it is used: it needs no binding.
-    let candidates: HashSet<&str> = locals.names.iter().map(|n| &text[n.byte_range()]).collect();
+    let mut candidates: HashSet<&str> =
+        locals.names.iter().map(|n| &text[n.byte_range()]).collect();
+    candidates.extend(imported.iter().map(|(n, _)| *n));
     let mut names: Vec<(Node, bool)> = Vec::new();
     for (cap, param) in [(Capture::VarDecl, false), (Capture::ParamDecl, true)] {
         for name in caps.get(cap).iter().map(|d| name_node(*d)) {
@@ -281,6 +284,9 @@ fn locality<'s>(
     names.sort_by_key(|(n, _)| n.start_byte());
 
     let mut bindings = Bindings::new();
+    for (name, from) in imported {
+        bindings.declare(None, name, *from, true);
+    }
     for (name, param) in names {
         let at = name.start_byte();
         let scope = scopes.at(at);
@@ -311,11 +317,18 @@ pub struct Locality<'s> {
 }
 
 impl<'s> Locality<'s> {
-    /// `params`: pointer parameters (their names) known to point into local memory.
-    pub fn new(caps: &Captures, text: &'s str, params: &[Node]) -> Locality<'s> {
+    /// `params`: pointer parameters (their names) known to point into local memory;
+    /// `imported`: names bound local at file scope before this text (`piece_facts.rs`), each
+    /// with the byte it is visible from.
+    pub fn new(
+        caps: &Captures,
+        text: &'s str,
+        params: &[Node],
+        imported: &[(&'s str, usize)],
+    ) -> Locality<'s> {
         let scopes = Scopes::new(caps);
         let ways = Ways::new(caps);
-        let bindings = locality(&scopes, &ways, caps, text, params);
+        let bindings = locality(&scopes, &ways, caps, text, params, imported);
         Locality {
             scopes,
             ways,
@@ -323,6 +336,12 @@ impl<'s> Locality<'s> {
             text,
             params: params.len(),
         }
+    }
+
+    /// What is bound at file scope: name, the byte it is visible from, whether it is local.
+    pub fn file_scope(&self) -> Vec<(&'s str, usize, bool)> {
+        let all = self.bindings.at_file_scope();
+        all.map(|(n, from, local)| (n, from, *local)).collect()
     }
 
     /// Whether the name `base` (an identifier) is local where it is used.
@@ -446,14 +465,28 @@ pub struct Precision {
     pub macro_functions_fenced: usize,
 }
 
-/// Every expression in device code that may access global memory.
-pub fn accesses<'t>(
+/// What `accesses` found.
+pub struct Accesses<'t, 's> {
+    pub accesses: Vec<Access<'t>>,
+    pub precision: Precision,
+    /// The `__device__` variables the text declares outside functions (`global_variables`).
+    pub globals: HashSet<&'s str>,
+    /// The names of its top-level `__device__` declarations.
+    pub top: HashSet<&'s str>,
+    /// The name of each access through a `__device__` variable's name.
+    pub global_uses: Vec<&'s str>,
+}
+
+/// Every expression in device code that may access global memory; `outside`: `__device__`
+/// variables declared in other pieces of the file (`piece_facts.rs`).
+pub fn accesses<'t, 's>(
     functions: &[DeviceFunction<'t>],
     caps: &Captures<'t>,
-    text: &str,
+    text: &'s str,
     program: &Program,
     local: &Locality,
-) -> (Vec<Access<'t>>, Precision) {
+    outside: &HashSet<&str>,
+) -> Accesses<'t, 's> {
     let Locality { scopes, ways, .. } = local;
     let is_local = |base: &Node| local.is_local(base);
     let not_access = caps.ids(Capture::NotAccess);
@@ -462,10 +495,11 @@ pub fn accesses<'t>(
     let bodies = bodies(functions);
 
     let globals = global_variables(caps, text, scopes);
-    let is_global = |n: &str| globals.contains(n) || program.header_globals.contains(n);
+    let is_global =
+        |n: &str| globals.contains(n) || program.header_globals.contains(n) || outside.contains(n);
     let shadowed = shadows(&is_global, scopes, caps, text);
     // Top-level declarations of this file, as the query once found them alone.
-    let top_level: HashSet<&str> = caps
+    let top: HashSet<&str> = caps
         .get(Capture::GlobalTop)
         .iter()
         .map(|n| &text[name_node(*n).byte_range()])
@@ -474,6 +508,7 @@ pub fn accesses<'t>(
         local_params: local.params,
         ..Precision::default()
     };
+    let mut global_uses = Vec::new();
 
     let mut seen = IdSet::default();
     let mut out = Vec::new();
@@ -527,13 +562,20 @@ pub fn accesses<'t>(
         {
             let before = out.len();
             push(*n, AccessKind::Load, &mut out);
-            if out.len() > before && !top_level.contains(name) {
-                precision.hidden_globals += 1;
+            if out.len() > before {
+                global_uses.push(name);
+                precision.hidden_globals += usize::from(!top.contains(name));
             }
         }
     }
     out.sort_by_key(|a| a.node.start_byte());
-    (out, precision)
+    Accesses {
+        accesses: out,
+        precision,
+        globals,
+        top,
+        global_uses,
+    }
 }
 
 /// The name a declaration declares, not a use of it.

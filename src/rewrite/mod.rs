@@ -2,6 +2,7 @@
 
 pub mod aim;
 pub mod calls;
+pub mod cuts;
 pub mod device_code;
 pub mod dump;
 pub mod edits;
@@ -11,6 +12,8 @@ pub mod mask;
 pub mod mask_forms;
 pub mod parallel;
 pub mod parse;
+pub mod piece_facts;
+pub mod pieces;
 pub mod plan;
 pub mod preprocess;
 pub mod queries;

@@ -3,7 +3,8 @@
 use crate::rewrite::macros::Macros;
 use crate::rewrite::{mask, mask_forms};
 use std::ops::ControlFlow;
-use tree_sitter::{Node, Parser, Tree};
+use std::ops::Range;
+use tree_sitter::{Node, Parser, Point, Tree};
 
 /// Parses `text`. `#pragma` lines are blanked (same length, newlines kept) in the copy that is
 /// parsed, because tree-sitter cannot attach `if (c)\n#pragma unroll\nfor ...` to the `if`;
@@ -24,12 +25,53 @@ pub struct Masked {
     pub qualified: Vec<mask::Qualified>,
 }
 
+/// A text with the masks that need no parse applied: what is parsed, whole or in pieces
+/// (`pieces.rs`), and what was masked.
+pub struct MaskedText<'a> {
+    pub text: std::borrow::Cow<'a, str>,
+    /// The first attribute blanked (`__align__`, `CUDART_CB`), which then parses.
+    pub attribute: Option<&'static str>,
+    /// Uses of device qualifier macros blanked without a qualifier in their place.
+    pub qualified: Vec<mask::Qualified>,
+}
+
 /// Parses `text` as `parse` does, with the learnt macros (`macros.rs`), the qualifiers of
 /// extended lambdas and the attributes the grammar lacks masked; when that leaves a syntax
 /// error, again with the macros that open a body masked (`mask::body_macros`), kept if that
 /// parses without error; and, when the file has `#if` groups, with only each group's first
 /// branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
+    parse_whole(mask(text, macros))
+}
+
+/// `parse_masked` of a text already masked.
+pub fn parse_whole(m: MaskedText) -> Masked {
+    let MaskedText {
+        text: masked,
+        attribute,
+        qualified,
+    } = m;
+    let (tree, first_branch_only) = branches_parsed(&masked);
+    // Macros that open a body (test-case macros) are masked only where that leaves no error.
+    let (tree, first_branch_only) = match first_error(&tree)
+        .is_some()
+        .then(|| mask::body_macros(&masked))
+        .flatten()
+        .map(|m| branches_parsed(&m))
+    {
+        Some((t, at)) if first_error(&t).is_none() => (t, at),
+        _ => (tree, first_branch_only),
+    };
+    Masked {
+        tree,
+        attribute,
+        first_branch_only,
+        qualified,
+    }
+}
+
+/// `text` with the masks of `parse_masked` that need no parse.
+pub fn mask<'a>(text: &'a str, macros: &Macros) -> MaskedText<'a> {
     let mut pragmas = blank_pragmas(text);
     let mut qualified = Vec::new();
     // Before the macro masks, which would read a raw string's delimiter (`R"XYZ(`) as a macro
@@ -110,23 +152,29 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
         Some(Some(m)) => std::borrow::Cow::Owned(m),
         _ => masked,
     };
-    let (tree, first_branch_only) = branches_parsed(&masked);
-    // Macros that open a body (test-case macros) are masked only where that leaves no error.
-    let (tree, first_branch_only) = match first_error(&tree)
-        .is_some()
-        .then(|| mask::body_macros(&masked))
-        .flatten()
-        .map(|m| branches_parsed(&m))
-    {
-        Some((t, at)) if first_error(&t).is_none() => (t, at),
-        _ => (tree, first_branch_only),
-    };
-    Masked {
-        tree,
+    MaskedText {
+        text: masked,
         attribute,
-        first_branch_only,
         qualified,
     }
+}
+
+/// `text[range]` parsed alone, its nodes at their offsets in `text`: one piece of a big file
+/// (`pieces.rs`). `start` and `end` are the range's rows and columns.
+pub fn parse_range(text: &str, range: Range<usize>, start: Point, end: Point) -> Tree {
+    let piece = tree_sitter::Range {
+        start_byte: range.start,
+        end_byte: range.end,
+        start_point: start,
+        end_point: end,
+    };
+    with_parser(|p| {
+        p.set_included_ranges(&[piece])
+            .expect("one range inside the text");
+        let tree = p.parse(text.as_bytes(), None);
+        p.set_included_ranges(&[]).expect("the whole text");
+        tree.expect("parse without timeout or cancellation")
+    })
 }
 
 /// `masked` parsed, or, when that leaves a syntax error and the file has `#if` groups, with only
@@ -157,6 +205,14 @@ fn unparsed(tree: &Tree) -> usize {
 
 /// Parses text whose pragmas are already blanked.
 fn parse_blanked(text: &str) -> Tree {
+    with_parser(|p| {
+        p.parse(text.as_bytes(), None)
+            .expect("parse without timeout or cancellation")
+    })
+}
+
+/// Runs `f` with this thread's parser.
+fn with_parser<R>(f: impl FnOnce(&mut Parser) -> R) -> R {
     thread_local! {
         // One parser per thread: creating one per file costs more than small files take.
         static PARSER: std::cell::RefCell<Parser> = std::cell::RefCell::new({
@@ -165,13 +221,10 @@ fn parse_blanked(text: &str) -> Tree {
             p
         });
     }
-    PARSER.with_borrow_mut(|p| {
-        p.parse(text.as_bytes(), None)
-            .expect("parse without timeout or cancellation")
-    })
+    PARSER.with_borrow_mut(f)
 }
 
-fn blank_pragmas(text: &str) -> std::borrow::Cow<'_, str> {
+pub fn blank_pragmas(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("#pragma") {
         return text.into();
     }
@@ -223,15 +276,31 @@ pub fn first_error(tree: &Tree) -> Option<Node<'_>> {
 pub const QUERY_DEPTH: usize = 65_000;
 
 /// Where the first node deeper than `QUERY_DEPTH` starts. A level takes a byte at least, so a
-/// shorter text is not walked.
+/// shorter text is not walked; nor is a node with too few descendants to reach that deep.
 fn too_deep(tree: &Tree, text: &str) -> Option<usize> {
     if text.len() <= QUERY_DEPTH {
         return None;
     }
-    each_node(tree, |cursor, depth| match depth > QUERY_DEPTH {
-        true => ControlFlow::Break(cursor.node().start_byte()),
-        false => ControlFlow::Continue(()),
-    })
+    let mut cursor = tree.root_node().walk();
+    let mut depth = 0;
+    loop {
+        let node = cursor.node();
+        if depth > QUERY_DEPTH {
+            return Some(node.start_byte());
+        }
+        // Its deepest descendant is at most as many levels down as it has descendants.
+        let shallow = depth + node.descendant_count() - 1 <= QUERY_DEPTH;
+        if !shallow && cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return None;
+            }
+            depth -= 1;
+        }
+    }
 }
 
 /// Visits every node of `tree` in source order with its depth (the root's is 0), until `visit`

@@ -7,6 +7,7 @@ use crate::rewrite::device_code::{self, DeviceFunction, Locality, Precision, Pro
 use crate::rewrite::edits::{Edit, Slot};
 use crate::rewrite::mask::Qualified;
 use crate::rewrite::parse;
+use crate::rewrite::piece_facts::{Exports, Imports};
 use crate::rewrite::queries::{self, Capture, Captures};
 use crate::rewrite::ranges::Nested;
 use crate::rewrite::sites::{self, Site};
@@ -66,32 +67,83 @@ pub fn plan(
     program: &Program,
     qualified: &[Qualified],
 ) -> FilePlan {
+    plan_piece(file, tree, program, qualified, &Imports::default(), false).plan
+}
+
+/// How many of a plan's fixed edits and warnings are of each kind, kinds in the order the plan
+/// lists them: the plans of a file's pieces join (`pieces.rs`) kind by kind, as one plan of the
+/// whole file lists them.
+#[derive(Clone, Debug, Default)]
+pub struct Order {
+    pub fixed: Vec<usize>,
+    pub warnings: Vec<usize>,
+}
+
+/// A plan of a tree that may be one piece of its file (`pieces.rs`).
+pub struct PiecePlan<'s> {
+    pub plan: FilePlan,
+    pub order: Order,
+    /// What the piece tells the other pieces; empty unless asked for.
+    pub exports: Exports<'s>,
+}
+
+/// The plan of `tree`, which may hold only a piece of `file`, with what the other pieces tell
+/// it; with its `Exports` where `export` says.
+pub fn plan_piece<'s>(
+    file: &'s SourceFile,
+    tree: &Tree,
+    program: &Program,
+    qualified: &[Qualified],
+    imports: &Imports<'s>,
+    export: bool,
+) -> PiecePlan<'s> {
     let text = file.text.as_str();
     let errors = Nested::new(parse::error_ranges(tree));
     let caps = Captures::run(queries::all(), tree.root_node(), text.as_bytes());
     let functions = device_code::device_functions(&caps, text, qualified);
     let bodies = device_code::bodies(&functions);
+    let mut exports = Exports::default();
+    if export {
+        for n in caps.get(Capture::Ident) {
+            *exports.idents.entry(&text[n.byte_range()]).or_default() += 1;
+        }
+    }
     // Pointer parameters that every call passes local memory are local too: found with what
     // is local without them, then locality again with them.
-    let first = Locality::new(&caps, text, &[]);
+    let first = Locality::new(&caps, text, &[], &imports.local_names);
     let source = file.rel.extension().is_some_and(|e| e == "cu");
-    let params = if source {
-        calls::local_params(&caps, text, &first)
-    } else {
+    let params = if !source {
         Vec::new()
+    } else if export {
+        let (callees, calls) = calls::facts(&caps, text, &first, true);
+        let idents = &exports.idents;
+        let own = calls::decide(&callees, &calls, |n| idents.get(n).copied().unwrap_or(0));
+        let decided = imports.local_params.as_deref().unwrap_or(&own);
+        let params = calls::params_of(&caps, text, decided);
+        (exports.callees, exports.calls, exports.local_params) = (callees, calls, own);
+        params
+    } else {
+        calls::local_params(&caps, text, &first)
     };
     let local = if params.is_empty() {
         first
     } else {
-        Locality::new(&caps, text, &params)
+        Locality::new(&caps, text, &params, &imports.local_names)
     };
-    let (accesses, precision) = device_code::accesses(&functions, &caps, text, program, &local);
-    let accesses: Vec<_> = accesses
+    let found = device_code::accesses(&functions, &caps, text, program, &local, &imports.globals);
+    if export {
+        exports.file_scope = local.file_scope();
+        exports.globals = found.globals;
+        exports.top = found.top;
+        exports.global_uses = found.global_uses;
+    }
+    let accesses: Vec<_> = found
+        .accesses
         .into_iter()
         .filter(|a| !errors.overlaps(a.node.byte_range()))
         .collect();
     let placed = sites::place(&accesses, &caps, text);
-    let mut warnings: Vec<String> = placed
+    let unplaced: Vec<String> = placed
         .unplaced
         .iter()
         .map(|n| {
@@ -102,27 +154,53 @@ pub fn plan(
             )
         })
         .collect();
-    let mut fixed = Vec::new();
-    fixed.extend(kernel_entries(&functions, caps.root()));
-    fixed.extend(thread_ids(&bodies, &caps, text));
-    fixed.extend(launches(&bodies, &caps, file, &mut warnings));
-    fixed.retain(|e| !errors.overlaps(e.start..e.end));
-    warnings.extend(macro_warnings(&bodies, &caps, file));
-    warnings.extend(grid_sync_warnings(&caps, file));
-    let mut precision = precision;
+    let (ids, words) = thread_ids(&bodies, &caps, text);
+    let (launch, launch_warnings) = launches(&bodies, &caps, file);
+    let (launch_ex, launch_ex_warnings) = launches_ex(&bodies, &caps, file);
+    let mut fixed = [
+        kernel_entries(&functions, caps.root()),
+        ids,
+        words,
+        launch,
+        launch_ex,
+    ];
+    for f in &mut fixed {
+        f.retain(|e| !errors.overlaps(e.start..e.end));
+    }
+    let (qualifiers, hiding) = macro_warnings(&bodies, &caps, file, imports, &mut exports);
+    let [coop_launches, coop_grids] = grid_sync_warnings(&caps, file);
+    let warnings = [
+        unplaced,
+        launch_warnings,
+        launch_ex_warnings,
+        qualifiers,
+        hiding,
+        coop_launches,
+        coop_grids,
+    ];
+    let mut precision = found.precision;
     precision.macro_functions = functions.iter().filter(|f| f.by_macro).count();
     precision.macro_functions_fenced = (0..functions.len())
         .filter(|&i| functions[i].by_macro && placed.sites.iter().any(|s| s.function == i))
         .count();
-    FilePlan {
-        fixed,
+    let order = Order {
+        fixed: fixed.iter().map(Vec::len).collect(),
+        warnings: warnings.iter().map(Vec::len).collect(),
+    };
+    let plan = FilePlan {
+        fixed: fixed.into_iter().flatten().collect(),
         sites: placed.sites,
         has_device_code: !functions.is_empty(),
         launches: !caps.get(Capture::LaunchConfig).is_empty()
             || !caps.get(Capture::LaunchExConfig).is_empty(),
         functions: plain_functions(&functions, &caps),
-        warnings,
+        warnings: warnings.into_iter().flatten().collect(),
         precision,
+    };
+    PiecePlan {
+        plan,
+        order,
+        exports,
     }
 }
 
@@ -175,26 +253,27 @@ fn runtime_call(builtin: &str) -> String {
     format!("wmfix_{builtin}()")
 }
 
-/// `threadIdx`, `blockIdx` and `gridDim` in device code and in macro bodies become calls that
-/// return the virtual ids.
-fn thread_ids(bodies: &Nested, caps: &Captures, text: &str) -> Vec<Edit> {
+/// `threadIdx`, `blockIdx` and `gridDim` in device code, and in macro bodies, become calls
+/// that return the virtual ids.
+fn thread_ids(bodies: &Nested, caps: &Captures, text: &str) -> (Vec<Edit>, Vec<Edit>) {
     let in_device = |n: &Node| bodies.holds(n.start_byte()..n.start_byte());
-    let mut out: Vec<Edit> = caps
+    let code: Vec<Edit> = caps
         .get(Capture::ThreadId)
         .iter()
         .filter(|n| in_device(n))
         .map(|n| Edit::replace(n.byte_range(), runtime_call(&text[n.byte_range()])))
         .collect();
+    let mut macros = Vec::new();
     for value in caps.get(Capture::MacroValue) {
         let r = value.byte_range();
         for (at, word) in builtin_words(&text[r.clone()]) {
-            out.push(Edit::replace(
+            macros.push(Edit::replace(
                 r.start + at..r.start + at + word.len(),
                 runtime_call(word),
             ));
         }
     }
-    out
+    (code, macros)
 }
 
 /// Occurrences of the three built-ins as whole words in a macro body.
@@ -214,14 +293,10 @@ fn builtin_words(s: &str) -> Vec<(usize, &'static str)> {
 }
 
 /// `k<<<g, b, smem, st>>>(args)` becomes `k<<<wmfix_launch(g, st), b, smem, st>>>(args)`.
-fn launches(
-    bodies: &Nested,
-    caps: &Captures,
-    file: &SourceFile,
-    warnings: &mut Vec<String>,
-) -> Vec<Edit> {
+fn launches(bodies: &Nested, caps: &Captures, file: &SourceFile) -> (Vec<Edit>, Vec<String>) {
     let text = file.text.as_str();
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
     for config in caps.get(Capture::LaunchConfig) {
         if bodies.holds(config.start_byte()..config.start_byte()) {
             warnings.push(format!(
@@ -246,20 +321,15 @@ fn launches(
             format!(", {stream})"),
         ));
     }
-    out.extend(launches_ex(bodies, caps, file, warnings));
-    out
+    (out, warnings)
 }
 
 /// `cudaLaunchKernelEx(cfg, k, args...)` (and `cudaLaunchKernelExC`) becomes
 /// `cudaLaunchKernelEx(wmfix_launch_ex(cfg), k, args...)`: the runtime decides from the config's
 /// attributes whether stressing blocks may join (not for cooperative or clustered launches).
-fn launches_ex(
-    bodies: &Nested,
-    caps: &Captures,
-    file: &SourceFile,
-    warnings: &mut Vec<String>,
-) -> Vec<Edit> {
+fn launches_ex(bodies: &Nested, caps: &Captures, file: &SourceFile) -> (Vec<Edit>, Vec<String>) {
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
     let wrappers = Nested::new(
         caps.get(Capture::LaunchExWrapper)
             .iter()
@@ -285,32 +355,40 @@ fn launches_ex(
         ));
         out.push(Edit::insert(config.end_byte(), Slot::close(d, false), ")"));
     }
-    out
+    (out, warnings)
 }
 
-/// Launches and code that need every block of the grid resident at once.
-fn grid_sync_warnings(caps: &Captures, file: &SourceFile) -> Vec<String> {
+/// Launches, then code, that need every block of the grid resident at once.
+fn grid_sync_warnings(caps: &Captures, file: &SourceFile) -> [Vec<String>; 2] {
     let what = |cap| match cap {
         Capture::CoopLaunch => "a cooperative launch",
         _ => "grid-wide synchronisation",
     };
-    [Capture::CoopLaunch, Capture::CoopGrid]
-        .into_iter()
-        .flat_map(|cap| caps.get(cap).iter().map(move |n| (cap, n)))
-        .map(|(cap, n)| {
-            format!(
-                "{}: warning: {} (`{}`): stressing blocks and remapped block ids break it; test this kernel under no-str- only",
-                file.location(n.start_byte()),
-                what(cap),
-                &file.text[n.byte_range()]
-            )
-        })
-        .collect()
+    [Capture::CoopLaunch, Capture::CoopGrid].map(|cap| {
+        caps.get(cap)
+            .iter()
+            .map(|n| {
+                format!(
+                    "{}: warning: {} (`{}`): stressing blocks and remapped block ids break it; test this kernel under no-str- only",
+                    file.location(n.start_byte()),
+                    what(cap),
+                    &file.text[n.byte_range()]
+                )
+            })
+            .collect()
+    })
 }
 
-/// Macros that hide memory accesses or CUDA qualifiers from the rewriter are reported, not
-/// guessed at.
-fn macro_warnings(bodies: &Nested, caps: &Captures, file: &SourceFile) -> Vec<String> {
+/// Macros that hide CUDA qualifiers, then uses of those that hide memory accesses (defined in
+/// the text or, `imports`, another piece of its file) from the rewriter, are reported, not
+/// guessed at; the latter defined here go to `exports`.
+fn macro_warnings<'s>(
+    bodies: &Nested,
+    caps: &Captures,
+    file: &'s SourceFile,
+    imports: &Imports,
+    exports: &mut Exports<'s>,
+) -> (Vec<String>, Vec<String>) {
     let text = file.text.as_str();
     let mut out = Vec::new();
     let mut hiding = Vec::new();
@@ -335,20 +413,23 @@ fn macro_warnings(bodies: &Nested, caps: &Captures, file: &SourceFile) -> Vec<St
             hiding.push(name);
         }
     }
-    if hiding.is_empty() {
-        return out;
+    exports.hiding.clone_from(&hiding);
+    if hiding.is_empty() && imports.hiding.is_empty() {
+        return (out, Vec::new());
     }
-    let hiding: std::collections::HashSet<&str> = hiding.into_iter().collect();
+    let mut hiding: std::collections::HashSet<&str> = hiding.into_iter().collect();
+    hiding.extend(imports.hiding.iter());
+    let mut uses = Vec::new();
     for u in caps.get(Capture::Ident) {
         let name = &text[u.byte_range()];
         if hiding.contains(&name) && bodies.holds(u.start_byte()..u.start_byte()) {
-            out.push(format!(
+            uses.push(format!(
                 "{}: warning: macro `{name}` may access memory; its accesses get no fence (expand it by hand to instrument them)",
                 file.location(u.start_byte())
             ));
         }
     }
-    out
+    (out, uses)
 }
 
 #[cfg(test)]

@@ -43,12 +43,21 @@ const BIG_TREE: usize = 1 << 20;
 
 /// Parses and plans one file that sees `program`.
 pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
+    let masked = parse::mask(&file.text, &program.macros);
+    if let Some(plan) = crate::rewrite::pieces::plan(&file, &masked, program) {
+        drop(masked);
+        return Planned {
+            plan,
+            syntax_error: None,
+            file,
+        };
+    }
     let parse::Masked {
         tree,
         attribute: _,
         first_branch_only,
         qualified,
-    } = parse::parse_masked(&file.text, &program.macros);
+    } = parse::parse_whole(masked);
     let syntax_error = parse::syntax_error(&tree, &file.text);
     // Too deep a tree is not queried at all: tree-sitter's query cursor takes time quadratic in
     // its depth (200,000 nested blocks ran past 300 s).
@@ -85,6 +94,9 @@ pub fn plan_files(files: Vec<SourceFile>, macros: Macros) -> Vec<Planned> {
         .filter(|f| !is_source(f) && f.text.contains("__device__"))
         .collect();
     let names = crate::rewrite::parallel::map(headers, |f| {
+        if let Some(names) = crate::rewrite::pieces::header_globals(f) {
+            return names;
+        }
         let tree = parse::parse(&f.text);
         let caps = Captures::run(queries::all(), tree.root_node(), f.text.as_bytes());
         let scopes = Scopes::new(&caps);
@@ -133,23 +145,56 @@ pub fn render(
     scope: FenceScope,
     include: impl Fn(&SourceFile) -> String,
 ) -> Result<Instrumented, edits::Overlap> {
-    let (groups, fences) = edit_groups(files);
-    let total = fences.len();
-    let mut texts = Vec::with_capacity(groups.len());
-    for (p, groups) in files.iter().zip(groups) {
-        let Some(groups) = groups else {
+    let numbered = numbered(files);
+    let total: usize = numbered.iter().map(|(_, sites)| sites.len()).sum();
+    let mut fences = Vec::with_capacity(total);
+    let mut texts = Vec::with_capacity(numbered.len());
+    for (Planned { file, plan, .. }, sites) in numbered {
+        if plan.is_empty() {
             texts.push(None);
             continue;
-        };
-        let mut edits: Vec<Edit> = groups.into_iter().flat_map(|g| g.edits).collect();
+        }
+        // The edits in the order of `edit_groups`, without a list a group: a big file has
+        // hundreds of thousands.
+        let done = fence_chunks(file, plan, sites);
+        let count = done.iter().map(|c| c.0.len()).sum::<usize>() + plan.fixed.len() + 1;
+        let mut edits: Vec<Edit> = Vec::with_capacity(count);
+        edits.extend(plan.fixed.iter().cloned());
+        for (chunk, _, records) in done {
+            edits.extend(chunk);
+            fences.extend(records);
+        }
         edits.push(Edit::insert(
             0,
             edits::Slot::open(0, false),
-            prologue(total, scope, &include(&p.file)),
+            prologue(total, scope, &include(file)),
         ));
-        texts.push(Some(edits::apply(&p.file.text, edits)?));
+        texts.push(Some(edits::apply(&file.text, edits)?));
     }
     Ok(Instrumented { texts, fences })
+}
+
+/// A file's fences rendered in chunks on all cores, joined in order: their edits, how many of
+/// them each fence has, and their records.
+type Chunk = (Vec<Edit>, Vec<usize>, Vec<FenceRecord>);
+
+fn fence_chunks(file: &SourceFile, plan: &FilePlan, sites: Vec<(&Site, FenceId)>) -> Vec<Chunk> {
+    let replaced = replacements(&plan.fixed);
+    let chunks: Vec<Vec<(&Site, FenceId)>> =
+        sites.chunks(SITES_PER_CHUNK).map(<[_]>::to_vec).collect();
+    crate::rewrite::parallel::map(chunks, |chunk| {
+        let mut edits = Vec::with_capacity(chunk.len() * 2);
+        let mut counts = Vec::with_capacity(chunk.len());
+        let mut records = Vec::with_capacity(chunk.len());
+        for (site, id) in chunk {
+            let before = edits.len();
+            edits.extend(site_edits(site, id, &file.text, &replaced));
+            edits.extend(site.braces.iter().cloned());
+            counts.push(edits.len() - before);
+            records.push(record(file, plan, site, id));
+        }
+        (edits, counts, records)
+    })
 }
 
 /// What every instrumented file starts with: the fence count, the scope and the runtime header.
@@ -183,28 +228,15 @@ pub fn edit_groups(files: &mut [Planned]) -> (Vec<Option<Vec<Group>>>, Vec<Fence
                 edits: vec![e.clone()],
             })
             .collect();
-        let replaced = replacements(&plan.fixed);
-        // A big file's sites in chunks on all cores, joined in order.
-        let chunks: Vec<Vec<(&Site, FenceId)>> =
-            sites.chunks(SITES_PER_CHUNK).map(<[_]>::to_vec).collect();
-        let done = crate::rewrite::parallel::map(chunks, |chunk| {
-            chunk
-                .into_iter()
-                .map(|(site, id)| {
-                    let mut group: Vec<Edit> =
-                        site_edits(site, id, &file.text, &replaced).collect();
-                    group.extend(site.braces.iter().cloned());
-                    let group = Group {
-                        fence: Some(id),
-                        edits: group,
-                    };
-                    (group, record(file, plan, site, id))
-                })
-                .collect::<Vec<_>>()
-        });
-        for (group, fence) in done.into_iter().flatten() {
-            groups.push(group);
-            fences.push(fence);
+        for (chunk, counts, records) in fence_chunks(file, plan, sites) {
+            let mut chunk = chunk.into_iter();
+            for (n, record) in counts.into_iter().zip(records) {
+                groups.push(Group {
+                    fence: Some(record.id),
+                    edits: chunk.by_ref().take(n).collect(),
+                });
+                fences.push(record);
+            }
         }
         out.push(Some(groups));
     }
@@ -390,26 +422,28 @@ fn rewritten(text: &str, replaced: &[Edit], range: &std::ops::Range<usize>) -> S
 fn record(file: &SourceFile, plan: &FilePlan, site: &Site, id: FenceId) -> FenceRecord {
     let first = site.accesses[0].0.start;
     let (line, column) = file.line_col(first);
-    let placements = site
-        .spots
-        .iter()
-        .filter(|s| s.piece != Piece::WrapClose)
-        .map(|s| {
-            let (line, column) = file.line_col(s.at);
-            let how = match s.piece {
-                Piece::Fence | Piece::LoopFence => How::Statement,
-                Piece::CommaFence => How::Comma,
-                _ => How::Wrap,
-            };
-            Placement {
-                line,
-                column,
-                byte: s.at,
-                how,
-                loop_body: s.piece == Piece::LoopFence,
-            }
-        })
-        .collect();
+    // Sized exactly: a big file's records are hundreds of thousands.
+    let mut placements = Vec::with_capacity(site.spots.len());
+    placements.extend(
+        site.spots
+            .iter()
+            .filter(|s| s.piece != Piece::WrapClose)
+            .map(|s| {
+                let (line, column) = file.line_col(s.at);
+                let how = match s.piece {
+                    Piece::Fence | Piece::LoopFence => How::Statement,
+                    Piece::CommaFence => How::Comma,
+                    _ => How::Wrap,
+                };
+                Placement {
+                    line,
+                    column,
+                    byte: s.at,
+                    how,
+                    loop_body: s.piece == Piece::LoopFence,
+                }
+            }),
+    );
     FenceRecord {
         id,
         file: file.rel.clone(),

@@ -76,6 +76,12 @@ impl<'s, T> Bindings<'s, T> {
             .push((scope, from, value));
     }
 
+    /// The declarations at file scope: name, the byte each is visible from, value.
+    pub fn at_file_scope(&self) -> impl Iterator<Item = (&'s str, usize, &T)> + '_ {
+        let all = self.by_name.iter();
+        all.flat_map(|(n, d)| d.iter().filter(|d| d.0.is_none()).map(|d| (*n, d.1, &d.2)))
+    }
+
     /// The value of the declaration that `name`, used at byte `at`, refers to: the latest one
     /// before `at` in the innermost scope that has one.
     pub fn lookup(&self, scopes: &Scopes, name: &str, at: usize) -> Option<&T> {

@@ -225,7 +225,7 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
         entry.1.accesses.push((a.node.byte_range(), a.kind));
         entry.2.push((a.node, a.kind));
     }
-    let mut sites = Vec::new();
+    let mut sites = Vec::with_capacity(order.len());
     for id in order {
         let (found, mut site, nodes) = by_site.remove(&id).expect("site recorded");
         if found.role == Role::After {

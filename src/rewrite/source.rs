@@ -34,6 +34,14 @@ impl Encoding {
         }
     }
 
+    /// `encode`, without a copy where the bytes are the text's own (UTF-8).
+    pub fn into_bytes(self, text: String) -> Vec<u8> {
+        match self {
+            Encoding::Utf8 => text.into_bytes(),
+            Encoding::Latin1 => self.encode(&text),
+        }
+    }
+
     /// The bytes of `text` in this encoding. Text wmfix adds is ASCII; a character Latin-1
     /// cannot hold (none wmfix writes) is kept as UTF-8 rather than lost.
     pub fn encode(self, text: &str) -> Vec<u8> {
