@@ -381,9 +381,11 @@ fn ctrl_c_leaves_no_step_running() {
     assert!(!cluster.live(&name).is_empty(), "no step to stop");
     let t0 = Instant::now();
     let o = interrupt(child);
+    // wmfix kills the run's srun first; srun may end its step itself before wmfix asks squeue
+    // (seen once in CI under load), so wmfix's "cancelled" line is not required: no step left is.
     assert!(
-        stderr(&o).contains("cancelled"),
-        "ctrl-c cancelled no step: {}",
+        stderr(&o).contains("interrupted"),
+        "ctrl-c was not seen: {}",
         stderr(&o)
     );
     let live = cluster.live_after(&name, 5);
