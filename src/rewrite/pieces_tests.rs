@@ -58,15 +58,7 @@ fn same_in_pieces(rel: &str, text: &str, sizes: &[usize]) -> usize {
 
 #[test]
 fn every_fixture_in_pieces_is_instrumented_as_it_is_whole() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut paths: Vec<_> = ["tests/fixtures", "case-studies"]
-        .iter()
-        .flat_map(|d| walkdir::WalkDir::new(root.join(d)))
-        .filter_map(Result::ok)
-        .map(walkdir::DirEntry::into_path)
-        .filter(|p| p.extension().is_some_and(|e| e == "cu" || e == "cuh"))
-        .collect();
-    paths.sort();
+    let paths = crate::rewrite::top_level::tests::fixture_paths();
     let mut cut = 0;
     for path in &paths {
         let text = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();

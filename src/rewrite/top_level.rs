@@ -58,9 +58,8 @@ pub(crate) mod tests {
         pub static FORCED: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
     }
 
-    /// Every CUDA file of the fixtures and case studies, one after the other: syntax errors,
-    /// preprocessor groups, templates and macros at the top level.
-    pub(crate) fn every_fixture() -> String {
+    /// Every CUDA file of the fixtures and case studies, in name order.
+    pub(crate) fn fixture_paths() -> Vec<std::path::PathBuf> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut paths: Vec<_> = ["tests/fixtures", "case-studies"]
             .iter()
@@ -71,6 +70,12 @@ pub(crate) mod tests {
             .collect();
         paths.sort();
         paths
+    }
+
+    /// Every CUDA file of the fixtures and case studies, one after the other: syntax errors,
+    /// preprocessor groups, templates and macros at the top level.
+    pub(crate) fn every_fixture() -> String {
+        fixture_paths()
             .iter()
             .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned())
             .collect()
