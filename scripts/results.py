@@ -227,16 +227,24 @@ def wall(folder, d, r):
     return f"{r['wall_seconds']:.0f} (resumed; {sum(calls)} over {len(calls)} calls)"
 
 
+def reduce_steps(folder, prefix, metas):
+    """(step, study, reduce.json or None) of each step named prefix + study; the meta of each
+    finished one appended to metas."""
+    for d in steps(folder, prefix):
+        doc = load(folder, d, "reduce.json")
+        if doc is not None:
+            metas.append(doc["meta"])
+        yield d, d[len(prefix):], doc
+
+
 def reduce(folder):
     metas = []
     print("| study | fences | kept | complete | checks (cached) | runs | errors (time-outs) | runs per check (miss) | wall s | miss probability | model completion | sanity |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for d in steps(folder, "reduce-"):
-        doc = load(folder, d, "reduce.json")
+    for d, study, doc in reduce_steps(folder, "reduce-", metas):
         if doc is None:
-            print(f"| {d[len('reduce-'):]} | - | not finished | | | | {journal_errors(folder, d)} | | | | | |")
+            print(f"| {study} | - | not finished | | | | {journal_errors(folder, d)} | | | | | |")
             continue
-        metas.append(doc["meta"])
         r = doc["result"]
         res = r["result"]
         # A loop fence whose check passed with its placement after the loop alone: "5 (after loop)".
@@ -245,7 +253,7 @@ def reduce(folder):
         rare = set(res.get("added_back", []))
         kept = ", ".join(str(f) + (" (after loop)" if f in after else "") + (" (rare)" if f in rare else "")
                          for f in res["fences"]) or "none"
-        print(f"| {d[len('reduce-'):]} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
+        print(f"| {study} | {r['initial_fences']} -> {len(res['fences'])} | {kept} | {res['complete']} | "
               f"{res['checks']} ({res['cached_checks']}) | {res['runs']} | {journal_errors(folder, d)} | {per_check(res)} | {wall(folder, d, r)} | {miss(res, r.get('settings', {}), r.get('steps', 1))} | "
               f"{model(r)} | {r.get('sanity', {}).get('passed', 'original')} |")
     print(provenance(metas))
@@ -260,14 +268,10 @@ def race_reduce(folder):
           "the model's completion, in stressed runs (sys-str+, `--warm`).\n")
     print("| study | fences | kept | of them store-load | detections | host check s | stress runs | wall s | stressed runs afterwards: errors/runs |")
     print("|---|---|---|---|---:|---:|---:|---:|---|")
-    prefix = "warm-reduce-race-"
-    for d in steps(folder, prefix):
-        study = d[len(prefix):]
-        doc = load(folder, d, "reduce.json")
+    for d, study, doc in reduce_steps(folder, "warm-reduce-race-", metas):
         if doc is None:
             print(f"| {study} | - | not finished | | | | | | |")
             continue
-        metas.append(doc["meta"])
         r = doc["result"]
         res, race = r["result"], r.get("race") or {}
         kept = ", ".join(str(f) for f in res["fences"]) or "none"
