@@ -15,9 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <mutex>
-#include <sstream>
+#include <pthread.h>
 #include <string>
 #include <vector>
 
@@ -85,9 +83,7 @@ inline bool parse_fence_list(const std::string& text, unsigned num, std::vector<
     return true;
   }
   if (s == "none" || s.empty()) return true;
-  std::stringstream items(s);
-  std::string item;
-  while (std::getline(items, item, ',')) {
+  for (std::string item : split(s, ',')) {
     item = trim(item);
     unsigned long long lo = 0, hi = 0;
     const size_t dash = item.find('-');
@@ -113,6 +109,18 @@ inline bool parse_fence_list(const std::string& text, unsigned num, std::vector<
   return true;
 }
 
+// The whole of the file at `path` in *text; false where it cannot be opened or read.
+inline bool read_file(const char* path, std::string* text) {
+  std::FILE* f = std::fopen(path, "rb");
+  if (!f) return false;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text->append(buf, n);
+  const bool ok = !std::ferror(f);
+  std::fclose(f);
+  return ok;
+}
+
 inline const char* getenv_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v ? v : fallback;
@@ -134,12 +142,10 @@ inline Settings settings_from_env() {
 
   if (const char* path = std::getenv("WMFIX_PROFILE")) {
     s.profile_path = path;
-    std::ifstream in(path);
-    if (!in) fatal(std::string("WMFIX_PROFILE=\"") + path + "\": cannot open file");
-    std::stringstream text;
-    text << in.rdbuf();
+    std::string text;
+    if (!read_file(path, &text)) fatal(std::string("WMFIX_PROFILE=\"") + path + "\": cannot open file");
     std::string err;
-    if (!parse_profile_text(text.str(), &s.profile, &err)) fatal(std::string("WMFIX_PROFILE=\"") + path + "\": " + err);
+    if (!parse_profile_text(text, &s.profile, &err)) fatal(std::string("WMFIX_PROFILE=\"") + path + "\": " + err);
   }
 
   if (const char* us = std::getenv("WMFIX_STRESS_MAX_US")) {
@@ -399,8 +405,23 @@ struct RaceTrace {
   bool written = false;  // written before a cudaDeviceReset: no second buffer, no second file
 };
 
+// A process-wide lock (pthread's: <mutex> would cost every instrumented file's compile).
+struct Mutex {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+};
+class Lock {
+ public:
+  explicit Lock(Mutex& mu) : mu_(mu) { pthread_mutex_lock(&mu_.m); }
+  ~Lock() { pthread_mutex_unlock(&mu_.m); }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  Mutex& mu_;
+};
+
 struct Runtime {
-  std::mutex mu;
+  Mutex mu;
   Coverage coverage;
   RaceTrace race;
   unsigned max_fences = 0;  // the largest WMFIX_NUM_FENCES of a registered TU
@@ -421,7 +442,7 @@ inline Runtime& runtime() {
 // Runs in each TU's static initialisation, and again for a library loaded later (dlopen),
 // perhaps while another thread launches: hence the lock.
 inline bool register_tu(TuInitFn fn, unsigned fences) {
-  std::lock_guard<std::mutex> lock(runtime().mu);
+  Lock lock(runtime().mu);
   tu_registry().push_back(fn);
   runtime().max_fences = std::max(runtime().max_fences, fences);
   return true;
@@ -634,7 +655,7 @@ class LaunchGrid {
   ~LaunchGrid() {
     if (dev_ < 0) return;
     Runtime& rt = runtime();
-    std::lock_guard<std::mutex> lock(rt.mu);
+    Lock lock(rt.mu);
     DeviceState& d = rt.devices[dev_];
     if (d.last_kernel && cudaEventRecord(d.last_kernel, stream_) == cudaSuccess) d.have_last = true;
   }
@@ -650,7 +671,7 @@ class LaunchGrid {
 // runs with builtin ids rather than the previous launch's mapping, and still records its event.
 inline LaunchGrid launch(dim3 grid, cudaStream_t stream, bool remappable = true) {
   Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mu);
+  Lock lock(rt.mu);
   start_warm_run(rt);
   if (!rt.parsed) {
     rt.settings = settings_from_env();
@@ -736,7 +757,7 @@ class LaunchConfig {
 inline void reset_for_tests() {
   cudaDeviceSynchronize();
   Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mu);
+  Lock lock(rt.mu);
   rt.parsed = false;
   rt.generation++;
   rt.launches = 0;
@@ -746,13 +767,13 @@ inline void reset_for_tests() {
 // For tests and tools: the last remapped launch, and the settings in force.
 inline LaunchInfo last_launch() {
   Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mu);
+  Lock lock(rt.mu);
   return rt.last;
 }
 
 inline Settings current_settings() {
   Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mu);
+  Lock lock(rt.mu);
   if (!rt.parsed) {
     rt.settings = settings_from_env();
     rt.parsed = true;

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,6 +36,35 @@ inline std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
+// The runtime avoids <sstream>, <fstream> and <mutex>: every instrumented translation unit
+// includes it, and those headers cost nvcc about half a second each.
+
+// `text` cut at each `sep`, as std::getline reads it: no empty last item after a final `sep`.
+inline std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> items;
+  size_t from = 0;
+  while (from < text.size()) {
+    size_t at = text.find(sep, from);
+    if (at == std::string::npos) at = text.size();
+    items.push_back(text.substr(from, at - from));
+    from = at + 1;
+  }
+  return items;
+}
+
+// The words of `text` between spaces, tabs and line ends, as `stream >> word` reads them.
+inline std::vector<std::string> words(const std::string& text) {
+  std::vector<std::string> out;
+  const char* ws = " \t\r\n\v\f";
+  size_t from = text.find_first_not_of(ws);
+  while (from != std::string::npos) {
+    const size_t end = text.find_first_of(ws, from);
+    out.push_back(text.substr(from, end == std::string::npos ? std::string::npos : end - from));
+    from = end == std::string::npos ? end : text.find_first_not_of(ws, end);
+  }
+  return out;
+}
+
 // Whole-string unsigned integer (decimal, or hex with 0x). No sign, no trailing junk.
 inline bool parse_u64(const std::string& text, unsigned long long* out) {
   const std::string s = trim(text);
@@ -52,10 +80,8 @@ inline bool parse_u64(const std::string& text, unsigned long long* out) {
 // "ld st st ld", also "ld3 st" for ld ld ld st (the paper's ld^3 notation). `what` names the
 // value in messages ("sequence", or "sequence[1]" for an array's element).
 inline bool parse_sequence(const std::string& text, Variant* v, std::string* err, const std::string& what = "sequence") {
-  std::stringstream words(text);
-  std::string w;
   unsigned bits = 0, len = 0;
-  while (words >> w) {
+  for (const std::string& w : words(text)) {
     const bool store = w.compare(0, 2, "st") == 0;
     if (!store && w.compare(0, 2, "ld") != 0) {
       *err = what + ": unknown access \"" + w + "\" (use ld and st, optionally with a count: ld3)";
@@ -201,11 +227,9 @@ inline bool combine_variants(const std::vector<Variant>* seqs, int seq_line, con
 // Keys: patch_size, sequence, spread (each of the last two a value or a one-line array of them:
 // the profile's variants); `name` and `description` are accepted and ignored.
 inline bool parse_profile_text(const std::string& text, Profile* p, std::string* err) {
-  std::stringstream lines(text);
-  std::string line;
   int lineno = 0, seq_line = 0, spread_line = 0;
   std::vector<Variant> seqs, spreads;
-  while (std::getline(lines, line)) {
+  for (std::string line : split(text, '\n')) {
     ++lineno;
     const std::string where = "line " + std::to_string(lineno) + ": ";
     // Cut a comment that is not inside a string.

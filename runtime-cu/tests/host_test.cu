@@ -11,7 +11,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -517,6 +519,26 @@ static void test_coverage() {
   CHECK(wmfix::coverage_text(none, 2) == "wmfix-coverage 1\nfences 2\nexecuted none\nglobal none\n", "empty");
 }
 
+// split and words read as std::getline and `stream >> word` did before them.
+static void test_split_like_streams() {
+  const char* texts[] = {"", ",", "a", "a,", ",a", "a,,b", "0,3,7-9", " 1 , 2 ,", "a\n", "a\n\nb\n", "\n",
+                         " ld  st\tst\nld ", "st\r\n# x\n", "x,y\nz"};
+  for (const char* t : texts) {
+    for (char sep : {',', '\n'}) {
+      std::vector<std::string> want;
+      std::stringstream in(t);
+      for (std::string item; std::getline(in, item, sep);) want.push_back(item);
+      CHECK(wmfix::split(t, sep) == want, "split(\"%s\", %d)", t, sep);
+    }
+    std::vector<std::string> want;
+    std::stringstream in(t);
+    for (std::string w; in >> w;) want.push_back(w);
+    CHECK(wmfix::words(t) == want, "words(\"%s\")", t);
+  }
+  std::string text;
+  CHECK(!wmfix::read_file("/nonexistent/wmfix-profile.toml", &text), "read_file of a missing file");
+}
+
 int main(int argc, char** argv) {
   test_permute();
   test_map_warp();
@@ -528,6 +550,7 @@ int main(int argc, char** argv) {
   test_env_errors();
   test_launch_configs();
   test_coverage();
+  test_split_like_streams();
   std::printf("host_test: %d checks, %d failures: %s\n", g_checks, g_failures, g_failures ? "FAIL" : "PASS");
   return g_failures ? 1 : 0;
 }

@@ -793,6 +793,18 @@ overhead_bench() {
   return $rc
 }
 add overhead-bench overhead_bench
+# The runtime's own GPU tests (runtime-cu/tests/run_gpu_tests.sh: the mapping, two TUs with and
+# without -rdc, the host tests, memcheck), after any change to the runtime: summary.txt and one
+# .txt a test; the build folder left out.
+runtime_tests() {
+  local f=$STEP_DIR/summary.txt
+  SANITIZE=${SANITIZE:-1} BUILD_DIR=$WORK/runtime-build \
+    timeout --foreground -s INT "${LIMIT:-300}" runtime-cu/tests/run_gpu_tests.sh "$STEP_DIR" > "$STEP_DIR/log.txt" 2>&1
+  local rc=$?
+  { header "runtime-cu/tests/run_gpu_tests.sh OUT"; cat "$f" 2>/dev/null; echo "# exit $rc"; } > "$f.new" && mv "$f.new" "$f"
+  return $rc
+}
+add runtime-tests runtime_tests
 race_small() { RACE_EVENTS=4000000 race_step "$@"; } # the first reductions of 300
 add race-sdk-red-nf-one one_reduction sdk-red-nf
 add race-sdk-red-one one_reduction sdk-red
