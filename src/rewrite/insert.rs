@@ -175,19 +175,14 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
 /// Walks, parses and plans the input; `insert` renders the result, `reduce` its hardened form.
 pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
     // Compiled once per process, and every capture the rewriter reads found in it (an internal
-    // error otherwise), before any file is planned; timed on its own so that --stats shows the
-    // per-byte cost. On a thread of its own while the input is read: it takes a quarter second.
-    let compiled = std::thread::spawn(|| {
-        let t0 = Instant::now();
-        crate::rewrite::queries::check().map(|()| t0.elapsed())
-    });
+    // error otherwise), before any file is planned; timed on its own for --stats.
+    let t0 = Instant::now();
+    crate::rewrite::queries::check()
+        .map_err(|e| crate::exit_code::fail(crate::exit_code::INTERNAL, e))?;
+    let query_time = t0.elapsed();
     let out_dir = absolute(&opts.out)?;
     let input = walk::collect(&opts.paths, &out_dir)?;
     let (sources, mut copies, macros) = read_candidates(opts, &input)?;
-    let query_time = compiled
-        .join()
-        .unwrap_or_else(|e| std::panic::resume_unwind(e))
-        .map_err(|e| crate::exit_code::fail(crate::exit_code::INTERNAL, e))?;
     let cuda_bytes = sources.iter().map(|f| f.text.len()).sum();
     let t0 = Instant::now();
     let parsed = render::plan_files(sources, macros);

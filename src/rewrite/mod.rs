@@ -10,6 +10,7 @@ pub mod insert;
 pub mod macros;
 pub mod mask;
 pub mod mask_forms;
+pub mod matcher;
 pub mod parallel;
 pub mod parse;
 pub mod piece_facts;

@@ -1,11 +1,12 @@
-//! The tree-sitter queries in `queries/`, compiled once per process. Node kinds live in the
-//! `.scm` files; Rust code only sees capture names.
+//! The tree-sitter patterns in `queries/`, compiled once per process and matched by
+//! `matcher.rs`. Node kinds live in the `.scm` files; Rust code only sees capture names.
 
+use crate::rewrite::matcher::Patterns;
 use crate::rewrite::{parallel, top_level};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
-use tree_sitter::{Language, Node, Query, QueryCursor, StreamingIterator};
+use tree_sitter::{Language, Node};
 
 pub fn language() -> Language {
     tree_sitter_cuda_wmfix::LANGUAGE.into()
@@ -35,16 +36,20 @@ const FILES: &[(&str, &str)] = &[
     ("calls.scm", include_str!("../../queries/calls.scm")),
 ];
 
-/// All query files as one query, so that a file's tree is walked once, not once per concept.
-pub fn all() -> &'static Query {
-    static Q: OnceLock<Query> = OnceLock::new();
+/// The text of every query file, one after the other.
+pub(crate) fn text() -> String {
+    FILES.iter().map(|(_, t)| *t).collect::<Vec<_>>().join("\n")
+}
+
+/// All query files as one set of patterns, so that a file's tree is walked once, not once per
+/// concept.
+pub fn all() -> &'static Patterns {
+    static Q: OnceLock<Patterns> = OnceLock::new();
     Q.get_or_init(|| {
-        let joined: String = FILES.iter().map(|(_, t)| *t).collect::<Vec<_>>().join("\n");
-        Query::new(&language(), &joined).unwrap_or_else(|e| {
-            // Compiling is slow (hundreds of ms): only on error is each file compiled alone,
-            // so that the message names its file.
+        Patterns::new(&language(), &text()).unwrap_or_else(|e| {
+            // Only on error is each file compiled alone, so that the message names its file.
             for (name, text) in FILES {
-                if let Err(e) = Query::new(&language(), text) {
+                if let Err(e) = Patterns::new(&language(), text) {
                     panic!("queries/{name}: {e}");
                 }
             }
@@ -242,13 +247,14 @@ impl Capture {
 }
 
 /// Each capture's index in the compiled query; a name the query lacks is an error naming it.
-fn resolve(query: &Query) -> Result<Vec<usize>, String> {
+fn resolve(query: &Patterns) -> Result<Vec<usize>, String> {
     Capture::ALL
         .iter()
         .map(|c| {
             query
-                .capture_index_for_name(c.name())
-                .map(|i| i as usize)
+                .capture_names()
+                .iter()
+                .position(|n| n == c.name())
                 .ok_or_else(|| format!("no capture @{} in queries/*.scm", c.name()))
         })
         .collect()
@@ -261,7 +267,7 @@ fn indices() -> &'static [usize] {
 
 /// For each capture index of `query` (the combined one), the `Capture` it is, if Rust code
 /// reads it.
-fn by_index_of(query: &'static Query) -> &'static [Option<Capture>] {
+fn by_index_of(query: &'static Patterns) -> &'static [Option<Capture>] {
     static B: OnceLock<Vec<Option<Capture>>> = OnceLock::new();
     debug_assert!(std::ptr::eq(query, all()), "captures of the combined query");
     B.get_or_init(|| {
@@ -281,7 +287,7 @@ pub fn check() -> Result<(), String> {
 
 /// Every capture of one query over a tree, grouped by capture.
 pub struct Captures<'t> {
-    query: &'static Query,
+    query: &'static Patterns,
     root: Node<'t>,
     /// Nodes per capture index.
     by_index: Vec<Vec<Node<'t>>>,
@@ -290,7 +296,7 @@ pub struct Captures<'t> {
 }
 
 impl<'t> Captures<'t> {
-    pub fn run(query: &'static Query, root: Node<'t>, text: &[u8]) -> Captures<'t> {
+    pub fn run(query: &'static Patterns, root: Node<'t>, text: &[u8]) -> Captures<'t> {
         let groups = top_level::groups(root);
         let found = if groups.len() > 1 {
             split(query, root, text, groups)
@@ -299,7 +305,7 @@ impl<'t> Captures<'t> {
         };
         let found = found.unwrap_or_else(|| {
             let mut f = Found::new(query);
-            with_cursor(|cursor| f.walk(cursor, query, root, text));
+            f.walk(query, root, text, false);
             f
         });
         Captures {
@@ -336,37 +342,29 @@ struct Found<'t> {
 }
 
 impl<'t> Found<'t> {
-    fn new(query: &Query) -> Found<'t> {
+    fn new(query: &Patterns) -> Found<'t> {
         Found {
             by_index: vec![Vec::new(); query.capture_names().len()],
             matches: Vec::new(),
         }
     }
 
-    /// Adds the matches under `node`, in the order the cursor finds them.
-    fn walk(
-        &mut self,
-        cursor: &mut QueryCursor,
-        query: &'static Query,
-        node: Node<'t>,
-        text: &[u8],
-    ) {
+    /// Adds the matches at `node` (`root_only`) or at and under it, in the order they are found.
+    fn walk(&mut self, query: &'static Patterns, node: Node<'t>, text: &[u8], root_only: bool) {
         let by_name = by_index_of(query);
-        let mut it = cursor.matches(query, node, text);
-        while let Some(m) = it.next() {
-            let caps = m.captures();
-            for c in caps {
-                self.by_index[c.index as usize].push(c.node);
+        query.walk(node, text, root_only, |caps| {
+            for (c, n) in caps {
+                self.by_index[*c as usize].push(*n);
             }
             // Only matches that pair captures are kept whole.
             if caps.len() > 1 {
                 self.matches.push(
                     caps.iter()
-                        .map(|c| (by_name[c.index as usize], c.node))
+                        .map(|(c, n)| (by_name[*c as usize], *n))
                         .collect(),
                 );
             }
-        }
+        });
     }
 
     fn append(&mut self, mut later: Found<'t>) {
@@ -377,40 +375,28 @@ impl<'t> Found<'t> {
     }
 }
 
-/// Runs `f` with this thread's query cursor, which keeps its buffers from file to file.
-fn with_cursor<R>(f: impl FnOnce(&mut QueryCursor) -> R) -> R {
-    thread_local! {
-        static CURSOR: std::cell::RefCell<QueryCursor> = std::cell::RefCell::new(QueryCursor::new());
-    }
-    CURSOR.with_borrow_mut(f)
-}
-
 /// The walk of a big tree on all cores: the top-level `groups` each on a thread, joined in
 /// source order, and the matches that start at the root itself (`(translation_unit ...)`
 /// patterns) found alone. That equals one walk when those root matches capture one node each
 /// and under capture names no other match uses (so no order between the two kinds is lost);
 /// `None` otherwise, and the caller walks once.
 fn split<'t>(
-    query: &'static Query,
+    query: &'static Patterns,
     root: Node<'t>,
     text: &[u8],
     groups: Vec<Vec<Node<'t>>>,
 ) -> Option<Found<'t>> {
     let mut at_root = Found::new(query);
-    let mut cursor = QueryCursor::new();
-    cursor.set_max_start_depth(Some(0));
-    at_root.walk(&mut cursor, query, root, text);
+    at_root.walk(query, root, text, true);
     if !at_root.matches.is_empty() {
         return None;
     }
     let parts = parallel::map(groups, |group| {
-        with_cursor(|cursor| {
-            let mut f = Found::new(query);
-            for node in group {
-                f.walk(cursor, query, node, text);
-            }
-            f
-        })
+        let mut f = Found::new(query);
+        for node in group {
+            f.walk(query, node, text, false);
+        }
+        f
     });
     // Appended to the first part, each part freed once it is moved.
     let mut parts = parts.into_iter();
@@ -483,7 +469,7 @@ mod tests {
         let tree = crate::rewrite::parse::parse(&text);
         let root = tree.root_node();
         let mut one = Found::new(all());
-        with_cursor(|c| one.walk(c, all(), root, text.as_bytes()));
+        one.walk(all(), root, text.as_bytes(), false);
         assert!(one.matches.len() > 1000, "{} matches", one.matches.len());
         for parts in [2, 3, 16] {
             let groups = crate::rewrite::top_level::groups_of(root, parts);
@@ -498,7 +484,7 @@ mod tests {
 
     #[test]
     fn a_missing_capture_is_named() {
-        let q = Query::new(&language(), "(identifier) @ident").unwrap();
+        let q = Patterns::new(&language(), "(identifier) @ident").unwrap();
         let e = resolve(&q).unwrap_err();
         assert!(e.starts_with("no capture @access "), "{e}");
     }
