@@ -9,7 +9,6 @@
 //! order, the anchor `.` before a child, alternations `[...]`, captures, and a group
 //! `((pattern) (#match?|#eq?|#any-of? @capture ...))`. Anything else is an error.
 
-use crate::rewrite::queries::IdMap;
 use regex::Regex;
 use tree_sitter::{Language, Node};
 
@@ -120,7 +119,7 @@ impl Patterns {
         let mut found = Vec::new();
         let mut kids = Vec::new();
         // Matches that end at a node not yet visited, by that node's id.
-        let mut pending: IdMap<Vec<Binding<'t>>> = IdMap::default();
+        let mut pending: foldhash::HashMap<usize, Vec<Binding<'t>>> = Default::default();
         loop {
             let n = cursor.node();
             if !pending.is_empty()
