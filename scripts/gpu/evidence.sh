@@ -798,7 +798,7 @@ add overhead-bench overhead_bench
 # .txt a test; the build folder left out.
 runtime_tests() {
   local f=$STEP_DIR/summary.txt
-  SANITIZE=${SANITIZE:-1} BUILD_DIR=$WORK/runtime-build \
+  BUILD_DIR=$WORK/runtime-build \
     timeout --foreground -s INT "${LIMIT:-300}" runtime-cu/tests/run_gpu_tests.sh "$STEP_DIR" > "$STEP_DIR/log.txt" 2>&1
   local rc=$?
   { header "runtime-cu/tests/run_gpu_tests.sh OUT"; cat "$f" 2>/dev/null; echo "# exit $rc"; } > "$f.new" && mv "$f.new" "$f"

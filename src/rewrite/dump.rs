@@ -26,7 +26,7 @@ pub fn dump_tree(text: &str) -> String {
             node.kind().to_string()
         };
         let _ = writeln!(out, "{}{field}{kind} [{l}:{c}]{leaf}", "  ".repeat(depth));
-        std::ops::ControlFlow::<()>::Continue(())
+        std::ops::ControlFlow::<(), bool>::Continue(true)
     });
     out
 }

@@ -160,8 +160,9 @@ impl Patterns {
             if cursor.goto_first_child() {
                 continue;
             }
+            // The cursor starts at `node`: it cannot go above it.
             while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() || cursor.node() == node {
+                if !cursor.goto_parent() {
                     return;
                 }
             }

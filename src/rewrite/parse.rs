@@ -281,41 +281,30 @@ fn too_deep(tree: &Tree, text: &str) -> Option<usize> {
     if text.len() <= QUERY_DEPTH {
         return None;
     }
-    let mut cursor = tree.root_node().walk();
-    let mut depth = 0;
-    loop {
+    each_node(tree, |cursor, depth| {
         let node = cursor.node();
         if depth > QUERY_DEPTH {
-            return Some(node.start_byte());
+            return ControlFlow::Break(node.start_byte());
         }
         // Its deepest descendant is at most as many levels down as it has descendants.
-        let shallow = depth + node.descendant_count() - 1 <= QUERY_DEPTH;
-        if !shallow && cursor.goto_first_child() {
-            depth += 1;
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                return None;
-            }
-            depth -= 1;
-        }
-    }
+        ControlFlow::Continue(depth + node.descendant_count() - 1 > QUERY_DEPTH)
+    })
 }
 
-/// Visits every node of `tree` in source order with its depth (the root's is 0), until `visit`
-/// breaks; what it broke with.
+/// Visits the nodes of `tree` in source order with their depth (the root's is 0), until `visit`
+/// breaks; what it broke with. `visit` says whether to go into the node's children.
 pub fn each_node<B>(
     tree: &Tree,
-    mut visit: impl FnMut(&tree_sitter::TreeCursor, usize) -> ControlFlow<B>,
+    mut visit: impl FnMut(&tree_sitter::TreeCursor, usize) -> ControlFlow<B, bool>,
 ) -> Option<B> {
     let mut cursor = tree.root_node().walk();
     let mut depth = 0;
     loop {
-        if let ControlFlow::Break(b) = visit(&cursor, depth) {
-            return Some(b);
-        }
-        if cursor.goto_first_child() {
+        let into = match visit(&cursor, depth) {
+            ControlFlow::Break(b) => return Some(b),
+            ControlFlow::Continue(into) => into,
+        };
+        if into && cursor.goto_first_child() {
             depth += 1;
             continue;
         }
