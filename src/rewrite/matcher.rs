@@ -1,14 +1,15 @@
-//! The patterns of `queries/*.scm`, matched with one plain walk of the tree. tree-sitter's query
-//! cursor reads the same patterns, but its walk costs more than the parse's tree walk twice over
-//! (over 4 MB of kernels: 0.5 s with no pattern matching, a plain cursor walk 0.2 s), and
-//! compiling the queries takes a quarter second a process. This reads the pattern text, resolves
-//! every kind and field against the grammar once (an error names the first unknown one), and
-//! finds the same matches: `tests` compares both engines on every fixture and case study.
+//! The patterns of `queries/*.scm`, matched over the tree read once into memory (`flat.rs`), a
+//! match built on one stack of captures. tree-sitter's query cursor reads the same patterns, but
+//! its walk costs more than a plain cursor walk twice over, and compiling the queries takes a
+//! quarter second a process. This reads the pattern text, resolves every kind and field against
+//! the grammar once (an error names the first unknown one), and finds the same matches: `tests`
+//! compares both engines on every fixture and case study.
 //!
 //! The subset read: named kinds, supertypes, `(_)`, "anonymous" tokens, `field:` children in
 //! order, the anchor `.` before a child, alternations `[...]`, captures, and a group
 //! `((pattern) (#match?|#eq?|#any-of? @capture ...))`. Anything else is an error.
 
+use crate::rewrite::flat::{At, Entry, Flat, Named};
 use regex::Regex;
 use tree_sitter::{Language, Node};
 
@@ -18,6 +19,9 @@ pub struct Patterns {
     /// For each node kind id, the patterns whose root may match a node of that kind.
     by_kind: Vec<Vec<u32>>,
     names: Vec<String>,
+    /// How many levels below its root the deepest pattern looks.
+    depth: usize,
+    named: Named,
 }
 
 struct Pattern {
@@ -92,10 +96,13 @@ impl Patterns {
                 by_kind[k as usize].push(i as u32);
             }
         }
+        let depth = patterns.iter().map(|p| p.root.depth()).max().unwrap_or(0);
         Ok(Patterns {
             patterns,
             by_kind,
             names: p.names,
+            depth,
+            named: Named::of(language),
         })
     }
 
@@ -115,56 +122,43 @@ impl Patterns {
         root_only: bool,
         mut emit: impl FnMut(&[(u32, Node<'t>)]),
     ) {
-        let mut cursor = node.walk();
-        let mut found = Vec::new();
-        let mut kids = Vec::new();
-        // Matches that end at a node not yet visited, by that node's id.
-        let mut pending: foldhash::HashMap<usize, Vec<Binding<'t>>> = Default::default();
-        loop {
-            let n = cursor.node();
+        // Matches at `node` alone look no deeper than the deepest pattern.
+        let flat = Flat::of(node, root_only.then_some(self.depth), &self.named);
+        let starts = if root_only { 1 } else { flat.len() };
+        let mut path = Vec::new();
+        // Matches that end at a node not yet visited, by that node's index.
+        let mut pending: foldhash::HashMap<At, Vec<Binding<'t>>> = Default::default();
+        for i in 0..flat.len() as At {
             if !pending.is_empty()
-                && let Some(done) = pending.remove(&n.id())
+                && let Some(done) = pending.remove(&i)
             {
                 done.iter().for_each(|b| emit(b));
             }
-            // ERROR nodes (kind u16::MAX) start no pattern; with `root_only`, only `node` does.
-            let starting = self.by_kind.get(n.kind_id() as usize);
-            let starting = starting.filter(|_| !root_only || n == node);
-            kids.clear();
-            for &i in starting.into_iter().flatten() {
-                let pat = &self.patterns[i as usize];
-                if let Some(c) = pat.leaf_capture(n) {
-                    // Most patterns: one node, one capture, no predicate.
-                    emit(&[(c, n)]);
-                    continue;
-                }
-                if kids.is_empty() && pat.root.options.iter().any(|o| !o.children.is_empty()) {
-                    children_at(&mut cursor, &mut kids);
-                }
-                found.clear();
-                bindings(&pat.root, n, Some(&kids), &mut found);
-                for (b, last) in found.drain(..) {
-                    if !pat.preds.iter().all(|p| p.holds(&b, text)) {
-                        continue;
-                    }
-                    if last == n {
-                        emit(&b);
-                    } else {
-                        pending.entry(last.id()).or_default().push(b);
-                    }
-                }
-            }
-            if root_only && pending.is_empty() {
-                return;
-            }
-            if cursor.goto_first_child() {
-                continue;
-            }
-            // The cursor starts at `node`: it cannot go above it.
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
+            if i as usize >= starts {
+                if pending.is_empty() {
                     return;
                 }
+                continue;
+            }
+            let n = flat.get(i);
+            // ERROR nodes (kind u16::MAX) start no pattern.
+            for &p in self.by_kind.get(n.kind as usize).into_iter().flatten() {
+                let pat = &self.patterns[p as usize];
+                if let Some(c) = pat.leaf_capture(n) {
+                    // Most patterns: one node, one capture, no predicate.
+                    emit(&[(c, n.node)]);
+                    continue;
+                }
+                bindings(&flat, &pat.root, i, &mut path, &mut |b, last| {
+                    if !pat.preds.iter().all(|p| p.holds(b, text)) {
+                        return;
+                    }
+                    if last == i {
+                        emit(b.as_slice());
+                    } else {
+                        pending.entry(last).or_default().push(b.to_vec());
+                    }
+                });
             }
         }
     }
@@ -173,7 +167,7 @@ impl Patterns {
 impl Pattern {
     /// The capture of a pattern that is one node with one capture and no predicate, if `n`
     /// matches it.
-    fn leaf_capture(&self, n: Node) -> Option<u32> {
+    fn leaf_capture(&self, n: &Entry) -> Option<u32> {
         let [opt] = &self.root.options[..] else {
             return None;
         };
@@ -188,98 +182,85 @@ impl Pattern {
     }
 }
 
-fn fits(opt: &PNode, node: Node) -> bool {
+impl Alt {
+    /// How many levels below its node the deepest step looks.
+    fn depth(&self) -> usize {
+        let child = |o: &PNode| o.children.iter().map(|c| 1 + c.alt.depth()).max();
+        self.options.iter().filter_map(child).max().unwrap_or(0)
+    }
+}
+
+fn fits(opt: &PNode, node: &Entry) -> bool {
     match &opt.kinds {
-        Some(k) => k.contains(&node.kind_id()),
+        Some(k) => k.contains(&node.kind),
         // As tree-sitter's `(_)`: any named node but an ERROR.
-        None => node.is_named() && !node.is_error(),
+        None => node.named && !node.error,
     }
 }
 
-/// The children of the cursor's node with the field each is in; the cursor is left where it
-/// was.
-fn children_at<'t>(c: &mut tree_sitter::TreeCursor<'t>, kids: &mut Vec<(Node<'t>, Option<u16>)>) {
-    if c.goto_first_child() {
-        loop {
-            kids.push((c.node(), c.field_id().map(u16::from)));
-            if !c.goto_next_sibling() {
-                break;
-            }
-        }
-        c.goto_parent();
-    }
-}
+/// What is called with each match found: its captures and the node its last step matched.
+type Found<'a, 't> = dyn FnMut(&mut Vec<(u32, Node<'t>)>, At) + 'a;
 
-/// Appends to `out` every way `alt` matches `node` (whose children are `kids`, where known),
-/// each with the node its last step matched.
+/// Calls `found` with every way `alt` matches node `at` of `flat`, its captures after `path`'s
+/// (which it leaves as it was).
 fn bindings<'t>(
+    flat: &Flat<'t>,
     alt: &Alt,
-    node: Node<'t>,
-    kids: Option<&[(Node<'t>, Option<u16>)]>,
-    out: &mut Vec<(Binding<'t>, Node<'t>)>,
+    at: At,
+    path: &mut Vec<(u32, Node<'t>)>,
+    found: &mut Found<'_, 't>,
 ) {
-    let mut own_kids = Vec::new();
+    let node = flat.get(at);
     for opt in &alt.options {
         if !fits(opt, node) {
             continue;
         }
-        let own: Binding = (alt.captures.iter().chain(&opt.captures))
-            .map(|&c| (c, node))
-            .collect();
-        if opt.children.is_empty() {
-            out.push((own, node));
-            continue;
+        let mark = path.len();
+        path.extend((alt.captures.iter().chain(&opt.captures)).map(|&c| (c, node.node)));
+        match flat.first_child(at) {
+            _ if opt.children.is_empty() => found(path, at),
+            Some(first) => steps(flat, &opt.children, at, Some(first), at, path, found),
+            None => {}
         }
-        let kids = match kids {
-            Some(k) => k,
-            None => {
-                if own_kids.is_empty() {
-                    children_at(&mut node.walk(), &mut own_kids);
-                }
-                &own_kids
-            }
-        };
-        steps(&opt.children, kids, 0, None, (own, node), out);
+        path.truncate(mark);
     }
 }
 
-/// Every way the child steps `rest` match `kids` from index `from` on (`last`: the index the
-/// previous step matched), each extending `acc` (a binding and the node it ends at).
+/// Every way the child steps `rest` match the children of `parent` from `from` on (the
+/// sibling after the one the previous step matched, which ended at `end`).
 fn steps<'t>(
+    flat: &Flat<'t>,
     rest: &[Child],
-    kids: &[(Node<'t>, Option<u16>)],
-    from: usize,
-    last: Option<usize>,
-    acc: (Binding<'t>, Node<'t>),
-    out: &mut Vec<(Binding<'t>, Node<'t>)>,
+    parent: At,
+    from: Option<At>,
+    end: At,
+    path: &mut Vec<(u32, Node<'t>)>,
+    found: &mut Found<'_, 't>,
 ) {
     let Some((step, more)) = rest.split_first() else {
-        out.push(acc);
-        return;
+        return found(path, end);
     };
-    let mut found = Vec::new();
-    for (j, (kid, field)) in kids.iter().enumerate().skip(from) {
-        if step.anchored {
-            let start = last.map_or(0, |l| l + 1);
-            if kids[start..j].iter().any(|(k, _)| k.is_named()) {
-                break;
-            }
+    let mut passed_named = false;
+    let mut kid = from;
+    while let Some(j) = kid {
+        kid = flat.next_sibling(parent, j);
+        let e = flat.get(j);
+        // An anchored step takes the first named child after the previous step's.
+        if step.anchored && passed_named {
+            break;
         }
-        if step.field.is_some() && *field != step.field {
+        passed_named |= e.named;
+        if step.field.is_some_and(|f| f != e.field) {
             continue;
         }
-        found.clear();
-        bindings(&step.alt, *kid, None, &mut found);
-        for (b, end) in found.drain(..) {
-            let mut next = acc.0.clone();
-            next.extend(b);
-            steps(more, kids, j + 1, Some(j), (next, end), out);
-        }
+        bindings(flat, &step.alt, j, path, &mut |path, end| {
+            steps(flat, more, parent, kid, end, path, found)
+        });
     }
 }
 
 impl Pred {
-    fn holds(&self, b: &Binding, text: &[u8]) -> bool {
+    fn holds(&self, b: &[(u32, Node)], text: &[u8]) -> bool {
         let cap = match self {
             Pred::Match(c, _) | Pred::Eq(c, _) | Pred::AnyOf(c, _) => *c,
         };

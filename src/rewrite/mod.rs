@@ -6,6 +6,7 @@ pub mod cuts;
 pub mod device_code;
 pub mod dump;
 pub mod edits;
+pub mod flat;
 pub mod insert;
 pub mod macros;
 pub mod mask;
