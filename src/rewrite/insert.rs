@@ -150,7 +150,7 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
     let done = Instrumented {
         fences: done.fences,
     };
-    Ok(Summary {
+    let summary = Summary {
         files: input.files.len(),
         instrumented,
         fences: done.fences.len(),
@@ -169,7 +169,9 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         query_time,
         tree: out.tree(),
         fences_json: out.fences_json(),
-    })
+    };
+    crate::rewrite::parallel::drop_later((planned, done, input));
+    Ok(summary)
 }
 
 /// Walks, parses and plans the input; `insert` renders the result, `reduce` its hardened form.
@@ -424,6 +426,12 @@ fn write_output(
 /// Records serialised by one thread at a time.
 const RECORDS_PER_CHUNK: usize = 4096;
 
+/// Records as `FenceList` holds them, for serialising a chunk of them two levels in.
+#[derive(serde::Serialize)]
+struct Records<'a> {
+    fences: &'a [FenceRecord],
+}
+
 /// `list` as pretty JSON and a newline, as `serde_json::to_string_pretty` writes it, written as
 /// it is made: its records in chunks on all cores (a big file's list is 100 MB).
 fn write_fence_list(w: &mut impl Write, list: &FenceList) -> std::io::Result<()> {
@@ -442,25 +450,22 @@ fn write_fence_list(w: &mut impl Write, list: &FenceList) -> std::io::Result<()>
         return w.write_all(b"\n");
     };
     w.write_all(head.as_bytes())?;
-    w.write_all(b"[")?;
-    // Each record after a comma, but the first.
-    let mut comma = 1;
+    w.write_all(b"[\n")?;
     let chunks: Vec<&[FenceRecord]> = list.fences.chunks(RECORDS_PER_CHUNK).collect();
     // A batch of chunks at a time, so that the text is never all in memory.
-    for batch in chunks.chunks(crate::rewrite::parallel::cores()) {
-        let texts = crate::rewrite::parallel::map(batch.to_vec(), |chunk| {
-            let mut out = Vec::new();
-            for record in chunk {
-                // Each record two levels in: its lines indented by four more spaces.
-                let text = serde_json::to_string_pretty(record).expect("records serialise");
-                out.extend_from_slice(b",\n    ");
-                out.extend_from_slice(text.replace('\n', "\n    ").as_bytes());
-            }
-            out
+    for (i, batch) in chunks.chunks(crate::rewrite::parallel::cores()).enumerate() {
+        let texts = crate::rewrite::parallel::map(batch.to_vec(), |fences| {
+            // Serialised where the file has them, two levels in, and cut out.
+            let text = serde_json::to_vec_pretty(&Records { fences }).expect("records serialise");
+            let start = b"{\n  \"fences\": [\n".len();
+            let end = text.len() - b"\n  ]\n}".len();
+            (text, start..end)
         });
-        for text in texts {
-            w.write_all(&text[comma..])?;
-            comma = 0;
+        for (j, (text, records)) in texts.iter().enumerate() {
+            if i + j > 0 {
+                w.write_all(b",\n")?;
+            }
+            w.write_all(&text[records.clone()])?;
         }
     }
     w.write_all(b"\n  ]\n}\n")

@@ -4,9 +4,11 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The number of cores, which is how many threads `map` uses at most.
+/// The number of cores, which is how many threads `map` uses at most. Asked once: the answer
+/// reads cgroup files, and small maps are many.
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// `items.map(f)`, in input order, on up to one thread per core. Threads take the next item as
@@ -46,6 +48,13 @@ pub fn map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R>
         .into_iter()
         .map(|r| r.expect("every item mapped"))
         .collect()
+}
+
+/// Drops `value` on a thread of its own, for what takes long to free once its work is done (a
+/// big file's tree, plan, edits and fence records: a tenth of a second each); the process may
+/// exit first.
+pub fn drop_later<T: Send + 'static>(value: T) {
+    std::thread::spawn(move || drop(value));
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use crate::rewrite::aim::AimForm;
 use crate::rewrite::device_code::{self, Program};
 use crate::rewrite::edits::{self, Edit};
 use crate::rewrite::macros::Macros;
+use crate::rewrite::parallel;
 use crate::rewrite::parse::{self, SyntaxError};
 use crate::rewrite::plan::{self, FilePlan};
 use crate::rewrite::queries::{self, Captures};
@@ -38,7 +39,8 @@ pub struct Instrumented {
 /// Sites rendered by one thread at a time: a file with fewer is rendered where it is.
 const SITES_PER_CHUNK: usize = 8192;
 
-/// Source bytes above which a file's parse tree is freed on a thread of its own.
+/// Source bytes above which a file's parse tree, and its rendered edits, are freed on a thread
+/// of their own.
 const BIG_TREE: usize = 1 << 20;
 
 /// Parses and plans one file that sees `program`.
@@ -68,7 +70,7 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
     // A big file's tree takes a while to free (tree-sitter frees node by node): on another
     // thread, while this one renders.
     if file.text.len() > BIG_TREE {
-        std::thread::spawn(move || drop(tree));
+        parallel::drop_later(tree);
     }
     if let Some(at) = first_branch_only {
         plan.warnings.push(format!(
@@ -93,7 +95,7 @@ pub fn plan_files(files: Vec<SourceFile>, macros: Macros) -> Vec<Planned> {
         .iter()
         .filter(|f| !is_source(f) && f.text.contains("__device__"))
         .collect();
-    let names = crate::rewrite::parallel::map(headers, |f| {
+    let names = parallel::map(headers, |f| {
         if let Some(names) = crate::rewrite::pieces::header_globals(f) {
             return names;
         }
@@ -109,7 +111,7 @@ pub fn plan_files(files: Vec<SourceFile>, macros: Macros) -> Vec<Planned> {
         header_globals: names.into_iter().flatten().collect(),
         macros,
     };
-    crate::rewrite::parallel::map(files, |f| plan_file(f, &program))
+    parallel::map(files, |f| plan_file(f, &program))
 }
 
 fn is_source(f: &SourceFile) -> bool {
@@ -154,22 +156,26 @@ pub fn render(
             texts.push(None);
             continue;
         }
-        // The edits in the order of `edit_groups`, without a list a group: a big file has
-        // hundreds of thousands.
-        let done = fence_chunks(file, plan, sites);
-        let count = done.iter().map(|c| c.0.len()).sum::<usize>() + plan.fixed.len() + 1;
-        let mut edits: Vec<Edit> = Vec::with_capacity(count);
-        edits.extend(plan.fixed.iter().cloned());
-        for (chunk, _, records) in done {
-            edits.extend(chunk);
-            fences.extend(records);
-        }
-        edits.push(Edit::insert(
+        // The edits in the order of `edit_groups`, borrowed, without a list a group: a big file
+        // has hundreds of thousands.
+        let mut done = fence_chunks(file, plan, sites);
+        let prologue = Edit::insert(
             0,
             edits::Slot::open(0, false),
             prologue(total, scope, &include(file)),
-        ));
+        );
+        let count = done.iter().map(|c| c.0.len()).sum::<usize>() + plan.fixed.len() + 1;
+        let mut edits: Vec<&Edit> = Vec::with_capacity(count);
+        edits.extend(&plan.fixed);
+        for (chunk, _, records) in &mut done {
+            edits.extend(&*chunk);
+            fences.append(records);
+        }
+        edits.push(&prologue);
         texts.push(Some(edits::apply(&file.text, edits)?));
+        if file.text.len() > BIG_TREE {
+            parallel::drop_later(done);
+        }
     }
     Ok(Instrumented { texts, fences })
 }
@@ -182,7 +188,7 @@ fn fence_chunks(file: &SourceFile, plan: &FilePlan, sites: Vec<(&Site, FenceId)>
     let replaced = replacements(&plan.fixed);
     let chunks: Vec<Vec<(&Site, FenceId)>> =
         sites.chunks(SITES_PER_CHUNK).map(<[_]>::to_vec).collect();
-    crate::rewrite::parallel::map(chunks, |chunk| {
+    parallel::map(chunks, |chunk| {
         let mut edits = Vec::with_capacity(chunk.len() * 2);
         let mut counts = Vec::with_capacity(chunk.len());
         let mut records = Vec::with_capacity(chunk.len());
