@@ -101,11 +101,6 @@ impl<'t> Flat<'t> {
         let next = self.get(child).end;
         (next < self.get(parent).end).then_some(next)
     }
-
-    /// The children of `i`, in order.
-    pub fn children(&self, i: At) -> impl Iterator<Item = At> + '_ {
-        std::iter::successors(self.first_child(i), move |&c| self.next_sibling(i, c))
-    }
 }
 
 #[cfg(test)]
@@ -129,7 +124,8 @@ mod tests {
             (e.kind, e.named, e.error),
             (node.kind_id(), node.is_named(), node.is_error())
         );
-        let mine: Vec<At> = flat.children(i).collect();
+        let mine: Vec<At> =
+            std::iter::successors(flat.first_child(i), |&c| flat.next_sibling(i, c)).collect();
         if depth == Some(0) {
             assert!(mine.is_empty());
             return;

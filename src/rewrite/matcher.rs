@@ -199,16 +199,16 @@ fn fits(opt: &PNode, node: &Entry) -> bool {
 }
 
 /// What is called with each match found: its captures and the node its last step matched.
-type Found<'a, 't> = dyn FnMut(&mut Vec<(u32, Node<'t>)>, At) + 'a;
+type OnMatch<'a, 't> = dyn FnMut(&mut Vec<(u32, Node<'t>)>, At) + 'a;
 
-/// Calls `found` with every way `alt` matches node `at` of `flat`, its captures after `path`'s
+/// Calls `on_match` with every way `alt` matches node `at` of `flat`, its captures after `path`'s
 /// (which it leaves as it was).
 fn bindings<'t>(
     flat: &Flat<'t>,
     alt: &Alt,
     at: At,
     path: &mut Vec<(u32, Node<'t>)>,
-    found: &mut Found<'_, 't>,
+    on_match: &mut OnMatch<'_, 't>,
 ) {
     let node = flat.get(at);
     for opt in &alt.options {
@@ -218,8 +218,8 @@ fn bindings<'t>(
         let mark = path.len();
         path.extend((alt.captures.iter().chain(&opt.captures)).map(|&c| (c, node.node)));
         match flat.first_child(at) {
-            _ if opt.children.is_empty() => found(path, at),
-            Some(first) => steps(flat, &opt.children, at, Some(first), at, path, found),
+            _ if opt.children.is_empty() => on_match(path, at),
+            Some(first) => steps(flat, &opt.children, at, Some(first), at, path, on_match),
             None => {}
         }
         path.truncate(mark);
@@ -235,10 +235,10 @@ fn steps<'t>(
     from: Option<At>,
     end: At,
     path: &mut Vec<(u32, Node<'t>)>,
-    found: &mut Found<'_, 't>,
+    on_match: &mut OnMatch<'_, 't>,
 ) {
     let Some((step, more)) = rest.split_first() else {
-        return found(path, end);
+        return on_match(path, end);
     };
     let mut passed_named = false;
     let mut kid = from;
@@ -254,7 +254,7 @@ fn steps<'t>(
             continue;
         }
         bindings(flat, &step.alt, j, path, &mut |path, end| {
-            steps(flat, more, parent, kid, end, path, found)
+            steps(flat, more, parent, kid, end, path, on_match)
         });
     }
 }
