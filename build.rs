@@ -18,6 +18,22 @@ fn main() {
         "PROFILE_FILES",
         "profile_files.rs",
     );
+    flat_walk();
+}
+
+// The walk of `src/rewrite/flat.c`, built with tree-sitter's own headers: the public ones its
+// crate exports (`links = "tree-sitter"`), the internal ones beside them.
+fn flat_walk() {
+    let include =
+        env::var("DEP_TREE_SITTER_INCLUDE").expect("tree-sitter exports its include path");
+    let internal = Path::new(&include).with_file_name("src");
+    println!("cargo:rerun-if-changed=src/rewrite/flat.c");
+    cc::Build::new()
+        .std("c11")
+        .include(&include)
+        .include(&internal)
+        .file("src/rewrite/flat.c")
+        .compile("wmfix_flat");
 }
 
 // Writes `OUT_DIR/<file>`: `pub const <constant>: &[(&str, &str)]`, the `key` and the text of

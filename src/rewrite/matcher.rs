@@ -9,7 +9,7 @@
 //! order, the anchor `.` before a child, alternations `[...]`, captures, and a group
 //! `((pattern) (#match?|#eq?|#any-of? @capture ...))`. Anything else is an error.
 
-use crate::rewrite::flat::{At, Entry, Flat, Named};
+use crate::rewrite::flat::{At, Entry, Flat};
 use regex::Regex;
 use tree_sitter::{Language, Node};
 
@@ -21,7 +21,6 @@ pub struct Patterns {
     names: Vec<String>,
     /// How many levels below its root the deepest pattern looks.
     depth: usize,
-    named: Named,
 }
 
 struct Pattern {
@@ -102,7 +101,6 @@ impl Patterns {
             by_kind,
             names: p.names,
             depth,
-            named: Named::of(language),
         })
     }
 
@@ -114,16 +112,32 @@ impl Patterns {
     /// Every match starting at `node` or (unless `root_only`) under it, in the order
     /// tree-sitter's query cursor gives them: by the node each match ends at (its last step), in
     /// pre-order; matches ending at one node in the order of the nodes they start at, then of
-    /// the patterns.
+    /// the patterns. Gives back the tree as read, which later walks may reuse.
     pub fn walk<'t>(
         &self,
         node: Node<'t>,
         text: &[u8],
         root_only: bool,
+        emit: impl FnMut(&[(u32, Node<'t>)]),
+    ) -> Flat<'t> {
+        // Matches at `node` alone look no deeper than the deepest pattern.
+        let flat = Flat::of(node, root_only.then_some(self.depth));
+        self.walk_flat(&flat, text, root_only, emit);
+        flat
+    }
+
+    /// `node` and its descendants read as `walk` reads them.
+    pub fn flat<'t>(&self, node: Node<'t>) -> Flat<'t> {
+        Flat::of(node, None)
+    }
+
+    fn walk_flat<'t>(
+        &self,
+        flat: &Flat<'t>,
+        text: &[u8],
+        root_only: bool,
         mut emit: impl FnMut(&[(u32, Node<'t>)]),
     ) {
-        // Matches at `node` alone look no deeper than the deepest pattern.
-        let flat = Flat::of(node, root_only.then_some(self.depth), &self.named);
         let starts = if root_only { 1 } else { flat.len() };
         let mut path = Vec::new();
         // Matches that end at a node not yet visited, by that node's index.
@@ -149,7 +163,7 @@ impl Patterns {
                     emit(&[(c, n.node)]);
                     continue;
                 }
-                bindings(&flat, &pat.root, i, &mut path, &mut |b, last| {
+                bindings(flat, &pat.root, i, &mut path, &mut |b, last| {
                     if !pat.preds.iter().all(|p| p.holds(b, text)) {
                         return;
                     }

@@ -82,7 +82,7 @@ fn finds_what_tree_sitters_query_cursor_finds_on_every_fixture_and_study() {
     }
 }
 
-/// The same comparison over any trees: `CORPUS=dir:dir cargo test --release --lib
+/// The same comparisons (and `flat.rs`'s with the cursor) over any trees: `CORPUS=dir:dir cargo test --release --lib
 /// matcher::tests::corpus -- --ignored --nocapture` (files nested too deep for tree-sitter's
 /// cursor, which the rewriter does not query either, are left out).
 #[test]
@@ -109,6 +109,9 @@ fn corpus() {
             let root = tree.root_node();
             if tree_sitters(root, text.as_bytes()) != mine(&p, root, text.as_bytes()) {
                 differ.push(path.display().to_string());
+            }
+            if let Some(d) = crate::rewrite::flat::tests::differs(root, None) {
+                differ.push(format!("{}: the flat tree: {d}", path.display()));
             }
         }
     }

@@ -107,7 +107,7 @@ pub fn plan(file: &SourceFile, masked: &MaskedText, program: &Program) -> Option
 /// `plan`'s sites without spare capacity: a big file's are hundreds of thousands, kept until
 /// they are rendered.
 fn compact(plan: &mut FilePlan) {
-    for site in &mut plan.sites {
+    for site in plan.sites.iter_mut() {
         site.accesses.shrink_to_fit();
         site.spots.shrink_to_fit();
         site.race_hooks.shrink_to_fit();
@@ -291,37 +291,44 @@ fn local_params<'s>(parts: &[Part<'s>]) -> Vec<(&'s str, usize)> {
 /// kind; functions and sites in source order.
 fn join(parts: Vec<PiecePlan>) -> FilePlan {
     let mut plan = FilePlan::none();
-    let kinds = |of: fn(&plan::Order) -> &Vec<usize>| of(&parts[0].order).len();
-    let mut fixed = vec![Vec::new(); kinds(|o| &o.fixed)];
-    let mut warnings = vec![Vec::new(); kinds(|o| &o.warnings)];
     let total = |of: fn(&FilePlan) -> usize| parts.iter().map(|p| of(&p.plan)).sum::<usize>();
-    plan.sites.reserve_exact(total(|p| p.sites.len()));
+    plan.fixed.reserve_exact(total(|p| p.fixed.len()));
     plan.functions.reserve_exact(total(|p| p.functions.len()));
+    // Each piece lists its fixed edits and warnings kind by kind: taken kind by kind across
+    // the pieces, each moved once, into a list of its final size.
+    let mut fixed = Vec::with_capacity(parts.len());
+    let mut warnings = Vec::with_capacity(parts.len());
     for PiecePlan {
         plan: part, order, ..
     } in parts
     {
-        let mut edits = part.fixed.into_iter();
-        for (kind, n) in fixed.iter_mut().zip(&order.fixed) {
-            kind.extend(edits.by_ref().take(*n));
-        }
-        let mut said = part.warnings.into_iter();
-        for (kind, n) in warnings.iter_mut().zip(&order.warnings) {
-            kind.extend(said.by_ref().take(*n));
-        }
+        fixed.push((part.fixed.into_iter(), order.fixed));
+        warnings.push((part.warnings.into_iter(), order.warnings));
         let offset = plan.functions.len();
         plan.functions.extend(part.functions);
-        plan.sites.extend(part.sites.into_iter().map(|mut s| {
+        let mut sites = part.sites;
+        for s in sites.iter_mut() {
             s.function += offset;
-            s
-        }));
+        }
+        plan.sites.append(sites);
         plan.has_device_code |= part.has_device_code;
         plan.launches |= part.launches;
         plan.precision = add(plan.precision, part.precision);
     }
-    plan.fixed = fixed.into_iter().flatten().collect();
-    plan.warnings = warnings.into_iter().flatten().collect();
+    by_kind(&mut plan.fixed, fixed);
+    by_kind(&mut plan.warnings, warnings);
     plan
+}
+
+/// Appends to `out` each piece's items of the first kind, then of the second, ...; `pieces`
+/// gives each piece's items and how many there are of each kind, kind by kind.
+fn by_kind<T>(out: &mut Vec<T>, mut pieces: Vec<(std::vec::IntoIter<T>, Vec<usize>)>) {
+    let kinds = pieces.first().map_or(0, |p| p.1.len());
+    for kind in 0..kinds {
+        for (items, counts) in &mut pieces {
+            out.extend(items.by_ref().take(counts[kind]));
+        }
+    }
 }
 
 fn add(a: Precision, b: Precision) -> Precision {

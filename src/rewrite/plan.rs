@@ -10,7 +10,7 @@ use crate::rewrite::parse;
 use crate::rewrite::piece_facts::{Exports, Imports};
 use crate::rewrite::queries::{self, Capture, Captures};
 use crate::rewrite::ranges::Nested;
-use crate::rewrite::sites::{self, Site};
+use crate::rewrite::sites::{self, Sites};
 use crate::rewrite::source::SourceFile;
 use std::ops::Range;
 use tree_sitter::{Node, Tree};
@@ -18,7 +18,7 @@ use tree_sitter::{Node, Tree};
 pub struct FilePlan {
     /// Edits that need no fence id.
     pub fixed: Vec<Edit>,
-    pub sites: Vec<Site>,
+    pub sites: Sites,
     /// The device functions that `Site::function` indexes.
     pub functions: Vec<Function>,
     pub has_device_code: bool,
@@ -47,7 +47,7 @@ impl FilePlan {
     pub fn none() -> FilePlan {
         FilePlan {
             fixed: Vec::new(),
-            sites: Vec::new(),
+            sites: Sites::default(),
             functions: Vec::new(),
             has_device_code: false,
             launches: false,
@@ -189,7 +189,7 @@ pub fn plan_piece<'s>(
     };
     let plan = FilePlan {
         fixed: fixed.into_iter().flatten().collect(),
-        sites: placed.sites,
+        sites: Sites::one(placed.sites),
         has_device_code: !functions.is_empty(),
         launches: !caps.get(Capture::LaunchConfig).is_empty()
             || !caps.get(Capture::LaunchExConfig).is_empty(),

@@ -1,6 +1,7 @@
 //! The tree-sitter patterns in `queries/`, compiled once per process and matched by
 //! `matcher.rs`. Node kinds live in the `.scm` files; Rust code only sees capture names.
 
+use crate::rewrite::flat::Flat;
 use crate::rewrite::matcher::Patterns;
 use crate::rewrite::{parallel, top_level};
 use std::collections::{HashMap, HashSet};
@@ -293,6 +294,8 @@ pub struct Captures<'t> {
     by_index: Vec<Vec<Node<'t>>>,
     /// Matches of more than one capture, in match order, for patterns that pair captures.
     pub matches: Vec<Vec<(Option<Capture>, Node<'t>)>>,
+    /// The tree as the query read it, where it read the whole tree at once.
+    flat: Option<Flat<'t>>,
 }
 
 impl<'t> Captures<'t> {
@@ -303,17 +306,32 @@ impl<'t> Captures<'t> {
         } else {
             None
         };
-        let found = found.unwrap_or_else(|| {
-            let mut f = Found::new(query);
-            f.walk(query, root, text, false);
-            f
-        });
+        let (found, flat) = match found {
+            Some(f) => (f, None),
+            None => {
+                let mut f = Found::new(query);
+                let flat = f.walk(query, root, text, false);
+                (f, Some(flat))
+            }
+        };
         Captures {
             query,
             root,
             by_index: found.by_index,
             matches: found.matches,
+            flat,
         }
+    }
+
+    /// The tree as the query read it, where it read the whole tree at once (a big tree is
+    /// walked in parts on all cores).
+    pub fn flat(&self) -> Option<&Flat<'t>> {
+        self.flat.as_ref()
+    }
+
+    /// `node` and its descendants, read as the query reads a tree.
+    pub fn read(&self, node: Node<'t>) -> Flat<'t> {
+        self.query.flat(node)
     }
 
     /// The node the query ran over.
@@ -349,8 +367,15 @@ impl<'t> Found<'t> {
         }
     }
 
-    /// Adds the matches at `node` (`root_only`) or at and under it, in the order they are found.
-    fn walk(&mut self, query: &'static Patterns, node: Node<'t>, text: &[u8], root_only: bool) {
+    /// Adds the matches at `node` (`root_only`) or at and under it, in the order they are found;
+    /// gives back the tree as read.
+    fn walk(
+        &mut self,
+        query: &'static Patterns,
+        node: Node<'t>,
+        text: &[u8],
+        root_only: bool,
+    ) -> Flat<'t> {
         let by_name = by_index_of(query);
         query.walk(node, text, root_only, |caps| {
             for (c, n) in caps {
@@ -364,7 +389,7 @@ impl<'t> Found<'t> {
                         .collect(),
                 );
             }
-        });
+        })
     }
 
     fn append(&mut self, mut later: Found<'t>) {

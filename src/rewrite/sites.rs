@@ -5,6 +5,7 @@
 use crate::rewrite::aim::{self, Aim};
 use crate::rewrite::device_code::{Access, AccessKind, first_named};
 use crate::rewrite::edits::{Edit, Slot};
+use crate::rewrite::flat::{At, Flat};
 use crate::rewrite::parallel;
 use crate::rewrite::queries::{Capture, Captures, IdMap, IdSet};
 use crate::rewrite::top_level;
@@ -83,6 +84,39 @@ impl Site {
 }
 
 /// The result for one file: fence sites, and accesses that have no place.
+/// A file's sites in source order, in the lists they were placed in: a big file is planned in
+/// pieces, and its hundreds of thousands of sites, joined into one list, would be copied once
+/// more into fresh memory (a tenth of a second, on one core).
+#[derive(Default)]
+pub struct Sites(Vec<Vec<Site>>);
+
+impl Sites {
+    pub fn one(sites: Vec<Site>) -> Sites {
+        Sites(vec![sites])
+    }
+
+    /// `later`'s sites after these.
+    pub fn append(&mut self, later: Sites) {
+        self.0.extend(later.0.into_iter().filter(|s| !s.is_empty()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(Vec::is_empty)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Site> {
+        self.0.iter().flatten()
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Site> {
+        self.0.iter_mut().flatten()
+    }
+}
+
 pub struct Placed<'t> {
     pub sites: Vec<Site>,
     pub unplaced: Vec<Node<'t>>,
@@ -202,7 +236,7 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
     let mut by_site: IdMap<Gathered<'t>> = IdMap::default();
     let mut order = Vec::new();
     let mut unplaced = Vec::new();
-    let mut found_at = find_sites(accesses, &roles);
+    let mut found_at = find_sites(accesses, &roles, caps);
     for a in accesses {
         let Some(found) = found_at.get_mut(&a.node.id()).and_then(Option::take) else {
             unplaced.push(a.node);
@@ -242,10 +276,15 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
 }
 
 /// For each access, the innermost node with a role that holds it (None: it has no place):
-/// one walk down the tree that enters only nodes holding an access, keeping the way from the
-/// root and the depths on it that have a role, so each access costs the same at any depth. A
-/// big file's top-level groups are walked on all cores (each way still starts at the root).
-fn find_sites<'t>(accesses: &[Access<'t>], roles: &Roles<'t>) -> IdMap<Option<Found<'t>>> {
+/// one walk down the tree as the query read it, entering only nodes holding an access, keeping
+/// the way from the root and the depths on it that have a role, so each access costs the same
+/// at any depth. A big file's top-level groups are walked on all cores (each way still starts
+/// at the root).
+fn find_sites<'t>(
+    accesses: &[Access<'t>],
+    roles: &Roles<'t>,
+    caps: &Captures<'t>,
+) -> IdMap<Option<Found<'t>>> {
     let mut starts: Vec<usize> = accesses.iter().map(|a| a.node.start_byte()).collect();
     starts.sort_unstable();
     let wanted: IdSet = accesses.iter().map(|a| a.node.id()).collect();
@@ -257,13 +296,16 @@ fn find_sites<'t>(accesses: &[Access<'t>], roles: &Roles<'t>) -> IdMap<Option<Fo
     let groups = top_level::groups(roles.root);
     if groups.len() < 2 {
         let mut out = IdMap::default();
-        walk.under(&[], roles.root, &mut out);
+        match caps.flat() {
+            Some(flat) => walk.under(&[], flat, &mut out),
+            None => walk.under(&[], &caps.read(roles.root), &mut out),
+        }
         return out;
     }
     let parts = parallel::map(groups, |group| {
         let mut out = IdMap::default();
         for top in group {
-            walk.under(&[roles.root], top, &mut out);
+            walk.under(&[roles.root], &caps.read(top), &mut out);
         }
         out
     });
@@ -294,12 +336,14 @@ impl<'t> Walk<'_, 't> {
         next
     }
 
-    /// Walks the tree under `top`, whose ancestors from the root down are `above`, adding the
-    /// site of each wanted access to `out`.
-    fn under(&self, above: &[Node<'t>], top: Node<'t>, out: &mut IdMap<Option<Found<'t>>>) {
+    /// Walks `tree` (a subtree whose ancestors from the root down are `above`), adding the site
+    /// of each wanted access to `out`.
+    fn under(&self, above: &[Node<'t>], tree: &Flat<'t>, out: &mut IdMap<Option<Found<'t>>>) {
         let roles = self.roles;
         let mut way: Vec<Node<'t>> = Vec::new();
         let mut with_role: Vec<usize> = Vec::new();
+        // Where the subtree of each node on the way below `above` ends, in `tree`.
+        let mut ends: Vec<At> = Vec::new();
         let enter = |n: Node<'t>, way: &mut Vec<Node<'t>>, with_role: &mut Vec<usize>| {
             if roles.role.contains_key(&n.id()) {
                 with_role.push(way.len());
@@ -309,11 +353,22 @@ impl<'t> Walk<'_, 't> {
         for n in above {
             enter(*n, &mut way, &mut with_role);
         }
-        enter(top, &mut way, &mut with_role);
-        let mut cursor = top.walk();
+        let Some(top) = (!tree.is_empty()).then(|| tree.get(0).node) else {
+            return;
+        };
         let mut next = self.starts.partition_point(|&s| s < top.start_byte());
-        loop {
-            let node = *way.last().expect("inside the tree");
+        let mut i: At = 0;
+        while (i as usize) < tree.len() {
+            while ends.last().is_some_and(|&end| end <= i) {
+                ends.pop();
+                if with_role.last() == Some(&(way.len() - 1)) {
+                    with_role.pop();
+                }
+                way.pop();
+            }
+            let node = tree.get(i).node;
+            enter(node, &mut way, &mut with_role);
+            ends.push(tree.after(i));
             next = self.first_from(node, next);
             let first = self.starts.get(next).copied();
             // An access starts where it is: only then is the node worth a look-up.
@@ -321,24 +376,7 @@ impl<'t> Walk<'_, 't> {
                 out.insert(node.id(), found(&way, &with_role, roles));
             }
             let holds_access = first.is_some_and(|s| s < node.end_byte());
-            if holds_access && cursor.goto_first_child() {
-                enter(cursor.node(), &mut way, &mut with_role);
-                continue;
-            }
-            loop {
-                if with_role.last() == Some(&(way.len() - 1)) {
-                    with_role.pop();
-                }
-                way.pop();
-                if way.len() == above.len() {
-                    return;
-                }
-                if cursor.goto_next_sibling() {
-                    enter(cursor.node(), &mut way, &mut with_role);
-                    break;
-                }
-                cursor.goto_parent();
-            }
+            i = if holds_access { i + 1 } else { tree.after(i) };
         }
     }
 }
