@@ -21,6 +21,15 @@ pub fn cuts(text: &str, piece: usize) -> Vec<usize> {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
+        // Most bytes are none of those the match reads: skipped a run at a time.
+        if PLAIN[c as usize] {
+            line_start = false;
+            i += 1;
+            while b.get(i).is_some_and(|&c| PLAIN[c as usize]) {
+                i += 1;
+            }
+            continue;
+        }
         let mut at = None;
         match c {
             b'\n' => {
@@ -82,6 +91,18 @@ pub fn cuts(text: &str, piece: usize) -> Vec<usize> {
     }
     out
 }
+
+/// The bytes `cuts` reads as nothing but the end of a line's start.
+const PLAIN: [bool; 256] = {
+    let mut plain = [true; 256];
+    let read = b"\n \t\r\x0b\x0c#/\"'{([})];";
+    let mut i = 0;
+    while i < read.len() {
+        plain[read[i] as usize] = false;
+        i += 1;
+    }
+    plain
+};
 
 enum Group {
     Open,
