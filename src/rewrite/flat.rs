@@ -1,8 +1,8 @@
 //! A tree's nodes in pre-order, each with what matching asks of it (kind, field, named) and
-//! where its subtree ends, read in one pass (`flat.c`). The matcher asks for each node's
-//! children once per pattern that starts there and again for every nested step; through
-//! tree-sitter's cursor each time, that walking cost more than the matching, and the cursor's
-//! one walk still cost more than the matching (`flat.c` says why).
+//! where its subtree ends, read in one pass over tree-sitter's subtrees (`flat.c`). The matcher
+//! asks for each node's children once per pattern that starts there and again for every nested
+//! step: through tree-sitter's cursor that cost more than the matching, and even one cursor
+//! walk did (`flat.c` says why).
 
 use tree_sitter::Node;
 
@@ -137,8 +137,8 @@ pub(crate) mod tests {
         }
     }
 
-    /// Each node as tree-sitter's cursor reads it: (id, kind, field, named, error, end), as
-    /// `Flat::of` read it before `flat.c` (named by kind, as the matcher asks).
+    /// Each node as tree-sitter's cursor reads it: (id, kind, field, named, error, end), named
+    /// by its kind, as the matcher asks.
     fn by_cursor(root: Node, depth: Option<usize>) -> Vec<(usize, u16, u16, bool, bool, u32)> {
         let lang = root.language();
         let mut out = Vec::new();

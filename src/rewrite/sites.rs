@@ -83,7 +83,6 @@ impl Site {
     }
 }
 
-/// The result for one file: fence sites, and accesses that have no place.
 /// A file's sites in source order, in the lists they were placed in: a big file is planned in
 /// pieces, and its hundreds of thousands of sites, joined into one list, would be copied once
 /// more into fresh memory (a tenth of a second, on one core).
@@ -117,6 +116,7 @@ impl Sites {
     }
 }
 
+/// The result for one file: fence sites, and accesses that have no place.
 pub struct Placed<'t> {
     pub sites: Vec<Site>,
     pub unplaced: Vec<Node<'t>>,
