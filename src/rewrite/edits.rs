@@ -75,10 +75,7 @@ pub struct Overlap(pub usize, pub usize);
 /// other, and no insertion may fall strictly inside a replaced range. Many edits are applied in
 /// spans of the text on all cores: the result is the same.
 pub fn apply<E: Borrow<Edit> + Sync>(original: &str, mut edits: Vec<E>) -> Result<String, Overlap> {
-    edits.sort_by(|a, b| {
-        let (a, b) = (a.borrow(), b.borrow());
-        a.start.cmp(&b.start).then(a.slot.cmp(&b.slot))
-    });
+    edits.sort_by(|a, b| in_order(a.borrow(), b.borrow()));
     edits.dedup_by(|a, b| (*a).borrow() == (*b).borrow());
     let spans = spans(&edits, original.len());
     if let [(edits, range)] = &spans[..] {
@@ -95,6 +92,11 @@ pub fn apply<E: Borrow<Edit> + Sync>(original: &str, mut edits: Vec<E>) -> Resul
         out.push_str(&text?);
     }
     Ok(out)
+}
+
+/// The order edits are applied in: by position, then by slot among those at one byte.
+fn in_order(a: &Edit, b: &Edit) -> Ordering {
+    a.start.cmp(&b.start).then(a.slot.cmp(&b.slot))
 }
 
 /// Edits applied by one thread at a time.
@@ -219,7 +221,7 @@ mod tests {
         edits.extend(edits.clone().into_iter().step_by(5));
         assert!(edits.len() > 4 * EDITS_PER_SPAN);
         let mut sorted: Vec<&Edit> = edits.iter().collect();
-        sorted.sort_by(|a, b| a.start.cmp(&b.start).then(a.slot.cmp(&b.slot)));
+        sorted.sort_by(|a, b| in_order(a, b));
         sorted.dedup();
         let one_pass = apply_span(&text, &sorted, 0..text.len()).unwrap();
         assert!(spans(&sorted, text.len()).len() > 3);

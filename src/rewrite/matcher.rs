@@ -126,11 +126,6 @@ impl Patterns {
         flat
     }
 
-    /// `node` and its descendants read as `walk` reads them.
-    pub fn flat<'t>(&self, node: Node<'t>) -> Flat<'t> {
-        Flat::of(node, None)
-    }
-
     fn walk_flat<'t>(
         &self,
         flat: &Flat<'t>,

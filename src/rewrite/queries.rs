@@ -329,11 +329,6 @@ impl<'t> Captures<'t> {
         self.flat.as_ref()
     }
 
-    /// `node` and its descendants, read as the query reads a tree.
-    pub fn read(&self, node: Node<'t>) -> Flat<'t> {
-        self.query.flat(node)
-    }
-
     /// The node the query ran over.
     pub fn root(&self) -> Node<'t> {
         self.root

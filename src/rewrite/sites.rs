@@ -278,8 +278,8 @@ pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) ->
 /// For each access, the innermost node with a role that holds it (None: it has no place):
 /// one walk down the tree as the query read it, entering only nodes holding an access, keeping
 /// the way from the root and the depths on it that have a role, so each access costs the same
-/// at any depth. A big file's top-level groups are walked on all cores (each way still starts
-/// at the root).
+/// at any depth. Where the query walked a big file's top-level groups on all cores, so does
+/// this walk (each way still starts at the root), reading each top-level node's tree.
 fn find_sites<'t>(
     accesses: &[Access<'t>],
     roles: &Roles<'t>,
@@ -293,19 +293,15 @@ fn find_sites<'t>(
         wanted,
         roles,
     };
-    let groups = top_level::groups(roles.root);
-    if groups.len() < 2 {
+    if let Some(flat) = caps.flat() {
         let mut out = IdMap::default();
-        match caps.flat() {
-            Some(flat) => walk.under(&[], flat, &mut out),
-            None => walk.under(&[], &caps.read(roles.root), &mut out),
-        }
+        walk.under(&[], flat, &mut out);
         return out;
     }
-    let parts = parallel::map(groups, |group| {
+    let parts = parallel::map(top_level::groups(roles.root), |group| {
         let mut out = IdMap::default();
         for top in group {
-            walk.under(&[roles.root], &caps.read(top), &mut out);
+            walk.under(&[roles.root], &Flat::of(top, None), &mut out);
         }
         out
     });
