@@ -40,7 +40,8 @@ struct Settings {
   std::string fences_in_loop = "all";  // ids whose placement at the top of a loop body is on
   std::string coverage_path;            // WMFIX_COVERAGE: where the coverage file goes at exit
   std::string race_path;                // WMFIX_RACE_TRACE: where a race build writes its trace at exit
-  unsigned long long race_events = 1ULL << 22;  // WMFIX_RACE_EVENTS: the trace buffer's records
+  unsigned long long race_events = 0;  // WMFIX_RACE_EVENTS: the trace buffer's records; 0 (`auto`): race_memory
+  double race_memory = 0.25;           // WMFIX_RACE_MEMORY: under `auto`, the share of free device memory the trace takes
   bool verbose = false;
 };
 
@@ -165,8 +166,19 @@ inline Settings settings_from_env() {
   if (const char* n = std::getenv("WMFIX_RACE_EVENTS")) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(n, &end, 10);
-    if (end == n || *end != '\0' || v == 0) fatal(std::string("WMFIX_RACE_EVENTS must be a positive number, not \"") + n + "\"");
-    s.race_events = v;
+    if (trim(n) == "auto")
+      s.race_events = 0;
+    else if (end == n || *end != '\0' || v == 0)
+      fatal(std::string("WMFIX_RACE_EVENTS must be a positive number or `auto`, not \"") + n + "\"");
+    else
+      s.race_events = v;
+  }
+  if (const char* m = std::getenv("WMFIX_RACE_MEMORY")) {
+    char* end = nullptr;
+    const double v = std::strtod(m, &end);
+    if (end == m || *end != '\0' || !(v > 0.0 && v <= 0.9))
+      fatal(std::string("WMFIX_RACE_MEMORY must be a share of free device memory in (0, 0.9], not \"") + m + "\"");
+    s.race_memory = v;
   }
   s.fences = getenv_or("WMFIX_FENCES", "all");
   s.fences_in_loop = getenv_or("WMFIX_FENCES_IN_LOOP", "all");
@@ -403,7 +415,29 @@ struct RaceTrace {
   std::string path;
   RaceLog device{};  // records and counter in the memory of the device first launched on
   bool written = false;  // written before a cudaDeviceReset: no second buffer, no second file
+  std::string header;    // the file's header line, blank-padded to kRaceHeaderWidth
+  unsigned long long unrecorded_launches = 0;  // launches after the file was written
 };
+
+constexpr size_t kRaceHeaderWidth = 160;
+
+// The header line at the start of the trace file, blank-padded to its fixed width.
+inline bool put_race_header(FILE* f, std::string header) {
+  header.resize(kRaceHeaderWidth - 1, ' ');
+  header += "\n";
+  return std::fseek(f, 0, SEEK_SET) == 0 && std::fwrite(header.data(), 1, header.size(), f) == header.size();
+}
+
+// Launches after the trace was written (a cudaDeviceReset, then more kernels) recorded nothing:
+// the header says how many, so that their events count as not checked.
+inline void note_unrecorded_launches(const RaceTrace& r) {
+  if (r.unrecorded_launches == 0 || r.header.empty()) return;
+  FILE* f = std::fopen(r.path.c_str(), "r+b");
+  const std::string h = r.header + " unrecorded_launches=" + std::to_string(r.unrecorded_launches);
+  if (!f || !put_race_header(f, h) || std::fclose(f) != 0)
+    std::fprintf(stderr, "wmfix: warning: cannot mark the race trace %s as missing %llu launch(es)\n", r.path.c_str(),
+                 r.unrecorded_launches);
+}
 
 // A process-wide lock (pthread's: <mutex> would cost every instrumented file's compile).
 struct Mutex {
@@ -460,41 +494,49 @@ inline void write_coverage() {
 
 
 // The trace file: a header line, then the written records in slot order, copied from the
-// device in chunks while its context is still there (dropped = slots handed out past the
-// buffer's end; lost = the copy failed, e.g. after a cudaDeviceReset or a kernel fault).
+// device in chunks while its context is still there and written as they come (a trace can take
+// a quarter of the device's memory). The header goes last, over a blank line of its width:
+// handed = slots handed out (past the buffer's end they were dropped), records = records in the
+// file, lost = the copy or the write failed (a cudaDeviceReset, a kernel fault, a full disk).
 inline void write_race_trace() {
   RaceTrace& r = runtime().race;
-  if (!r.device.records || r.written) return;
+  if (r.written) return note_unrecorded_launches(r);
+  if (!r.device.records) return;
   r.written = true;
-  unsigned long long handed = 0;
-  bool copied = cudaMemcpy(&handed, r.device.count, sizeof handed, cudaMemcpyDeviceToHost) == cudaSuccess;
-  const unsigned long long n = std::min(handed, r.device.capacity);
-  std::vector<RaceRecord> body;
-  body.reserve(n);
-  const unsigned long long chunk = 1ULL << 20;
-  std::vector<RaceRecord> buf;
-  for (unsigned long long i = 0; copied && i < n; i += chunk) {
-    const unsigned long long m = std::min(chunk, n - i);
-    buf.resize(m);
-    copied = cudaMemcpy(buf.data(), r.device.records + i, m * sizeof(RaceRecord), cudaMemcpyDeviceToHost) == cudaSuccess;
-    for (unsigned long long j = 0; copied && j < m; ++j)
-      if (buf[j].kind != 0) body.push_back(buf[j]);
-  }
-  if (!copied) {
-    std::fprintf(stderr, "wmfix: warning: the race trace could not be copied from the device at exit (a cudaDeviceReset or a kernel fault?)\n");
-    body.clear();
-  }
   FILE* f = std::fopen(r.path.c_str(), "wb");
   if (!f) {
     std::fprintf(stderr, "wmfix: warning: cannot write the race trace %s\n", r.path.c_str());
     return;
   }
+  const std::string blank = std::string(kRaceHeaderWidth - 1, ' ') + "\n";
+  bool written = std::fwrite(blank.data(), 1, blank.size(), f) == blank.size();
+  unsigned long long handed = 0;
+  bool copied = cudaMemcpy(&handed, r.device.count, sizeof handed, cudaMemcpyDeviceToHost) == cudaSuccess;
+  const unsigned long long n = std::min(handed, r.device.capacity);
+  const unsigned long long chunk = 1ULL << 20;
+  std::vector<RaceRecord> buf;
+  unsigned long long records = 0;
+  for (unsigned long long i = 0; copied && written && i < n; i += chunk) {
+    const unsigned long long m = std::min(chunk, n - i);
+    buf.resize(m);
+    copied = cudaMemcpy(buf.data(), r.device.records + i, m * sizeof(RaceRecord), cudaMemcpyDeviceToHost) == cudaSuccess;
+    size_t kept = 0;
+    for (unsigned long long j = 0; copied && j < m; ++j)
+      if (buf[j].kind != 0) buf[kept++] = buf[j];
+    written = copied && std::fwrite(buf.data(), sizeof(RaceRecord), kept, f) == kept;
+    records += kept;
+  }
+  if (!copied)
+    std::fprintf(stderr, "wmfix: warning: the race trace could not be copied from the device at exit (a cudaDeviceReset or a kernel fault?)\n");
+  else if (!written)
+    std::fprintf(stderr, "wmfix: warning: the race trace %s could not be written whole (disk full?)\n", r.path.c_str());
   const unsigned long long dropped = handed > r.device.capacity ? handed - r.device.capacity : 0;
-  const std::string header = "wmfix-race-trace 1 capacity=" + std::to_string(r.device.capacity) +
-                             " dropped=" + std::to_string(dropped) + (copied ? "" : " lost=1") + "\n";
-  std::fwrite(header.data(), 1, header.size(), f);
-  if (!body.empty()) std::fwrite(body.data(), sizeof(RaceRecord), body.size(), f);
-  std::fclose(f);
+  r.header = "wmfix-race-trace 1 capacity=" + std::to_string(r.device.capacity) +
+             " dropped=" + std::to_string(dropped) + " handed=" + std::to_string(handed) +
+             " records=" + std::to_string(records) + (copied && written ? "" : " lost=1");
+  const bool ok = put_race_header(f, r.header);
+  if (std::fclose(f) != 0 || !ok)
+    std::fprintf(stderr, "wmfix: warning: cannot write the race trace %s\n", r.path.c_str());
 }
 
 inline bool cuda_ok(cudaError_t e, const char* what) {
@@ -526,13 +568,21 @@ inline void start_coverage(Runtime& rt) {
 }
 
 // The trace buffer of a race build, made at the first launch when WMFIX_RACE_TRACE names a
-// file. Device memory: records written into mapped host memory crossed PCIe one field at a time
-// and pinning a 4 GB buffer took about a second a run; only the slots handed out are copied.
+// file: WMFIX_RACE_EVENTS records, or under `auto` (the default) WMFIX_RACE_MEMORY of the
+// device's free memory, so that a program's whole trace fits without a flag. Device memory:
+// records written into mapped host memory crossed PCIe one field at a time and pinning a 4 GB
+// buffer took about a second a run; only the slots handed out are copied.
 inline void start_race(Runtime& rt) {
   const Settings& s = rt.settings;
   RaceTrace& r = rt.race;
   if (r.device.records || r.written || s.race_path.empty()) return;
-  const size_t bytes = (size_t)s.race_events * sizeof(RaceRecord);
+  unsigned long long events = s.race_events;
+  if (events == 0) {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (!cuda_ok(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo(race trace)")) return;
+    events = static_cast<unsigned long long>(static_cast<double>(free_bytes) * s.race_memory) / sizeof(RaceRecord);
+  }
+  const size_t bytes = (size_t)events * sizeof(RaceRecord);
   void* records = nullptr;
   unsigned long long* count = nullptr;
   if (!cuda_ok(cudaMalloc(&records, bytes), "cudaMalloc(race trace)")) return;
@@ -543,7 +593,7 @@ inline void start_race(Runtime& rt) {
     return;
   }
   r.path = s.race_path;
-  r.device = RaceLog{static_cast<RaceRecord*>(records), s.race_events, count};
+  r.device = RaceLog{static_cast<RaceRecord*>(records), events, count};
   std::atexit(write_race_trace);
 }
 
@@ -682,6 +732,7 @@ inline LaunchGrid launch(dim3 grid, cudaStream_t stream, bool remappable = true)
   if ((size_t)dev >= rt.devices.size()) rt.devices.resize(dev + 1);
   DeviceState& d = rt.devices[dev];
   if (d.generation != rt.generation && !init_device(rt, d, dev, stream)) return LaunchGrid(grid);
+  if (rt.race.written) rt.race.unrecorded_launches++;
   if (d.uploaded < tu_registry().size()) {
     if (!upload_tus(rt.settings, d, d.uploaded, stream)) return LaunchGrid(grid);
     if (!is_capturing(stream) && !cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) return LaunchGrid(grid);

@@ -13,6 +13,10 @@ pub const BUILD_FAILED: i32 = 4;
 /// `reduce`: the budget ended before the check with every fence or the run without fences
 /// finished, so nothing was decided; every fence is kept (`undecided` in `reduce.json`).
 pub const UNDECIDED: i32 = 5;
+/// `race`: no race was found, but not every event of every launch was checked (a trace buffer
+/// too small, a run that wrote no trace, reads past the detector's memory), so "no race" is not
+/// a verdict.
+pub const INCONCLUSIVE: i32 = 6;
 /// The command line could not be understood.
 pub const USAGE: i32 = 64;
 /// Bad input: a source file that does not parse (with `--on-parse-error fail`), a bad config.

@@ -422,7 +422,9 @@ static void test_env_errors() {
   const std::vector<std::vector<std::pair<const char*, const char*>>> bad = {
       {{"WMFIX_ENV", "bogus"}},          {{"WMFIX_ENV", "sys-str"}},           {{"WMFIX_SEED", "abc"}},
       {{"WMFIX_SEED", "-3"}},            {{"WMFIX_PROFILE", "/nonexistent.toml"}}, {{"WMFIX_STRESS_MAX_US", "0"}},
-      {{"WMFIX_STRESS_MAX_US", "1e5"}},  {{"WMFIX_BLOCK_ORDER", "sorted"}},
+      {{"WMFIX_STRESS_MAX_US", "1e5"}},  {{"WMFIX_BLOCK_ORDER", "sorted"}},  {{"WMFIX_RACE_EVENTS", "0"}},
+      {{"WMFIX_RACE_EVENTS", "lots"}},   {{"WMFIX_RACE_MEMORY", "0"}},         {{"WMFIX_RACE_MEMORY", "0.95"}},
+      {{"WMFIX_RACE_MEMORY", "a"}},
   };
   for (auto& env : bad) CHECK(run_child(env, read_env) == 3, "%s=%s did not exit with 3", env[0].first, env[0].second);
   CHECK(run_child({}, read_env) == 0, "defaults rejected");
@@ -442,12 +444,21 @@ static void test_env_errors() {
   CHECK(run_child({{"WMFIX_FENCES_IN_LOOP", "12"}}, build_mask) == 3, "in-loop fence 12 of 12 accepted");
   CHECK(run_child({{"WMFIX_FENCES_IN_LOOP", "0,11"}}, build_mask) == 0, "good in-loop list rejected");
 
+  // A race trace's size: a share of free device memory unless a number of records is given.
+  CHECK(run_child({{"WMFIX_RACE_EVENTS", "auto"}, {"WMFIX_RACE_MEMORY", "0.5"}}, read_env) == 0, "auto rejected");
+  setenv("WMFIX_RACE_EVENTS", "123", 1);
+  setenv("WMFIX_RACE_MEMORY", "0.1", 1);
+  const wmfix::Settings sized = wmfix::settings_from_env();
+  CHECK(sized.race_events == 123 && sized.race_memory == 0.1, "race sizes %llu %g", sized.race_events, sized.race_memory);
+  unsetenv("WMFIX_RACE_EVENTS");
+  unsetenv("WMFIX_RACE_MEMORY");
+
   unsetenv("WMFIX_ENV");
   const wmfix::Settings d = wmfix::settings_from_env();
   CHECK(d.env == "no-str-" && !d.active && d.seed == 1 && d.max_us == 100000 && d.fences == "all" &&
             d.fences_in_loop == "all" &&
             d.profile.patch_size == 64 && d.profile.variants.size() == 1 && d.profile.variants[0].seq_len == 4 &&
-            d.profile.variants[0].spread == 2,
+            d.profile.variants[0].spread == 2 && d.race_events == 0 && d.race_memory == 0.25,
         "defaults");
 }
 

@@ -2,7 +2,7 @@
 //! would order them.
 
 use super::AppArgs;
-use crate::cmd::values::{Count, Env};
+use crate::cmd::values::{Count, Env, TraceShare};
 use crate::exit_code;
 use crate::fences::set::FenceSet;
 use crate::race::detect::Options as Detect;
@@ -30,10 +30,15 @@ pub struct Args {
     /// ids like `0,3,7-9`.
     #[arg(long, default_value = "none")]
     fences: FenceSet,
-    /// Trace records a run may hold (40 bytes each, in device memory); past it, events are
-    /// dropped and reported as not checked.
-    #[arg(long, default_value_t = 1 << 22, value_parser = crate::cmd::values::whole_u64)]
-    events: u64,
+    /// Trace records a run may hold (40 bytes each, in device memory) [default: as many as
+    /// `--trace-memory` allows]. Events past it are not checked, and "no race" is then not a
+    /// verdict (exit 6).
+    #[arg(long, value_parser = crate::cmd::values::whole_u64)]
+    events: Option<u64>,
+    /// The share of the device's free memory (at the program's first launch) a run's trace
+    /// takes, unless `--events` is given.
+    #[arg(long, default_value = "0.25")]
+    trace_memory: TraceShare,
     /// Follow PTX strictly: a `__syncthreads` after a strong read does not complete its
     /// acquire (threadFenceReduction's reader then races).
     #[arg(long)]
@@ -81,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         env: args.env.0,
         seed: args.seed,
         fences: args.fences.clone(),
-        events: args.events,
+        trace: runs::TraceSize::of(args.events, args.trace_memory.0),
     };
     let done = runs::run(&app, &out, &opts, &built.original)?;
     let detect = Detect {
@@ -117,10 +122,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         out.race().report().display()
     ));
     super::report(args.json, &doc, &human);
-    Ok(if report.rows.is_empty() {
-        exit_code::OK
-    } else {
+    // A race found in what was checked stands; "none" only from a whole trace.
+    Ok(if !report.rows.is_empty() {
         exit_code::ERRORS_SEEN
+    } else if !report.complete {
+        exit_code::INCONCLUSIVE
+    } else {
+        exit_code::OK
     })
 }
 

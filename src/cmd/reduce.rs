@@ -14,6 +14,7 @@ use crate::reduce::journal::Journaled;
 use crate::reduce::oracle::Program;
 use crate::reduce::patch;
 use crate::reduce::record::{Dropped, KeptFence, Report};
+use crate::reduce::why;
 use crate::run::environment::TestEnv;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -149,7 +150,10 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             hms((budget - p.seconds).max(0.0))
         ));
     };
-    let start = race.as_ref().map(|r| r.fences.clone());
+    let start = race.as_ref().map(|r| algorithm::Start {
+        fences: r.fences.clone(),
+        proven: r.proven(),
+    });
     let result = algorithm::reduce_from(
         &mut journal,
         &all,
@@ -190,9 +194,16 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             .bytes(),
         );
     }
+    let model = model_completion(&app, &records, &result.fences);
+    let mut kept: Vec<KeptFence> = result
+        .fences
+        .iter()
+        .map(|id| KeptFence::placed(&records[id.0], result.after_loop_only.contains(id)))
+        .collect();
+    why::prove(&mut kept, &result, race.as_ref(), &model, &records);
+    patch_text.extend(why::patch_head(&kept).bytes());
     patch_text.extend(patch::unified_diff(&hardening.files));
     std::fs::write(&patch_path, patch_text)?;
-    let model = model_completion(&app, &records, &result.fences);
     write_model_patch(
         &app,
         out.root(),
@@ -210,11 +221,8 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         steps,
         scope: opts.scope,
         initial_fences: all.len(),
-        kept: result
-            .fences
-            .iter()
-            .map(|id| KeptFence::placed(&records[id.0], result.after_loop_only.contains(id)))
-            .collect(),
+        kept,
+        disagreement: why::disagreement(&out, &result, race.as_ref()),
         unreachable: structure
             .unreachable
             .iter()
@@ -278,9 +286,9 @@ fn race_line(r: &RaceStart) -> String {
         r.detections,
         r.seconds
     );
-    if r.dropped > 0 {
+    if !r.complete {
         s += &format!(
-            "; {} events not recorded (a full buffer: --race-events)",
+            "; NOT every event checked ({} not recorded or of a launch cut short; --race-trace-memory, --race-events): the races found stand, others may be missed",
             r.dropped
         );
     }
@@ -432,6 +440,8 @@ fn interrupted_result(p: &Progress) -> Reduced {
         stability_runs: 0,
         miss_probability: None,
         stability_rate: None,
+        proven: Default::default(),
+        erred_without: Default::default(),
         note: "interrupted: these fences passed their last check only; `wmfix reduce --resume` continues the reduction".into(),
     }
 }
@@ -493,6 +503,12 @@ pub fn summary(r: &Report, with_race: bool) -> String {
             "  fence {:>3}  {}  in {}  after {} `{}`{placed}\n",
             k.id, k.location, k.function, k.kind, k.access
         );
+        for why in &k.proof {
+            s += &format!("             why: {why}\n");
+        }
+    }
+    for d in &r.disagreement {
+        s += &format!("WARNING: {d}\n");
     }
     if let Some(line) = dropped_line(
         &r.unreachable,
@@ -673,9 +689,14 @@ pub struct Args {
     /// `--oracle race`: detection runs (each its own seed).
     #[arg(long, default_value = "1")]
     race_runs: Count,
-    /// `--oracle race`: trace records a detection run may hold (40 bytes each, device memory).
-    #[arg(long, default_value_t = 1 << 22, value_parser = crate::cmd::values::whole_u64)]
-    race_events: u64,
+    /// `--oracle race`: trace records a detection run may hold (40 bytes each, device memory)
+    /// [default: as many as `--race-trace-memory` allows].
+    #[arg(long, value_parser = crate::cmd::values::whole_u64)]
+    race_events: Option<u64>,
+    /// `--oracle race`: the share of the device's free memory a detection run's trace takes,
+    /// unless `--race-events` is given.
+    #[arg(long, default_value = "0.25")]
+    race_trace_memory: crate::cmd::values::TraceShare,
     /// Print the report (what reduce.json holds) as one JSON document on stdout; the summary
     /// goes to stderr.
     #[arg(long)]
@@ -729,7 +750,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         default_iterations: args.iterations.is_none(),
         race: matches!(args.oracle, OracleKind::Race).then_some(RaceRuns {
             runs: args.race_runs.get(),
-            events: args.race_events,
+            trace: crate::race::runs::TraceSize::of(args.race_events, args.race_trace_memory.0),
             seed: args.seed,
         }),
     };

@@ -93,6 +93,23 @@ impl FromStr for Probability {
     }
 }
 
+/// `--trace-memory` (race): the share of the device's free memory a detection run's trace may
+/// take, as the runtime accepts it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TraceShare(pub f64);
+
+impl FromStr for TraceShare {
+    type Err = String;
+    fn from_str(s: &str) -> Result<TraceShare, String> {
+        match s.trim().parse::<f64>() {
+            Ok(p) if p > 0.0 && p <= 0.9 => Ok(TraceShare(p)),
+            _ => Err(format!(
+                "expected a share of free device memory above 0 and at most 0.9, not `{s}`"
+            )),
+        }
+    }
+}
+
 /// `--macro NAME=EXPANSION` (insert): a macro defined outside the tree, as wmfix.toml's `macros`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MacroDef(pub String, pub String);

@@ -16,6 +16,7 @@
 use super::clock::Clock;
 use super::observed::{Observed, Seen};
 use super::private::Private;
+use super::reads::Reads;
 use super::trace::{Event, Op, Scope, Trace};
 use crate::fences::id::{FenceId, Ids};
 use foldhash::{HashMap, HashMapExt};
@@ -29,7 +30,8 @@ pub struct Options {
     pub fences: Ids,
     pub fence_scope: Scope,
     pub barrier_acquires: bool,
-    /// Reads kept per address since its last write; older ones are counted as not checked.
+    /// Reads kept per address since its last write (one a thread; older ones are counted as not
+    /// checked): all of them by default, so that every read meets every later write.
     pub reads_per_address: usize,
 }
 
@@ -39,7 +41,7 @@ impl Default for Options {
             fences: Ids::new(),
             fence_scope: Scope::Device,
             barrier_acquires: true,
-            reads_per_address: 16,
+            reads_per_address: usize::MAX,
         }
     }
 }
@@ -198,11 +200,11 @@ impl Detection {
 }
 
 #[derive(Clone, Copy)]
-struct Access {
+pub(super) struct Access {
     event: u32,
-    thread: u32,
+    pub(super) thread: u32,
     block: u32,
-    launch: u32,
+    pub(super) launch: u32,
     clock: u32,
     barriers: u32,
     strong: Option<Scope>,
@@ -288,51 +290,6 @@ struct Cell {
     reads: Reads,
 }
 
-/// An address's reads since its last write, oldest first: the first inline, since most
-/// addresses are read once and a vector each cost an allocation per address.
-#[derive(Default)]
-struct Reads {
-    first: Option<Access>,
-    more: Vec<Access>,
-}
-
-impl Reads {
-    fn iter(&self) -> impl Iterator<Item = &Access> {
-        self.first.iter().chain(&self.more)
-    }
-    fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.more.len()
-    }
-    fn clear(&mut self) {
-        self.first = None;
-        self.more.clear();
-    }
-    fn push(&mut self, a: Access) {
-        if self.first.is_none() && self.more.is_empty() {
-            self.first = Some(a);
-        } else {
-            self.more.push(a);
-        }
-    }
-    /// The oldest goes; the next oldest moves up.
-    fn remove_oldest(&mut self) {
-        self.first = None;
-        self.settle();
-    }
-    fn retain_other_threads(&mut self, t: u32) {
-        if self.first.is_some_and(|r| r.thread == t) {
-            self.first = None;
-        }
-        self.more.retain(|r| r.thread != t);
-        self.settle();
-    }
-    fn settle(&mut self) {
-        if self.first.is_none() && !self.more.is_empty() {
-            self.first = Some(self.more.remove(0));
-        }
-    }
-}
-
 struct ThreadState {
     block: u32,
     launch: u32,
@@ -392,6 +349,7 @@ pub fn detect_prepared(trace: &Trace, prep: &Arc<Prepared>, opts: &Options) -> D
         blocks: HashMap::new(),
         cells: HashMap::new(),
         found: Vec::new(),
+        launches: Launches::default(),
         written: HashMap::new(),
         barriers: Barriers::new(),
         out: Detection {
@@ -407,6 +365,9 @@ pub fn detect_prepared(trace: &Trace, prep: &Arc<Prepared>, opts: &Options) -> D
         d.step(i);
     }
     let mut out = d.out;
+    if d.launches.interleaved {
+        out.stats.reads_not_checked += d.launches.dropped_reads;
+    }
     out.stats.events = trace.events.len() as u64;
     out.stats.waits_broken = prep.broken as u64;
     out.stats.threads = d.threads.len() as u64;
@@ -429,6 +390,31 @@ struct Detector<'a> {
     /// The earlier accesses an access meets at its address: kept between accesses, so that
     /// checking one allocates nothing.
     found: Vec<(Access, RaceKind)>,
+    /// Launches seen: the one of the latest access, and those before it. An access of an
+    /// earlier one (kernels run at once, their events interleaved) means the reads of other
+    /// launches dropped may have met a later write of their own: counted as not checked.
+    launches: Launches,
+}
+
+#[derive(Default)]
+struct Launches {
+    current: Option<u32>,
+    ended: std::collections::HashSet<u32>,
+    interleaved: bool,
+    /// Reads of other launches dropped from the lists.
+    dropped_reads: u64,
+}
+
+impl Launches {
+    fn see(&mut self, launch: u32) {
+        if self.current == Some(launch) {
+            return;
+        }
+        if let Some(c) = self.current.replace(launch) {
+            self.ended.insert(c);
+        }
+        self.interleaved |= self.ended.contains(&launch);
+    }
 }
 
 impl Detector<'_> {
@@ -675,7 +661,11 @@ impl Detector<'_> {
             fences: ts.fences,
         };
         let cap = self.opts.reads_per_address;
+        self.launches.see(me.launch);
         let cell = self.cells.entry(addr).or_default();
+        if cell.reads.launch_differs(me.launch) {
+            self.launches.dropped_reads += cell.reads.keep_launch(me.launch);
+        }
         let mut found = std::mem::take(&mut self.found);
         found.clear();
         if let Some(w) = cell.write {

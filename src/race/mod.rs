@@ -13,6 +13,7 @@ pub mod format;
 pub mod observed;
 pub mod order;
 pub mod private;
+mod reads;
 pub mod report;
 pub mod runs;
 pub mod scope;

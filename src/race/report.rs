@@ -59,6 +59,18 @@ pub struct Report {
     /// Recorded events of launches a full buffer cut short, left out: not checked.
     #[serde(skip_serializing_if = "is_zero")]
     pub cut: u64,
+    /// Runs whose records are not there at all, each with why: nothing of them was checked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<String>,
+    /// Launches after a run's trace was written (a `cudaDeviceReset`, then more kernels).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unrecorded_launches: u64,
+    /// Every event of every launch of every run checked (and every read against every later
+    /// write): only then is "no race" a verdict.
+    pub complete: bool,
+    /// The share of the runs' events that was checked, where the runs' traces say how many
+    /// there were.
+    pub checked_share: Option<f64>,
 }
 
 impl Report {
@@ -130,13 +142,23 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
             })
             .sum()
     };
+    let dropped: u64 = traces.iter().map(|t| t.dropped).sum();
+    let cut: u64 = traces.iter().map(|t| t.cut).sum();
+    let lost: Vec<String> = traces.iter().filter_map(|t| t.lost.clone()).collect();
+    let unrecorded_launches = traces.iter().map(|t| t.unrecorded_launches).sum();
+    let checked = traces.iter().map(|t| t.events.len() as u64).sum::<u64>();
+    let known = lost.is_empty() && unrecorded_launches == 0;
     Report {
         traces: traces.len(),
         suggested: suggested.into_iter().collect(),
         left_with_suggested,
+        complete: traces.iter().all(Trace::complete) && stats.reads_not_checked == 0,
+        checked_share: known.then(|| checked as f64 / (checked + cut + dropped).max(1) as f64),
         stats,
-        dropped: traces.iter().map(|t| t.dropped).sum(),
-        cut: traces.iter().map(|t| t.cut).sum(),
+        dropped,
+        cut,
+        lost,
+        unrecorded_launches,
         rows,
     }
 }
@@ -209,9 +231,9 @@ fn add_stats(into: &mut Stats, s: &Stats) {
 /// The terminal table.
 pub fn table(r: &Report) -> String {
     let mut out = String::new();
-    if r.rows.is_empty() {
+    if r.rows.is_empty() && r.complete {
         out.push_str(&format!(
-            "no race in {} run(s) ({} accesses checked)\n",
+            "no race in {} run(s) (every event checked: {} accesses)\n",
             r.traces, r.stats.accesses
         ));
     }
@@ -243,18 +265,46 @@ pub fn table(r: &Report) -> String {
             r.left_with_suggested
         ));
     }
-    if r.dropped > 0 || r.stats.reads_not_checked > 0 {
+    out.push_str(&unchecked(r));
+    out
+}
+
+/// What was not checked, and what that makes of the verdict; nothing when all was.
+fn unchecked(r: &Report) -> String {
+    if r.complete {
+        return String::new();
+    }
+    let mut out = String::new();
+    if r.dropped > 0 || r.cut > 0 {
         out.push_str(&format!(
-            "not checked: {} event(s) the trace buffer could not hold, {} read(s) beyond the per-address list\n",
-            r.dropped, r.stats.reads_not_checked
+            "not checked: {} event(s) the trace buffer could not hold and {} recorded event(s) of the launch it cut short (give the trace more device memory: --trace-memory, --events)\n",
+            r.dropped, r.cut
         ));
     }
-    if r.cut > 0 {
+    if r.stats.reads_not_checked > 0 {
         out.push_str(&format!(
-            "not checked: {} recorded event(s) of the launch the full buffer cut short (its synchronisation may be among the lost)\n",
-            r.cut
+            "not checked: {} read(s) beyond the per-address list\n",
+            r.stats.reads_not_checked
         ));
     }
+    if r.unrecorded_launches > 0 {
+        out.push_str(&format!(
+            "not checked: {} launch(es) after the trace was written (the program reset its device, then launched again)\n",
+            r.unrecorded_launches
+        ));
+    }
+    for why in &r.lost {
+        out.push_str(&format!("not checked: {why}\n"));
+    }
+    let share = r.checked_share.map_or("an unknown share".to_string(), |s| {
+        format!("{:.2}%", 100.0 * s)
+    });
+    let verdict = if r.rows.is_empty() {
+        "INCONCLUSIVE: no race in what was checked, but not everything was"
+    } else {
+        "the races above stand; others may be in what was not checked"
+    };
+    out.push_str(&format!("{verdict} ({share} of the events checked)\n"));
     out
 }
 

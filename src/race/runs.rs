@@ -4,7 +4,6 @@
 use super::trace::Trace;
 use crate::app::builder;
 use crate::app::config::App;
-use crate::exit_code::{self, fail};
 use crate::fences::record::FenceList;
 use crate::fences::set::FenceSet;
 use crate::out_dir::OutDir;
@@ -21,8 +20,46 @@ pub struct Options {
     pub seed: u64,
     /// wmfix's own fences enabled in the runs (`none`: the program's own fences only).
     pub fences: FenceSet,
-    /// Trace records a run may write (40 bytes each, host memory).
-    pub events: u64,
+    /// How big a run's trace buffer is (device memory).
+    pub trace: TraceSize,
+}
+
+/// A detection run's trace buffer: a share of the device's free memory at the first launch
+/// (`auto`, the default: the program's whole trace without a flag), or a number of records.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceSize {
+    Share(f64),
+    Events(u64),
+}
+
+impl Default for TraceSize {
+    fn default() -> TraceSize {
+        TraceSize::Share(DEFAULT_SHARE)
+    }
+}
+
+/// The share of free device memory a trace takes by default (40 bytes a record: 35 GB, 870 M
+/// events on an idle 141 GB H200).
+pub const DEFAULT_SHARE: f64 = 0.25;
+
+impl TraceSize {
+    /// `--events N` where given, else `--trace-memory`'s share.
+    pub fn of(events: Option<u64>, share: f64) -> TraceSize {
+        events.map_or(TraceSize::Share(share), TraceSize::Events)
+    }
+
+    /// The runtime's variables for it.
+    fn env(self) -> [(String, String); 2] {
+        let (events, share) = match self {
+            TraceSize::Share(s) => ("auto".to_string(), s),
+            TraceSize::Events(n) => (n.to_string(), DEFAULT_SHARE),
+        };
+        [
+            ("WMFIX_RACE_EVENTS".into(), events),
+            ("WMFIX_RACE_MEMORY".into(), share.to_string()),
+        ]
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -33,6 +70,9 @@ pub struct RunInfo {
     pub seconds: f64,
     pub events: usize,
     pub dropped: u64,
+    /// Why nothing of this run could be checked, where that is so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
 }
 
 pub struct Runs {
@@ -105,22 +145,21 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
             "WMFIX_RACE_TRACE".into(),
             std::path::absolute(&trace_path)?.display().to_string(),
         ));
-        env.push(("WMFIX_RACE_EVENTS".into(), opts.events.to_string()));
+        env.extend(opts.trace.env());
         let Some((outcome, seconds)) = timed(app, &files.tree(), &env, &files.log(run))? else {
             return Err(crate::interrupt::stopped("during a detection run"));
         };
-        let bytes = std::fs::read(&trace_path).map_err(|e| {
-            fail(
-                exit_code::INTERNAL,
-                format!(
-                    "run {run} ({outcome}) wrote no trace at {}: {e}; its output is in {}",
-                    trace_path.display(),
-                    files.log(run).display()
-                ),
-            )
-        })?;
-        let trace = Trace::from_bytes(&bytes, &kinds)
-            .with_context(|| format!("reading {}", trace_path.display()))?;
+        // A run that wrote no trace (it crashed, or the buffer could not be made) checked
+        // nothing: the verdict is inconclusive, never "no race".
+        let trace = match std::fs::read(&trace_path) {
+            Ok(bytes) => Trace::from_bytes(&bytes, &kinds)
+                .with_context(|| format!("reading {}", trace_path.display()))?,
+            Err(e) => Trace::lost(&format!(
+                "run {run} ({outcome}) wrote no trace at {} ({e}); its output is in {}",
+                trace_path.display(),
+                files.log(run).display()
+            )),
+        };
         runs.info.push(RunInfo {
             run,
             seed,
@@ -128,6 +167,7 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
             seconds,
             events: trace.events.len(),
             dropped: trace.dropped,
+            lost: trace.lost.clone(),
         });
         runs.traces.push(trace);
     }

@@ -42,6 +42,8 @@ pub fn slim(t: &Trace, racing: &foldhash::HashSet<u64>) -> Trace {
         events,
         dropped: t.dropped,
         cut: t.cut,
+        lost: t.lost.clone(),
+        unrecorded_launches: t.unrecorded_launches,
         names: t.names.clone(),
     }
 }

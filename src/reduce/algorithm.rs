@@ -12,11 +12,12 @@ use crate::fences::id::{FenceId, Ids};
 use crate::reduce::checks::{self, Checks, Rates};
 pub use crate::reduce::error::ReduceError;
 use crate::reduce::oracle::{Oracle, Request, Tally};
+pub use crate::reduce::reduced::{Erred, Reduced, Start};
 pub use crate::reduce::split::Split;
 use crate::reduce::split::{self as splits, Remover};
 use anyhow::Result;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub enum Stability {
@@ -80,60 +81,6 @@ pub struct Progress {
     pub every_fence_checked: bool,
 }
 
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
-pub struct Reduced {
-    pub fences: Ids,
-    /// True only when a stability check passed (or the program never erred without fences in
-    /// a full calibration); else `fences` passed their last check at most.
-    pub complete: bool,
-    /// The budget ended before the check with every fence or the calibration: nothing was
-    /// decided and every fence is kept.
-    #[serde(default)]
-    pub undecided: bool,
-    /// Kept fences of a loop condition whose placement at the top of the body is off: the
-    /// check (and the stability check) passed with the one after the loop alone.
-    #[serde(default)]
-    pub after_loop_only: Ids,
-    /// Kept fences that add-back found needed after a failed stability check: their absence
-    /// errs rarely, so a few test runs would not show it.
-    #[serde(default)]
-    pub added_back: Ids,
-    /// Fences dropped after the check with every fence: its runs never executed them on global
-    /// memory (`run::coverage`), so they order nothing across blocks.
-    #[serde(default, skip_serializing_if = "Ids::is_empty")]
-    pub off_global: Ids,
-    /// Runs per check at the end.
-    pub iterations: usize,
-    pub checks: usize,
-    pub cached_checks: usize,
-    pub runs: usize,
-    pub seconds: f64,
-    /// Errors and runs of the program without fences (statistical stability or adaptive checks).
-    pub unfenced: Option<(usize, usize)>,
-    /// The rate assumed for a set lacking a needed fence (`checks` says how it is chosen).
-    pub assumed_rate: Option<f64>,
-    /// Probability that one check of `iterations` runs misses an error at `assumed_rate`.
-    #[serde(default)]
-    pub check_miss_probability: Option<f64>,
-    /// Runs of the final stability check.
-    pub stability_runs: usize,
-    /// Probability that an error at `stability_rate` would have gone unseen in those runs.
-    pub miss_probability: Option<f64>,
-    /// The rate the stability check was sized for: `assumed_rate`, or `rare_rate` where lower.
-    #[serde(default)]
-    pub stability_rate: Option<f64>,
-    /// Whether the program was checked with every fence on. Not when a given start set passed
-    /// its stability check: a passing set stands for every fence's sanity check, which only a
-    /// failed one (add-back, a restart) needs.
-    #[serde(default = "yes")]
-    pub every_fence_checked: bool,
-    pub note: String,
-}
-
-fn yes() -> bool {
-    true
-}
-
 /// The check with every fence: the fences it leaves to reduce, or the result where the budget
 /// ran out during it.
 enum EveryFence {
@@ -163,7 +110,7 @@ struct Reducer<'a> {
     progress: &'a mut dyn FnMut(&Progress),
     /// Per checked set: the most runs seen without error, or None once it erred.
     cache: HashMap<Ids, Option<usize>>,
-    failing: Vec<Ids>,
+    failing: Vec<(Ids, Erred)>,
     nonce: u64,
     checks: usize,
     cached_checks: usize,
@@ -190,11 +137,26 @@ struct Reducer<'a> {
     off_global: Ids,
     /// The first reduced set, given (`reduce_from`).
     start: Option<Ids>,
+    /// Fences no removal takes out, whatever the runs show (`Start::proven`).
+    proven: Ids,
+    /// Kept fences' evidence: the check that erred without each (`Reduced::erred_without`).
+    erred_without: BTreeMap<FenceId, Erred>,
+    /// The last request's errors and runs (a cached failure: those of the set it was taken
+    /// from), and the last failed stability check's.
+    last_tally: Option<Erred>,
+    stability_failure: Option<Erred>,
     /// A start set was given: its loop fences keep both placements (a second stability check
     /// for the placement after the loop alone would double the confirmation's runs).
     given_start: bool,
     every_fence_checked: bool,
 }
+
+/// A failure with no count (a request the budget cut short after an error).
+const ERRED_NONE: Erred = Erred {
+    errors: 0,
+    runs: 0,
+    add_back: false,
+};
 
 /// Rejected removals in a row (that ran) after which the set they come from is checked again.
 /// When every removal fails, the set itself may err: its check, sized for the unfenced rate,
@@ -235,10 +197,11 @@ pub fn reduce_from(
     all: &Ids,
     structure: &Structure,
     settings: Settings,
-    start: Option<Ids>,
+    start: Option<Start>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Reduced> {
     let i = settings.iterations.max(1);
+    let (start, proven) = start.map_or((None, Ids::new()), |s| (Some(s.fences), s.proven));
     let all: Ids = all.difference(&structure.unreachable).copied().collect();
     let mut r = Reducer {
         oracle,
@@ -264,6 +227,10 @@ pub fn reduce_from(
         given_start: start.is_some(),
         every_fence_checked: false,
         start,
+        proven,
+        erred_without: BTreeMap::new(),
+        last_tally: None,
+        stability_failure: None,
     };
     r.run(&all)
 }
@@ -314,10 +281,16 @@ impl Reducer<'_> {
                 return Ok(self.undecided(&all, note));
             }
             if errors == 0 {
-                let note = format!(
-                    "no error in {runs} runs without fences: no fence is empirically needed"
-                );
-                return Ok(self.result(Ids::new(), true, 0, note));
+                let note = if self.proven.is_empty() {
+                    format!(
+                        "no error in {runs} runs without fences: no fence is empirically needed"
+                    )
+                } else {
+                    format!(
+                        "no error in {runs} runs without fences: stress does not show the races the detector saw; the fences that order them are kept"
+                    )
+                };
+                return Ok(self.result(self.proven.clone(), true, 0, note));
             }
         }
         let statistical = matches!(self.settings.stability, Stability::Statistical { .. });
@@ -412,6 +385,7 @@ impl Reducer<'_> {
         let with = |k: usize| -> Ids { f.iter().chain(&dropped[..k]).copied().collect() };
         // With none of them `f` failed; with all of them (every fence) it passed the sanity check.
         let (mut lo, mut hi) = (0, dropped.len());
+        let mut without = self.stability_failure;
         self.held = all.clone();
         while hi - lo > 1 {
             let mid = lo + ((hi - lo) / 4).max(1); // see above: a quarter
@@ -425,9 +399,17 @@ impl Reducer<'_> {
                 self.held = trial;
             } else {
                 lo = mid;
+                without = self.last_tally;
             }
         }
         Ok((hi > 0).then(|| {
+            if let Some(t) = without {
+                let t = Erred {
+                    add_back: true,
+                    ..t
+                };
+                self.erred_without.insert(dropped[hi - 1], t);
+            }
             self.needed.insert(dropped[hi - 1]);
             let mut more = f.clone();
             more.insert(dropped[hi - 1]);
@@ -456,7 +438,15 @@ impl Reducer<'_> {
     fn result(&self, fences: Ids, complete: bool, stability_runs: usize, note: String) -> Reduced {
         let assumed_rate = self.rates.assumed(self.settings.checks);
         let iterations = self.runs_per_check();
+        let erred_without = self
+            .erred_without
+            .iter()
+            .filter(|(f, _)| fences.contains(f))
+            .map(|(f, e)| (*f, *e))
+            .collect();
         Reduced {
+            proven: fences.intersection(&self.proven).copied().collect(),
+            erred_without,
             added_back: fences.intersection(&self.needed).copied().collect(),
             off_global: self.off_global.clone(),
             fences,
@@ -585,6 +575,9 @@ impl Reducer<'_> {
             Stability::Statistical { .. } => Request::check(self.stability_runs()),
         };
         let t = self.ask_placed(f, body_off, req, n)?;
+        if t.errors > 0 {
+            self.stability_failure = self.last_tally;
+        }
         Ok((t.errors == 0 && !self.out_of_budget, t.runs))
     }
 
@@ -617,13 +610,16 @@ impl Reducer<'_> {
         let rest: Ids = f
             .iter()
             .copied()
-            .filter(|x| !remove.contains(x) || self.needed.contains(x))
+            .filter(|x| !remove.contains(x) || self.needed.contains(x) || self.proven.contains(x))
             .collect();
         if rest.len() == f.len() {
             return Ok(None);
         }
         let cached = self.cached_checks;
         let passed = self.check(&rest)?;
+        if let ([fence], false, Some(t)) = (remove, passed, self.last_tally) {
+            self.erred_without.insert(*fence, t);
+        }
         if passed {
             self.held = rest.clone();
             self.streak = 0;
@@ -665,7 +661,8 @@ impl Reducer<'_> {
             // A set that erred still errs with fewer fences; one that passed n runs passes,
             // except in add-back, whose prefixes meet the same sets again and again: one
             // false pass (1% of such checks) would be taken each time, and add a fence each.
-            if self.failing.iter().any(|g| f.is_subset(g)) {
+            if let Some((_, t)) = self.failing.iter().find(|(g, _)| f.is_subset(g)) {
+                self.last_tally = Some(*t);
                 self.cached_checks += 1;
                 return Ok(false);
             }
@@ -718,6 +715,11 @@ impl Reducer<'_> {
         self.show(f, i);
         self.nonce += 1;
         let t = self.oracle.run_placed(f, body_off, req, self.nonce, left)?;
+        self.last_tally = Some(Erred {
+            errors: t.errors,
+            runs: t.runs,
+            add_back: false,
+        });
         // Cut short by ctrl-c, a request decides nothing, but its runs count (the journal
         // keeps them for a resume). One that ended before ctrl-c came is an answer like any.
         let cut = crate::interrupt::interrupted() && !req.finished_by(&t);
@@ -740,7 +742,8 @@ impl Reducer<'_> {
             }
         } else if t.errors > 0 {
             self.cache.insert(f.clone(), None);
-            self.failing.push(f.clone());
+            self.failing
+                .push((f.clone(), self.last_tally.unwrap_or(ERRED_NONE)));
         } else {
             let e = self.cache.entry(f.clone()).or_insert(Some(0));
             *e = e.map(|r| r.max(t.runs));

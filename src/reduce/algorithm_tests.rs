@@ -848,7 +848,10 @@ fn from_start(start: &[usize], seed: u64) -> Reduced {
         &all,
         &Structure::default(),
         adaptive(Split::Halves),
-        Some(set(start)),
+        Some(Start {
+            fences: set(start),
+            proven: Ids::new(),
+        }),
         &mut |_| {},
     )
     .unwrap()
@@ -887,4 +890,64 @@ fn a_start_set_lacking_a_needed_fence_fails_its_stability_check_and_add_back_fin
     assert!(r.complete && r.added_back.contains(&FenceId(7)), "{r:?}");
     // Add-back starts from every fence passing: checked once the start set failed.
     assert!(r.every_fence_checked, "{r:?}");
+}
+
+/// A reduction of 24 fences of a program that errs without `needed`, from race-proven `proven`.
+fn from_proven(needed: &[usize], proven: &[usize]) -> Reduced {
+    let mut o = sim(needed, 0.5, 3);
+    let start = Start {
+        fences: set(proven),
+        proven: set(proven),
+    };
+    let all = FenceId::all(24);
+    let s = adaptive(Split::Halves);
+    reduce_from(
+        &mut o,
+        &all,
+        &Structure::default(),
+        s,
+        Some(start),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+#[test]
+fn race_proven_fences_stay_when_stress_never_shows_their_race() {
+    // threadFenceReduction on a chip that does not reorder it: no run errs without fences, and
+    // the fences ordering the race the detector saw are still the answer, not "none needed".
+    let r = from_proven(&[], &[2, 9]);
+    assert_eq!(r.fences, set(&[2, 9]), "{}", r.note);
+    assert_eq!(r.proven, set(&[2, 9]));
+    assert!(
+        r.complete && r.note.contains("stress does not show"),
+        "{}",
+        r.note
+    );
+}
+
+#[test]
+fn stress_adds_to_race_proven_fences_but_never_removes_one() {
+    // Stress needs 3 and 7; the detector proved 3 and 20 (20: a race stress never shows). The
+    // start set fails its stability check, add-back finds 7, and the reduction after it keeps 20.
+    let r = from_proven(&[3, 7], &[3, 20]);
+    assert_eq!(r.fences, set(&[3, 7, 20]), "{}", r.note);
+    assert_eq!(r.proven, set(&[3, 20]));
+    let seven = r.erred_without.get(&FenceId(7)).expect("7's evidence");
+    assert!(seven.add_back && seven.errors > 0, "{seven:?}");
+}
+
+#[test]
+fn a_kept_fence_names_the_check_that_erred_without_it() {
+    let mut o = sim(&[5], 0.5, 2);
+    let r = reduce(
+        &mut o,
+        &FenceId::all(16),
+        adaptive(Split::Halves),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.fences, set(&[5]));
+    let e = r.erred_without[&FenceId(5)];
+    assert!(e.errors > 0 && e.runs >= e.errors && !e.add_back, "{e:?}");
 }

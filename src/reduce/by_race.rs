@@ -25,11 +25,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// How the detection runs go (`--race-runs`, `--race-events`).
+/// How the detection runs go (`--race-runs`, `--race-events`, `--race-trace-memory`).
 #[derive(Clone, Copy, Debug)]
 pub struct RaceRuns {
     pub runs: usize,
-    pub events: u64,
+    pub trace: runs::TraceSize,
     pub seed: u64,
 }
 
@@ -60,7 +60,7 @@ pub fn start(
         },
         seed: how.seed,
         fences: FenceSet::Ids(Ids::new()),
-        events: how.events,
+        trace: how.trace,
     };
     let done = runs::run(app, out, &run_opts, original)?;
     let mut found = minimise(&done.traces, opts, all);
@@ -100,6 +100,38 @@ pub struct RaceStart {
     pub detections: usize,
     pub seconds: f64,
     pub note: String,
+    /// For each fence of the set but the store-load ones, a race its absence leaves and the
+    /// run that showed it: what proves it needed, whatever stress later shows.
+    #[serde(default)]
+    pub proofs: BTreeMap<FenceId, RaceProof>,
+    /// Every event of every detection run was checked (`race::report::Report::complete`).
+    #[serde(default = "yes")]
+    pub complete: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A race between two places (their fence sites) that a fence's absence leaves, seen in `run`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RaceProof {
+    pub first: Option<FenceId>,
+    pub second: Option<FenceId>,
+    /// `write-read`, `write-write` or `read-write`.
+    pub kind: String,
+    /// Both accesses strong: a message passed through relaxed accesses.
+    #[serde(default)]
+    pub strong: bool,
+    /// The detection run (0 the first).
+    pub run: usize,
+}
+
+impl RaceStart {
+    /// The fences of the set that order an observed race: kept whatever stress shows.
+    pub fn proven(&self) -> Ids {
+        self.proofs.keys().copied().collect()
+    }
 }
 
 /// The racing place pairs the report shows, each with its count of racing access pairs. A
@@ -448,7 +480,10 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         let note = "the named fences left races: reduced from every fence".to_string();
         (search.reduce(all.clone()), note)
     };
+    let proofs = proofs(&prepped, opts, &fences);
     RaceStart {
+        proofs,
+        complete: traces.iter().all(Trace::complete),
         fences: fences.union(&store_load).copied().collect(),
         named,
         store_load,
@@ -463,6 +498,49 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         seconds: t0.elapsed().as_secs_f64(),
         note,
     }
+}
+
+/// For each fence of `set`, the first run whose trace, with the rest of `set` taken as
+/// enabled, shows a place pair racing more often than with all of `set`.
+fn proofs(traces: &Prepped, opts: &Options, set: &Ids) -> BTreeMap<FenceId, RaceProof> {
+    let mut asked: Vec<(usize, Option<FenceId>)> = Vec::new();
+    for run in 0..traces.0.len() {
+        asked.push((run, None));
+        asked.extend(set.iter().map(|f| (run, Some(*f))));
+    }
+    let found = par_map(&asked, |&(run, without)| {
+        let one = Prepped(vec![traces.0[run].clone()]);
+        let mut fences = set.clone();
+        if let Some(f) = without {
+            fences.remove(&f);
+        }
+        left(&one, opts, &fences)
+    });
+    let lefts: HashMap<(usize, Option<FenceId>), Left> = asked.into_iter().zip(found).collect();
+    let mut out = BTreeMap::new();
+    for f in set {
+        for run in 0..traces.0.len() {
+            let (with, without) = (&lefts[&(run, None)], &lefts[&(run, Some(*f))]);
+            let more = without
+                .0
+                .iter()
+                .find(|(k, n)| with.0.get(k).is_none_or(|w| *n > w));
+            if let Some(((strong, key), _)) = more {
+                out.insert(
+                    *f,
+                    RaceProof {
+                        first: key.first,
+                        second: key.second,
+                        kind: key.kind.name().to_string(),
+                        strong: *strong,
+                        run,
+                    },
+                );
+                break;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -491,6 +569,13 @@ b1.t0 ld data 1 @2
         let r = minimise(&[trace(MP)], &Options::default(), &ids(&[0, 1, 2, 3]));
         assert_eq!(r.fences, ids(&[1, 3]), "{r:?}");
         assert!(r.races > 0 && r.unordered_by_any_fence == 0, "{r:?}");
+        // Each is proven by the data's write-read race, in the one run.
+        assert_eq!(r.proven(), ids(&[1, 3]));
+        let p = &r.proofs[&FenceId(1)];
+        assert_eq!(
+            (p.first, p.second, p.kind.as_str(), p.run),
+            (Some(FenceId(1)), Some(FenceId(2)), "write-read", 0)
+        );
     }
 
     #[test]

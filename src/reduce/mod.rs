@@ -9,4 +9,6 @@ pub mod model;
 pub mod oracle;
 pub mod patch;
 pub mod record;
+pub mod reduced;
 pub mod split;
+pub mod why;

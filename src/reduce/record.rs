@@ -26,6 +26,10 @@ pub struct KeptFence {
     /// after the loop, or after the loop alone). Absent in reductions made before.
     #[serde(default)]
     pub placements: Vec<Placement>,
+    /// Why it is kept, in words (`reduce::why`): the race its absence leaves, the check that
+    /// erred without it, store buffering, the memory model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proof: Vec<String>,
 }
 
 impl KeptFence {
@@ -48,6 +52,7 @@ impl From<&FenceRecord> for KeptFence {
             kind: r.kind,
             access: r.access.clone(),
             placements: r.placements.clone(),
+            proof: Vec::new(),
         }
     }
 }
@@ -138,6 +143,9 @@ pub struct Report {
     /// `--oracle race`: what the detection runs decided (the first reduced set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub race: Option<crate::reduce::by_race::RaceStart>,
+    /// Where this reduction and a race detection of the same build disagree (`reduce::why`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disagreement: Vec<String>,
 }
 
 impl Report {
