@@ -10,6 +10,7 @@ pub mod clock;
 pub mod detect;
 pub mod explain;
 pub mod format;
+pub mod launches;
 pub mod observed;
 pub mod order;
 pub mod private;

@@ -9,7 +9,7 @@ use super::trace::{Op, Trace};
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::FenceList;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
@@ -92,36 +92,43 @@ fn place(site: Option<FenceId>, fences: Option<&FenceList>) -> Place {
     Place { site, location }
 }
 
-/// Detects over every trace with `opts`, then explains and checks the suggestion.
+/// Detects over every trace (each launch of each run: `launches::split`) with `opts`, on all
+/// cores, then explains and checks the suggestion.
 pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> Report {
-    let mut rows: BTreeMap<(bool, PairKey), Row> = BTreeMap::new();
+    let mut rows: BTreeMap<(bool, PairKey), (Row, BTreeSet<usize>)> = BTreeMap::new();
     let mut stats = Stats::default();
     let mut racing = Vec::new();
-    for trace in traces {
-        let d = detect::detect(trace, opts);
-        add_stats(&mut stats, &d.stats);
-        if !d.addresses.is_empty() {
-            racing.push((trace, d.addresses.clone()));
+    let each = crate::rewrite::parallel::map(traces.iter().collect(), |t| piece(t, opts, fences));
+    for (trace, (piece_rows, d_stats, addresses)) in traces.iter().zip(each) {
+        add_stats(&mut stats, &d_stats);
+        if !addresses.is_empty() {
+            racing.push((trace, addresses));
         }
-        for (key, pair, strong) in reported(trace, &d) {
-            let row = rows.entry((strong, key)).or_insert_with(|| {
-                // A strong pair's row shows an example a message explains.
-                let explained = |&(a, b): &(u32, u32)| (a, b, explain::explain(trace, &d, a, b));
-                let mut all = pair.examples.iter().map(explained);
-                let first = all.next().expect("a pair has an example");
-                let (a, b, explanation) = if strong && first.2.suggested().is_empty() {
-                    all.find(|e| !e.2.suggested().is_empty()).unwrap_or(first)
-                } else {
-                    first
-                };
-                new_row(trace, key, a, b, explanation, fences, strong)
-            });
-            row.count += pair.count;
-            row.runs += 1;
-            add_explanations(trace, &d, pair, row);
+        // Pieces merge in order: a row's example and first explanation are its first piece's.
+        for (key, row) in piece_rows {
+            match rows.get_mut(&key) {
+                None => {
+                    rows.insert(key, (row, BTreeSet::from([trace.run])));
+                }
+                Some((into, runs)) => {
+                    into.count += row.count;
+                    runs.insert(trace.run);
+                    for s in row.suggested {
+                        if !into.suggested.contains(&s) {
+                            into.suggested.push(s);
+                        }
+                    }
+                }
+            }
         }
     }
-    let rows: Vec<Row> = rows.into_values().collect();
+    let rows: Vec<Row> = rows
+        .into_values()
+        .map(|(mut row, runs)| {
+            row.runs = runs.len();
+            row
+        })
+        .collect();
     let suggested: Ids = rows
         .iter()
         .flat_map(|r| r.suggested.iter().copied())
@@ -133,14 +140,13 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         with.fences.extend(suggested.iter().copied());
         // A trace without a race has none with more fences: only the others are checked,
         // slimmed.
-        racing
-            .iter()
-            .map(|(t, addresses)| {
-                let t = &super::slim::slim(t, addresses);
-                let d = detect::detect(t, &with);
-                reported(t, &d).iter().map(|(_, p, _)| p.count).sum::<u64>()
-            })
-            .sum()
+        crate::rewrite::parallel::map(racing, |(t, addresses)| {
+            let t = &super::slim::slim(t, &addresses);
+            let d = detect::detect(t, &with);
+            reported(t, &d).iter().map(|(_, p, _)| p.count).sum::<u64>()
+        })
+        .into_iter()
+        .sum()
     };
     let dropped: u64 = traces.iter().map(|t| t.dropped).sum();
     let cut: u64 = traces.iter().map(|t| t.cut).sum();
@@ -148,8 +154,9 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
     let unrecorded_launches = traces.iter().map(|t| t.unrecorded_launches).sum();
     let checked = traces.iter().map(|t| t.events.len() as u64).sum::<u64>();
     let known = lost.is_empty() && unrecorded_launches == 0;
+    let runs: BTreeSet<usize> = traces.iter().map(|t| t.run).collect();
     Report {
-        traces: traces.len(),
+        traces: runs.len(),
         suggested: suggested.into_iter().collect(),
         left_with_suggested,
         complete: traces.iter().all(Trace::complete) && stats.reads_not_checked == 0,
@@ -161,6 +168,31 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         unrecorded_launches,
         rows,
     }
+}
+
+/// One trace's rows (each with its count and the suggestions of all its examples), its
+/// detection's figures and its racing addresses.
+type Piece = (Vec<((bool, PairKey), Row)>, Stats, foldhash::HashSet<u64>);
+
+fn piece(trace: &Trace, opts: &Options, fences: Option<&FenceList>) -> Piece {
+    let d = detect::detect(trace, opts);
+    let mut rows = Vec::new();
+    for (key, pair, strong) in reported(trace, &d) {
+        // A strong pair's row shows an example a message explains.
+        let explained = |&(a, b): &(u32, u32)| (a, b, explain::explain(trace, &d, a, b));
+        let mut all = pair.examples.iter().map(explained);
+        let first = all.next().expect("a pair has an example");
+        let (a, b, explanation) = if strong && first.2.suggested().is_empty() {
+            all.find(|e| !e.2.suggested().is_empty()).unwrap_or(first)
+        } else {
+            first
+        };
+        let mut row = new_row(trace, key, a, b, explanation, fences, strong);
+        row.count = pair.count;
+        add_explanations(trace, &d, pair, &mut row);
+        rows.push(((strong, key), row));
+    }
+    (rows, d.stats.clone(), d.addresses.clone())
 }
 
 /// The pairs a report shows: every data race, and the strong pairs of plain (volatile) loads

@@ -76,6 +76,7 @@ pub struct RunInfo {
 }
 
 pub struct Runs {
+    /// Each launch of each run, a trace of its own (`launches::split`).
     pub traces: Vec<Trace>,
     pub info: Vec<RunInfo>,
     /// The original program's run time, natively, for the overhead figure.
@@ -151,7 +152,7 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
         };
         // A run that wrote no trace (it crashed, or the buffer could not be made) checked
         // nothing: the verdict is inconclusive, never "no race".
-        let trace = match std::fs::read(&trace_path) {
+        let mut trace = match std::fs::read(&trace_path) {
             Ok(bytes) => Trace::from_bytes(&bytes, &kinds)
                 .with_context(|| format!("reading {}", trace_path.display()))?,
             Err(e) => Trace::lost(&format!(
@@ -169,8 +170,10 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
             dropped: trace.dropped,
             lost: trace.lost.clone(),
         });
+        trace.run = run;
         runs.traces.push(trace);
     }
+    runs.traces = super::launches::split(runs.traces);
     Ok(runs)
 }
 

@@ -45,5 +45,6 @@ pub fn slim(t: &Trace, racing: &foldhash::HashSet<u64>) -> Trace {
         lost: t.lost.clone(),
         unrecorded_launches: t.unrecorded_launches,
         names: t.names.clone(),
+        run: t.run,
     }
 }

@@ -93,6 +93,9 @@ pub struct Trace {
     pub unrecorded_launches: u64,
     /// Names of the text form's addresses, for messages.
     pub names: HashMap<u64, String>,
+    /// The detection run it came from (0 the first); a run's launches may be traces of their
+    /// own (`launches::split`).
+    pub run: usize,
 }
 
 use super::format::{MAGIC, NO_SITE, RECORD_BYTES, Record, flag, kind};

@@ -84,6 +84,7 @@ pub struct RaceStart {
     /// Racing place pairs without wmfix's fences, and of those the ones every fence leaves.
     pub races: usize,
     pub unordered_by_any_fence: usize,
+    /// Detection runs (each launch of each is checked as a trace of its own).
     pub traces: usize,
     pub events: usize,
     /// Events of the slimmed traces the candidate sets were checked on (`slim`).
@@ -489,7 +490,11 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         store_load,
         races: none.left.0.len(),
         unordered_by_any_fence: search.floor.0.len(),
-        traces: traces.len(),
+        traces: traces
+            .iter()
+            .map(|t| t.run)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
         events: traces.iter().map(|t| t.events.len()).sum(),
         checked_events: prepped.0.iter().map(|(t, _)| t.events.len()).sum(),
         dropped: 0,
@@ -533,7 +538,7 @@ fn proofs(traces: &Prepped, opts: &Options, set: &Ids) -> BTreeMap<FenceId, Race
                         second: key.second,
                         kind: key.kind.name().to_string(),
                         strong: *strong,
-                        run,
+                        run: traces.0[run].0.run,
                     },
                 );
                 break;
