@@ -290,6 +290,33 @@ def race_reduce(folder):
     print(provenance(metas))
 
 
+def trust_race(folder):
+    """`wmfix race` at its defaults (trust-race-STUDY): events, whether every one was checked,
+    the verdict and the exit code's meaning."""
+    metas = []
+    print("`wmfix race` at its defaults (no `--events`: the trace takes a quarter of the device's "
+          "free memory; each launch checked on its own, on all cores): one detection run a study.\n")
+    print("| study | events | launches cut or lost | every event checked | racing place pairs | verdict | run s | host check s |")
+    print("|---|---:|---|---|---:|---|---:|---:|")
+    for d in steps(folder, "trust-race-"):
+        doc = load(folder, d, "race.json")
+        if doc is None:
+            print(f"| {d[len('trust-race-'):]} | - | - | not run | | | | |")
+            continue
+        metas.append(doc["meta"])
+        r = doc["result"]
+        events = sum(run["events"] for run in r["runs"])
+        unchecked = r["dropped"] + r.get("cut", 0) + r["stats"]["reads_not_checked"]
+        lost = "none" if unchecked == 0 and not r.get("lost") else f"{unchecked} events, {len(r.get('lost', []))} runs lost"
+        share = r.get("checked_share")
+        whole = "yes (100%)" if r.get("complete") else f"NO ({100 * share:.2f}%)" if share is not None else "NO"
+        rows = len(r["rows"])
+        verdict = "race (exit 2)" if rows else ("no race (exit 0)" if r.get("complete") else "inconclusive (exit 6)")
+        print(f"| {d[len('trust-race-'):]} | {events:,} | {lost} | {whole} | {rows} | {verdict} | "
+              f"{r['detection_s']:.1f} | {r['check_s']:.1f} |")
+    print(provenance(metas))
+
+
 def cost_rows(folder, metas):
     """(study, completed, row) for each row of each cost step's cost.json; `completed`: the
     cost-model step (the kept fences with the model's completion)."""
@@ -647,7 +674,7 @@ def overhead(folder):
     print(f"Measured: {head[0] if head else 'no header'} (`{raw}`).")
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER

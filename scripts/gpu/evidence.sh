@@ -922,14 +922,6 @@ add warm-stress-warm-reduce-race-runs4-ct-octree runs4_stressed ct-octree
 # sdk-red-nf's 300 reductions a run make 237 M events.
 trust_race() { RACE_DEFAULTS=1 LIMIT=${LIMIT:-300} race_step "$@"; }
 for s in $FENCELESS $FENCED; do add "trust-race-$s" trust_race "case-studies/$s"; done
-# More than 200 M events at the defaults: cbe-dot over 2^27 elements (two loads each).
-trust_big_dot() {
-  local copy=$WORK/dot-2e27
-  rm -rf "$copy" && cp -r case-studies/cbe-dot "$copy" || return 1
-  sed -i 's|^run = .*|run = "./dot 128 256 134217728"|' "$copy/wmfix.toml"
-  trust_race "$copy"
-}
-add trust-race-dot-2e27 trust_big_dot
 # reduce --oracle race on threadFenceReduction without its fence, one launch a run (sdk-red-nf
 # at one reduction), where stress rarely shows the race: the fences ordering the race the
 # detector saw (writer and reader side) are kept, each with its proof in reduce.json.
