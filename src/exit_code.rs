@@ -17,6 +17,9 @@ pub const UNDECIDED: i32 = 5;
 /// too small, a run that wrote no trace, reads past the detector's memory), so "no race" is not
 /// a verdict.
 pub const INCONCLUSIVE: i32 = 6;
+/// `build`: the instrumented program, fences off and no stress, does not end as the original
+/// does natively: wmfix changed the program, and nothing it would say of it can be trusted.
+pub const DIFFERS: i32 = 7;
 /// The command line could not be understood.
 pub const USAGE: i32 = 64;
 /// Bad input: a source file that does not parse (with `--on-parse-error fail`), a bad config.

@@ -23,7 +23,7 @@ enum Command {
     ///
     /// The application of DIR/wmfix.toml, instrumented, and the original for the baseline, into
     /// the output directory. Nothing is rebuilt when nothing changed.
-    Build(cmd::AppArgs),
+    Build(cmd::build::Args),
     /// Run the application many times under stress and report error rates (exit 2 on errors).
     ///
     /// The instrumented application under the testing environments; exit status 2 when any run

@@ -45,6 +45,7 @@ const OWN_NAMES: &[&str] = &[
     "build-original.log",
     "build-instrumented.log",
     "baseline.log",
+    "differential.log",
     "test",
     "test.old",
     "reduce",
@@ -158,6 +159,10 @@ impl OutDir {
     /// The baseline runs of `wmfix test`.
     pub fn baseline_log(&self) -> PathBuf {
         self.at("baseline.log")
+    }
+    /// The runs of `wmfix build`'s check: the original and the instrumented program, natively.
+    pub fn differential_log(&self) -> PathBuf {
+        self.at("differential.log")
     }
     pub fn test(&self) -> TestFiles {
         TestFiles(self.at("test"))

@@ -178,6 +178,13 @@ fn a_run_that_wrote_no_trace_is_inconclusive_not_a_clean_run() {
         text.contains("(an unknown share of the events checked)"),
         "{text}"
     );
+    // The original passes natively: the detection run's failure is the race build's doing.
+    assert!(
+        text.contains(
+            "WARNING: detection run(s) [0] ended otherwise than the original natively (pass)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

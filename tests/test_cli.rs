@@ -821,3 +821,53 @@ fn a_launcher_places_every_run_and_the_records_equal_a_direct_runs() {
         "the run behind the launcher outlived the timeout"
     );
 }
+
+/// `wmfix build` of the stand-in, its runs told `env`.
+fn build(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = wmfix();
+    c.current_dir(dir.parent().unwrap())
+        .args(["build", dir.to_str().unwrap(), "--out", "out"])
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn build_runs_both_programs_and_names_how_the_instrumented_one_differs() {
+    // A runtime that changes the program (an SIGFPE where the original passes, as a public
+    // scoped-synchronisation reduction did under `wmfix race` at e1354e7): said, exit 7.
+    let (_tmp, dir) = standin();
+    let o = build(&dir, &[], &[("STANDIN_MODE", "crash")]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("the original passed, passed, passed, the instrumented program crashed: killed by signal 11 (SIGSEGV)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no result of wmfix on it can be trusted"),
+        "{err}"
+    );
+    // Alike: one pair of runs, said.
+    let o = build(&dir, &[], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "the instrumented program (fences off, no stress) ends as the original does (passed)"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    let log = std::fs::read_to_string(dir.parent().unwrap().join("out/differential.log")).unwrap();
+    assert!(log.contains("env=no-str- seed=1 fences=none"), "{log}");
+    // Asked not to run: said so, not passed off as checked.
+    let o = build(&dir, &["--no-check"], &[("STANDIN_MODE", "crash")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("check not run (--no-check)"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -60,6 +60,11 @@ struct Document<'a> {
     runs: &'a [RunInfo],
     /// The original program's run time natively, and the detection runs' mean.
     native_s: Option<f64>,
+    /// How the original ended natively, and the detection runs that ended otherwise: the race
+    /// build changed the program (or its outcome varies natively).
+    native: Option<crate::run::trial::Outcome>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unlike_original: Vec<usize>,
     detection_s: f64,
     /// Checking every trace (the host side of detection), seconds.
     check_s: f64,
@@ -105,6 +110,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fences: args.fences.to_string(),
         runs: &done.info,
         native_s: done.native_s,
+        native: done.native,
+        unlike_original: unlike_original(&done),
         detection_s,
         check_s,
         report: &report,
@@ -113,6 +120,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     std::fs::write(out.race().report(), format!("{text}\n"))?;
     let mut human = report::table(&report);
     human.push_str(&timing(&done.info, done.native_s));
+    if let (Some(native), false) = (done.native, doc.unlike_original.is_empty()) {
+        human.push_str(&format!(
+            "WARNING: detection run(s) {:?} ended otherwise than the original natively ({native}): the race build changed the program, or its outcome varies; see {}\n",
+            doc.unlike_original,
+            out.race().log(doc.unlike_original[0]).display()
+        ));
+    }
     human.push_str(&format!(
         "checked in {check_s:.2} s ({} threads, {} clock entries at the end)\n",
         report.stats.threads, report.stats.clock_entries
@@ -130,6 +144,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         exit_code::OK
     })
+}
+
+/// The detection runs that did not end as the original did natively.
+fn unlike_original(done: &runs::Runs) -> Vec<usize> {
+    let Some(native) = done.native else {
+        return Vec::new();
+    };
+    done.info
+        .iter()
+        .filter(|r| r.outcome != native)
+        .map(|r| r.run)
+        .collect()
 }
 
 fn timing(info: &[RunInfo], native_s: Option<f64>) -> String {

@@ -81,6 +81,8 @@ pub struct Runs {
     pub info: Vec<RunInfo>,
     /// The original program's run time, natively, for the overhead figure.
     pub native_s: Option<f64>,
+    /// How the original ended natively.
+    pub native: Option<Outcome>,
 }
 
 /// Copies the instrumented build's `tree/` and `runtime/` into `race/`, switches the detection
@@ -131,11 +133,13 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
     let files = out.race();
     let fences = FenceList::load(&out.fences_json())?;
     let kinds = super::sites::site_kinds(&fences);
-    let native_s = timed(app, original, &[], &files.native_log())?.map(|(_, s)| s);
+    let native_run = timed(app, original, &[], &files.native_log())?;
+    let native_s = native_run.map(|(_, s)| s);
     let mut runs = Runs {
         traces: Vec::new(),
         info: Vec::new(),
         native_s,
+        native: native_run.map(|(o, _)| o),
     };
     for run in 0..opts.runs {
         let seed = opts.seed + run as u64;

@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod counts;
 pub mod coverage;
+pub mod differential;
 pub mod environment;
 pub mod hold;
 pub mod mps;
