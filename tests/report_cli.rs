@@ -416,6 +416,11 @@ fn a_page_of_an_output_folder_wmfix_made() {
     has_journal(&html, &out.join("reduce/journal.jsonl"));
     has_cost(&html, &json(&out.join("cost/cost.json")));
     assert!(html.contains("kernel.cu:5:3") && html.contains("kernel.cu:9:3"));
+    // Each kept fence says why: the check that erred without it.
+    assert_eq!(
+        html.matches("<p>Why: stress: erred without it in ").count(),
+        2
+    );
     // Only the page was written (and the lock file, which every command holds).
     let after: Vec<_> = snapshot_bytes(&out)
         .into_iter()

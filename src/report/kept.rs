@@ -67,6 +67,9 @@ fn card(r: &Reduction, k: &KeptFence, sources: &Sources) -> String {
     if r.result.after_loop_only.contains(&k.id) {
         s += "<p>Needed after the loop only (its placement at the top of the loop body is off).</p>\n";
     }
+    for why in &k.proof {
+        let _ = writeln!(s, "<p>Why: {}</p>", esc(why));
+    }
     s += &lines(r, k, sources);
     s += &model(r, k);
     s + "</div>\n"
