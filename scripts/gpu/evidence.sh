@@ -935,6 +935,15 @@ trust_reduce_one() {
   return $rc
 }
 add trust-reduce-race-sdk-red-nf-one trust_reduce_one
+# The same at sdk-red-nf's own 300 reductions a run (237 M events, now checked whole where the
+# reductions of 2026-11-27 read the first 4 M), its stress confirmation warm.
+trust_reduce_full() {
+  reduce_study sdk-red-nf --oracle race --warm
+  local rc=$?
+  cp "$WORK/$STEP/reduce/race-start.json" "$STEP_DIR/" 2>/dev/null
+  return $rc
+}
+add trust-reduce-race-sdk-red-nf trust_reduce_full
 # A program whose module-scope state makes a second call of main in one process err
 # (tests/gpu-programs/module-state): `wmfix test` cold and --warm, every fence on, sys-str+; the
 # warm one must fall back to cold runs and give the same error rate (0).
