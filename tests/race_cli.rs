@@ -329,3 +329,46 @@ fn a_race_oracle_start_that_misses_a_needed_fence_is_corrected_by_stress() {
     assert_eq!(doc["result"]["fences"], serde_json::json!([0, 2]), "{doc}");
     assert_eq!(doc["result"]["complete"], true);
 }
+
+#[test]
+fn a_stress_reduction_that_drops_what_race_found_says_so() {
+    // `wmfix race` on the build names fences 0 and 2; the stress reduction, whose runs never
+    // err, keeps none of them: its summary and reduce.json say they disagree.
+    let (tmp, dir) = fixture("reduce-standin");
+    let kernel = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/race-standin/kernel.cu"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("kernel.cu"), kernel).unwrap();
+    let path = tmp.path().join("trace.bin");
+    std::fs::write(&path, trace(false, 0)).unwrap();
+    let out = tmp.path().join("out");
+    let o = wmfix()
+        .args(["race", dir.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .env("STANDIN_TRACE", &path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = wmfix()
+        .args(["reduce", dir.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .args(["--hours", "1", "--json"])
+        .env("STANDIN_REQUIRED", "")
+        .env("STANDIN_PERCENT", "50")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["result"]["fences"], serde_json::json!([]), "{doc}");
+    let said = doc["disagreement"][0].as_str().unwrap();
+    assert!(
+        said.contains("it names fence(s) 0, 2 for the races it saw, which this reduction dropped"),
+        "{said}"
+    );
+    assert!(
+        stderr(&o).contains(&format!("WARNING: {said}")),
+        "{}",
+        stderr(&o)
+    );
+}
