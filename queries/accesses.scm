@@ -45,6 +45,14 @@
 (translation_unit (declaration "__device__" declarator: (_) @global.top))
 (declaration "__device__"
   declarator: [(array_declarator) (init_declarator declarator: (array_declarator))] @global.array)
+; __device__ variables nothing can write: `constexpr`, or `const` and not a pointer. No fence
+; orders their reads (a variable template's name alone, `tile_size_v`, is no expression either).
+(declaration "__device__" (type_qualifier "constexpr") declarator: (_) @global.immutable)
+(declaration (type_qualifier "constexpr") "__device__" declarator: (_) @global.immutable)
+(declaration "__device__" (type_qualifier "const")
+  declarator: [(identifier) (init_declarator declarator: (identifier))] @global.immutable)
+(declaration (type_qualifier "const") "__device__"
+  declarator: [(identifier) (init_declarator declarator: (identifier))] @global.immutable)
 ; Names of functions: a prototype such as `__device__ int f(int);` declares no variable.
 (function_declarator declarator: (_) @function.name)
 

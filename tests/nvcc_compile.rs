@@ -134,6 +134,31 @@ fn regressions_fixture_compiles() {
 }
 
 #[test]
+fn immutable_device_variables_get_no_fence_and_variable_templates_compile() {
+    let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/immutable"));
+    builds(
+        &orig,
+        &tree,
+        "nvcc -arch=sm_90 -std=c++17 -Werror all-warnings -c -o immutable.o immutable.cu",
+    );
+    // immutable.cu: the stores through p and table (and table's own write and read), nothing
+    // for the variable template or the constant scalars.
+    let fenced = std::fs::read_to_string(tree.join("immutable.cu")).unwrap();
+    for access in ["p[0]", "p[1]", "table"] {
+        assert!(
+            fenced.contains(&format!(", {access});")),
+            "no fence after {access}:\n{fenced}"
+        );
+    }
+    for constant in ["tile_size_v", "kScale", "kBias"] {
+        assert!(
+            !fenced.contains(&format!(", {constant});")),
+            "a fence names {constant}:\n{fenced}"
+        );
+    }
+}
+
+#[test]
 fn the_runtimes_interface_test_compiles() {
     // runtime-cu/tests/interface_compile.cu: every macro the rewriter emits, with static
     // checks of WMFIX_AFTER's result types (an array decays, as a prvalue of it would).

@@ -87,6 +87,8 @@ pub enum Capture {
     FunctionBody,
     FunctionName,
     GlobalArray,
+    /// A `__device__` variable no code can write (`constexpr`, or `const` and not a pointer).
+    GlobalImmutable,
     GlobalTop,
     GlobalVar,
     HostBody,
@@ -123,7 +125,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 55] = [
+    pub const ALL: [Capture; 56] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -146,6 +148,7 @@ impl Capture {
         Capture::FunctionBody,
         Capture::FunctionName,
         Capture::GlobalArray,
+        Capture::GlobalImmutable,
         Capture::GlobalTop,
         Capture::GlobalVar,
         Capture::HostBody,
@@ -205,6 +208,7 @@ impl Capture {
             Capture::FunctionBody => "function.body",
             Capture::FunctionName => "function.name",
             Capture::GlobalArray => "global.array",
+            Capture::GlobalImmutable => "global.immutable",
             Capture::GlobalTop => "global.top",
             Capture::GlobalVar => "global.var",
             Capture::HostBody => "host.body",
