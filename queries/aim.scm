@@ -8,8 +8,10 @@
 (lambda_expression) @aim.impure
 (new_expression) @aim.impure
 (delete_expression) @aim.impure
-; ... an access inside a pack expansion: `Is` means nothing outside `(d[Is] = 0, 0)...` ...
+; ... an access inside a pack expansion or a fold: `Is` means nothing outside `(d[Is] = 0, 0)...`
+; or `((d[Is] = s[Is]), ...)` ...
 (parameter_pack_expansion) @aim.packed
+(fold_expression) @aim.packed
 ; ... and the names a statement assigns: after `i = a[i];`, `a[i]` is another element.
 (assignment_expression left: (identifier) @aim.assigned)
 (assignment_expression left: (parenthesized_expression (identifier) @aim.assigned))

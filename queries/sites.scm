@@ -3,6 +3,9 @@
 (expression_statement) @site.after
 (declaration) @site.after
 (return_statement (_) @site.wrap)
+; `return { a[0], a[1] };`: a braced list cannot be a macro's argument that deduces its type; its
+; elements are evaluated in order, so the fence wraps the last one.
+(return_statement (initializer_list) @site.list)
 (switch_statement condition: (condition_clause value: (_) @site.wrap))
 (if_statement condition: (_) @site.if_cond)
 (while_statement condition: (_) @site.loop_cond)

@@ -134,12 +134,12 @@ fn regressions_fixture_compiles() {
 }
 
 #[test]
-fn immutable_device_variables_get_no_fence_and_variable_templates_compile() {
+fn immutable_variables_braced_returns_and_folds_compile_with_their_fences() {
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/immutable"));
     builds(
         &orig,
         &tree,
-        "nvcc -arch=sm_90 -std=c++17 -Werror all-warnings -c -o immutable.o immutable.cu",
+        "nvcc -arch=sm_90 -std=c++17 -Werror all-warnings -c -o immutable.o immutable.cu && nvcc -arch=sm_90 -std=c++17 -Werror all-warnings -DWMFIX_RACE -c -o race.o immutable.cu",
     );
     // immutable.cu: the stores through p and table (and table's own write and read), nothing
     // for the variable template or the constant scalars.
@@ -150,7 +150,12 @@ fn immutable_device_variables_get_no_fence_and_variable_templates_compile() {
             "no fence after {access}:\n{fenced}"
         );
     }
-    for constant in ["tile_size_v", "kScale", "kBias"] {
+    assert!(fenced.contains("return {g[0], WMFIX_AFTER("), "{fenced}");
+    assert!(
+        fenced.contains("((dst[Is] = src[Is]), ...); WMFIX_FENCE("),
+        "{fenced}"
+    );
+    for constant in ["tile_size_v", "kScale", "kBias", "src[Is]", "dst[Is]"] {
         assert!(
             !fenced.contains(&format!(", {constant});")),
             "a fence names {constant}:\n{fenced}"

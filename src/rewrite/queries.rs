@@ -113,6 +113,8 @@ pub enum Capture {
     SiteLoopCond,
     SiteStop,
     SiteWrap,
+    /// A braced list a `return` returns: its last element is wrapped.
+    SiteList,
     Store,
     ThreadId,
     Unevaluated,
@@ -125,7 +127,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 56] = [
+    pub const ALL: [Capture; 57] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -173,6 +175,7 @@ impl Capture {
         Capture::SiteLoopCond,
         Capture::SiteStop,
         Capture::SiteWrap,
+        Capture::SiteList,
         Capture::Store,
         Capture::ThreadId,
         Capture::Unevaluated,
@@ -233,6 +236,7 @@ impl Capture {
             Capture::SiteLoopCond => "site.loop_cond",
             Capture::SiteStop => "site.stop",
             Capture::SiteWrap => "site.wrap",
+            Capture::SiteList => "site.list",
             Capture::Store => "store",
             Capture::ThreadId => "thread_id",
             Capture::Unevaluated => "unevaluated",

@@ -15,6 +15,7 @@ use tree_sitter::Node;
 enum Role {
     // Priority order: the first wins when one node has several roles.
     Stop,
+    List,
     Wrap,
     Comma,
     IfCond,
@@ -26,6 +27,7 @@ enum Role {
 const ROLES: &[(Capture, Role)] = &[
     (Capture::SiteStop, Role::Stop),
     (Capture::SiteWrap, Role::Wrap),
+    (Capture::SiteList, Role::List),
     (Capture::SiteComma, Role::Comma),
     (Capture::SiteIfCond, Role::IfCond),
     (Capture::SiteLoopCond, Role::LoopCond),
@@ -438,6 +440,20 @@ fn wrap_start(node: Node) -> usize {
     start
 }
 
+/// `WMFIX_AFTER(id, ` before `node` (at depth `d`) and `)` after it.
+fn wrapped(node: Node, d: usize, out: &mut Vec<Spot>) {
+    out.push(Spot {
+        at: wrap_start(node),
+        slot: Slot::open(d, false),
+        piece: Piece::WrapOpen,
+    });
+    out.push(Spot {
+        at: node.end_byte(),
+        slot: Slot::close(d, false),
+        piece: Piece::WrapClose,
+    });
+}
+
 fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> {
     let mut out = Vec::new();
     let after = |n: Deep, out: &mut Vec<Spot>, wrap: &mut dyn FnMut(Deep)| {
@@ -454,17 +470,12 @@ fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> 
     let (node, d) = (found.site.node, found.site.depth);
     match found.role {
         Role::After => after(found.site, &mut out, wrap),
-        Role::Wrap => {
-            out.push(Spot {
-                at: wrap_start(node),
-                slot: Slot::open(d, false),
-                piece: Piece::WrapOpen,
-            });
-            out.push(Spot {
-                at: node.end_byte(),
-                slot: Slot::close(d, false),
-                piece: Piece::WrapClose,
-            });
+        Role::Wrap => wrapped(node, d, &mut out),
+        Role::List => {
+            let n = node.named_child_count();
+            if let Some(last) = n.checked_sub(1).and_then(|i| node.named_child(i as u32)) {
+                wrapped(last, d + 1, &mut out);
+            }
         }
         Role::Comma => out.push(Spot {
             at: node.end_byte(),
