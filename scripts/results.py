@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
 
-Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|race-reduce|cost|peer|stress|gpus|coverage|overhead ...]
+Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|race-reduce|public|cost|peer|stress|gpus|coverage|overhead ...]
        scripts/results.py --check [ROOT]   the generated tables match their result files (exit 1 if not)
        scripts/results.py --write [ROOT]   rewrites the generated tables that differ
 
@@ -315,6 +315,39 @@ def trust_race(folder):
         print(f"| {d[len('trust-race-'):]} | {events:,} | {lost} | {whole} | {rows} | {verdict} | "
               f"{r['detection_s']:.1f} | {r['check_s']:.1f} |")
     print(provenance(metas))
+
+
+def public(folder):
+    """The differential check on public programs (trust-differential-public): each program's
+    builds and whether the instrumented one, fences off and no stress, ends as the original."""
+    doc = load(folder, "trust-differential-public", "public.json")
+    print("`wmfix build` on public programs (cuda-samples, HeteroSync; scripts/public_programs.py): "
+          "the original and the instrumented program built and run natively, the instrumented one "
+          "with its fences off and no stress; it must end as the original does (exit code, signal, "
+          "time-out, and the program's own check where its exit status is not one).\n")
+    print("| program | original builds | instrumented builds | fences | exit status is its check | check | s |")
+    print("|---|---|---|---:|---|---|---:|")
+    if doc is None:
+        print("| - | not run | | | | | |")
+        return
+    r = doc["result"]
+
+    def yes(v):
+        return "-" if v is None else ("yes" if v else "NO")
+    for p in r["programs"]:
+        verdict = p["check"]
+        if p.get("instrumented_built") is False:
+            verdict = "instrumented build fails: " + "; ".join(p.get("errors", [])[:1])
+        how = "yes" if p["exit_is_check"] else ("its output, grepped" if p.get("post_check") else "no")
+        fences = "" if p.get("fences") is None else p["fences"]
+        print(f"| {p['name']} | {yes(p['original_built'])} | {yes(p['instrumented_built'])} | {fences} | "
+              f"{how} | {verdict.replace('|', '/')} | {p['seconds']:.0f} |")
+    t = r["totals"]
+    left = f"; not reached before the bound: {', '.join(r['left_out'])}" if r.get("left_out") else ""
+    print(f"\n{t['programs']} programs ({'; '.join(r['commits'])}): {t['original_built']} originals and "
+          f"{t['instrumented_built']} instrumented programs built; {t['passed']} end as the original does, "
+          f"{t['differs']} differ{left}.")
+    print(provenance([doc["meta"]]))
 
 
 def cost_rows(folder, metas):
@@ -674,7 +707,7 @@ def overhead(folder):
     print(f"Measured: {head[0] if head else 'no header'} (`{raw}`).")
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER

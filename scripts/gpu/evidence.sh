@@ -950,6 +950,23 @@ add trust-reduce-race-sdk-red-nf trust_reduce_full
 trust_module_state() { STUDY_DIR=tests/gpu-programs/module-state test_cell module-state sys-str+ 100 -- --fences all "$@"; }
 add trust-cold-module-state trust_module_state
 add trust-warm-module-state trust_module_state --warm
+# Issue 44, item 4: public programs (cuda-samples' and HeteroSync's, scripts/public_programs.py's
+# table), prepared on the workstation into carry/public (`python3 scripts/public_programs.py
+# prepare /work/.mirror carry/public`: no third-party code in the repository). `wmfix build` on
+# each, 12 at a time: the original and the instrumented program built, then run natively, the
+# instrumented one with its fences off and no stress; it must end as the original does.
+# public.json (each program's builds, wmfix's exit and the check's line) and public.md, the table.
+trust_public() {
+  [ -d carry/public ] || { echo "no carry/public: run scripts/public_programs.py prepare first" >> "$STEP_DIR/log.txt"; return 1; }
+  local cmd=(python3 scripts/public_programs.py check "$W" carry/public "$WORK/public" --jobs 12)
+  bounded "${LIMIT:-420}" "${cmd[@]}"
+  local rc=$?
+  cp "$WORK/public/public.md" "$STEP_DIR/public.md" 2>/dev/null
+  cp "$WORK/public/public.json" "$STEP_DIR/public.json" 2>/dev/null && json_result "$STEP_DIR/public.json" "${cmd[@]}"
+  [ -f "$STEP_DIR/public.json" ] || return 1
+  return $rc
+}
+add trust-differential-public trust_public
 
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
