@@ -2,7 +2,7 @@
 ; captured here. See src/sites.rs for what each role does.
 (expression_statement) @site.after
 (declaration) @site.after
-(return_statement (_) @site.wrap)
+(return_statement (_) @site.return)
 ; `return { a[0], a[1] };`: a braced list cannot be a macro's argument that deduces its type; its
 ; elements are evaluated in order, so the fence wraps the last one.
 (return_statement (initializer_list) @site.list)

@@ -418,6 +418,25 @@ __host__ __device__ __forceinline__ constexpr typename after_result<T>::type aft
   return read;
 }
 
+// WMFIX_AFTER_RETURN: WMFIX_AFTER of a returned value, which may be void (`return f(a[i]);` in
+// a function returning void): a void operand of the comma with a void_value is that void_value,
+// any other the comma below hands on unchanged.
+struct void_value {};
+template <class T>
+__host__ __device__ __forceinline__ constexpr T&& operator,(T&& value, void_value) {
+  return static_cast<T&&>(value);
+}
+template <unsigned Id>
+__host__ __device__ __forceinline__ constexpr void after_return(void_value) {
+#if defined(__CUDA_ARCH__)
+  if (!__builtin_is_constant_evaluated()) fence_at<Id>(nullptr);
+#endif
+}
+template <unsigned Id, class T>
+__host__ __device__ __forceinline__ constexpr typename after_result<T>::type after_return(T&& value) {
+  return after_ref<Id>(static_cast<T&&>(value));
+}
+
 // Records where fence `id`'s access went, for the stressing blocks to aim at: the first time a
 // block runs the access (one lane; later runs and other lanes only test a shared bit), so a hot
 // loop does not hammer the slot. Other blocks and later launches overwrite it. Only global
@@ -463,6 +482,10 @@ class ExitGuard {
 
 }  // namespace
 
+// As std::is_constant_evaluated: true while a constant expression is evaluated, however deep
+// the call; called through a constexpr function, so that a non-constexpr caller gets no warning.
+__host__ __device__ __forceinline__ constexpr bool constant_evaluated() { return __builtin_is_constant_evaluated(); }
+
 }  // namespace wmfix
 
 // ---- what instrumented code uses -------------------------------------------------------------
@@ -470,22 +493,29 @@ class ExitGuard {
 // WMFIX_FENCE_AT(id, lvalue) and WMFIX_FENCE_PTR(id, pointer): WMFIX_FENCE(id), and under
 // aim-str the address of the access it follows, recorded for the stressing blocks. The address
 // expression is evaluated only then, after the fence, and never read or written through.
+// A fence in a constexpr function that a constant expression calls (a static_assert in device
+// code) must not be evaluated there: constant evaluation fences nothing.
 #if defined(__CUDA_ARCH__)
-#define WMFIX_FENCE(id) ::wmfix::fence_at<(id)>(nullptr)
-#define WMFIX_FENCE_EXPR(id) ((void)::wmfix::fence_at<(id)>(nullptr))
-#define WMFIX_FENCE_AT(id, ...)                                                  \
-  do {                                                                           \
-    const volatile void* const wmfix_at_ = ::wmfix::address_of(__VA_ARGS__);   \
-    WMFIX_RACE_ACCESS((id), __VA_ARGS__);                                        \
-    ::wmfix::fence_at<(id)>(wmfix_at_);                                          \
-    if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
+#define WMFIX_CONSTANT_EVALUATED() ::wmfix::constant_evaluated()
+#define WMFIX_FENCE(id) (WMFIX_CONSTANT_EVALUATED() ? (void)0 : ::wmfix::fence_at<(id)>(nullptr))
+#define WMFIX_FENCE_EXPR(id) WMFIX_FENCE(id)
+#define WMFIX_FENCE_AT(id, ...)                                                    \
+  do {                                                                             \
+    if (!WMFIX_CONSTANT_EVALUATED()) {                                             \
+      const volatile void* const wmfix_at_ = ::wmfix::address_of(__VA_ARGS__);   \
+      WMFIX_RACE_ACCESS((id), __VA_ARGS__);                                        \
+      ::wmfix::fence_at<(id)>(wmfix_at_);                                          \
+      if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
+    }                                                                              \
   } while (0)
-#define WMFIX_FENCE_PTR(id, ...)                                                 \
-  do {                                                                           \
-    const volatile void* const wmfix_at_ = (const volatile void*)(__VA_ARGS__); \
-    WMFIX_RACE_ACCESS_PTR((id), __VA_ARGS__);                                    \
-    ::wmfix::fence_at<(id)>(wmfix_at_);                                          \
-    if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
+#define WMFIX_FENCE_PTR(id, ...)                                                   \
+  do {                                                                             \
+    if (!WMFIX_CONSTANT_EVALUATED()) {                                             \
+      const volatile void* const wmfix_at_ = (const volatile void*)(__VA_ARGS__); \
+      WMFIX_RACE_ACCESS_PTR((id), __VA_ARGS__);                                    \
+      ::wmfix::fence_at<(id)>(wmfix_at_);                                          \
+      if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
+    }                                                                              \
   } while (0)
 #else
 #define WMFIX_FENCE(id) ((void)0)
@@ -494,11 +524,12 @@ class ExitGuard {
 #define WMFIX_FENCE_PTR(id, ...) ((void)0)
 #endif
 #if defined(__CUDA_ARCH__)
-#define WMFIX_IN_LOOP(id) ::wmfix::in_loop_on<(id)>()
+#define WMFIX_IN_LOOP(id) (!WMFIX_CONSTANT_EVALUATED() && ::wmfix::in_loop_on<(id)>())
 #else
 #define WMFIX_IN_LOOP(id) true
 #endif
 #define WMFIX_AFTER(id, ...) (::wmfix::after_ref<(id)>(__VA_ARGS__))
+#define WMFIX_AFTER_RETURN(id, ...) (::wmfix::after_return<(id)>(((__VA_ARGS__), ::wmfix::void_value())))
 
 // A statement's other accesses (its fence names one): recorded by a race build, else nothing.
 #if defined(WMFIX_RACE) && defined(__CUDA_ARCH__)

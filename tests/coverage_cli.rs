@@ -175,7 +175,7 @@ fn reference_returns_casts_methods_packs_qualified_calls_and_constexpr_still_bui
     // but the pointer read on the way to it (`o->next`) is.
     for text in [
         "float& operator[](int i) { return d[i]; }",
-        "return WMFIX_AFTER(0, typename W<T>::type(*p));",
+        "return WMFIX_AFTER_RETURN(0, typename W<T>::type(*p));",
         "  o->clear();\n",
         "o->next->clear(); WMFIX_FENCE_AT(",
         // `Is` outside its pack expansion would not compile: the fence names no address.
@@ -183,7 +183,7 @@ fn reference_returns_casts_methods_packs_qualified_calls_and_constexpr_still_bui
         // A call of `lib::advance` reads no `__device__` object called `advance`.
         "  lib::advance(q, 1);\n",
         // In the host pass a wrapped value stays a constant expression.
-        "return WMFIX_AFTER(",
+        "return WMFIX_AFTER_RETURN(",
     ] {
         assert!(k.contains(text), "{text}:\n{k}");
     }
@@ -237,8 +237,8 @@ fn functions_declared_through_qualifier_macros_are_instrumented_and_build() {
     for fenced in [
         "data[0] = v; WMFIX_FENCE_AT(",
         "*flag = 1; WMFIX_FENCE_AT(",
-        "return WMFIX_AFTER(3, p[0] * 2);",
-        "return WMFIX_AFTER(4, p[i]);",
+        "return WMFIX_AFTER_RETURN(3, p[0] * 2);",
+        "return WMFIX_AFTER_RETURN(4, p[i]);",
         // The original text around the edits: the macros are still there.
         "\nBEGIN_NS\nMY_DEVICE void publish(",
     ] {
@@ -312,7 +312,7 @@ fn cccl_shaped_macros_friends_and_braced_defaults_parse_are_fenced_and_build() {
     let lib = std::fs::read_to_string(tree.join("lib.h")).unwrap();
     for fenced in [
         "for (int i = 0; i < 2; ++i) { p[i] = env.n; WMFIX_FENCE_AT(",
-        "const Box* b) { return WMFIX_AFTER(",
+        "const Box* b) { return WMFIX_AFTER_RETURN(",
         "a->v == b->v); }",
         "LIB_TEMPLATE(class T)\nLIB_REQUIRES(",
     ] {
@@ -466,13 +466,13 @@ fn grammar_gaps_of_cccl_parse_are_fenced_and_build() {
     let (_tmp, tree) = inserted(&[("k.cu", GRAMMAR_GAPS)], &["--on-parse-error", "fail"]);
     let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
     for fenced in [
-        "{ return WMFIX_AFTER(0, p[9]); }",
-        "{ return WMFIX_AFTER(1, p[0]); }",
-        "{ return WMFIX_AFTER(2, p[1]); }",
+        "{ return WMFIX_AFTER_RETURN(0, p[9]); }",
+        "{ return WMFIX_AFTER_RETURN(1, p[0]); }",
+        "{ return WMFIX_AFTER_RETURN(2, p[1]); }",
         "auto a = typename Box<T>::U{p[2]}; WMFIX_FENCE_AT(3, p[2]);",
-        "return WMFIX_AFTER(4, a + typename Box<T>::U(p[3]));",
-        "{ return WMFIX_AFTER(5, (0 + ... + ps[4])); }",
-        "{ return WMFIX_AFTER(6, decltype(p[0] + 0){p[5]}); }",
+        "return WMFIX_AFTER_RETURN(4, a + typename Box<T>::U(p[3]));",
+        "{ return WMFIX_AFTER_RETURN(5, (0 + ... + ps[4])); }",
+        "{ return WMFIX_AFTER_RETURN(6, decltype(p[0] + 0){p[5]}); }",
     ] {
         assert!(k.contains(fenced), "{fenced}:\n{k}");
     }
@@ -580,7 +580,7 @@ fn member_pointers_keyword_macros_in_if_groups_and_commented_branches_build() {
         "p[0] = 1; WMFIX_FENCE_AT(",
         "(p[1] = 1; WMFIX_FENCE_AT(",
         "field(s, &S::v); WMFIX_FENCE_AT(",
-        "return WMFIX_AFTER(",
+        "return WMFIX_AFTER_RETURN(",
     ] {
         assert!(k.contains(fenced), "{fenced}:\n{k}");
     }

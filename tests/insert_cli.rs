@@ -14,7 +14,7 @@ fn fences_json(out: &Path, root: &Path) -> serde_json::Value {
     serde_json::from_str(&text.replace(root.to_str().unwrap(), "[ROOT]")).unwrap()
 }
 
-/// Every `WMFIX_FENCE*(id`/`WMFIX_AFTER(id` in the text, grouped by form.
+/// Every `WMFIX_FENCE*(id`/`WMFIX_AFTER*(id` in the text, grouped by form.
 fn fence_ids(text: &str) -> Vec<usize> {
     let mut ids = Vec::new();
     for pat in [
@@ -23,6 +23,7 @@ fn fence_ids(text: &str) -> Vec<usize> {
         "WMFIX_FENCE_PTR(",
         "WMFIX_FENCE_EXPR(",
         "WMFIX_AFTER(",
+        "WMFIX_AFTER_RETURN(",
     ] {
         for (at, _) in text.match_indices(pat) {
             let rest = &text[at + pat.len()..];

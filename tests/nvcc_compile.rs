@@ -152,6 +152,11 @@ fn immutable_variables_braced_returns_and_folds_compile_with_their_fences() {
     }
     assert!(fenced.contains("return {g[0], WMFIX_AFTER("), "{fenced}");
     assert!(
+        fenced.contains("return WMFIX_AFTER_RETURN(") && fenced.contains(", sink(g[0], g));"),
+        "{fenced}"
+    );
+    assert!(fenced.contains("int x = p[0]; WMFIX_FENCE_AT("), "{fenced}");
+    assert!(
         fenced.contains("((dst[Is] = src[Is]), ...); WMFIX_FENCE("),
         "{fenced}"
     );

@@ -98,7 +98,10 @@ fn macro_declared_device_functions_and_library_headers_are_instrumented() {
     );
     assert!(k.contains("WMFIX_FENCE"), "{k}");
     let copy = std::fs::read_to_string(tree.join(".wmfix-include/0/mylib/count.cuh")).unwrap();
-    assert!(copy.contains("WMFIX_AFTER(0, atomicAdd(c, 1))"), "{copy}");
+    assert!(
+        copy.contains("WMFIX_AFTER_RETURN(0, atomicAdd(c, 1))"),
+        "{copy}"
+    );
     assert!(
         !std::fs::read_to_string(lib.join("count.cuh"))
             .unwrap()

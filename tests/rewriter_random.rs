@@ -1618,7 +1618,10 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
             assert_eq!(&text[i..i + 1], ")");
             i += 1;
             found.push((id, line, "comma"));
-        } else if let Some(r) = rest_or_none.strip_prefix("WMFIX_AFTER(") {
+        } else if let Some(r) = rest_or_none
+            .strip_prefix("WMFIX_AFTER(")
+            .or_else(|| rest_or_none.strip_prefix("WMFIX_AFTER_RETURN("))
+        {
             i = text.len() - r.len();
             let id = number(&mut i);
             assert_eq!(&text[i..i + 2], ", ");

@@ -33,6 +33,9 @@ __device__ A first(A a, B) {
   return a;
 }
 
+__device__ void returns_void(const int* p) { (void)p; }
+__device__ void relays_void(const int* p) { return WMFIX_AFTER_RETURN(27, returns_void(p)); }
+
 __host__ __device__ int hd_function(int* p) {
   p[0] = 1;
   WMFIX_FENCE(0);
@@ -51,6 +54,12 @@ __device__ int device_function(const int* p, int i, volatile int* v, const Bits&
   const unsigned b = WMFIX_AFTER(4, bits.a) + WMFIX_AFTER(5, bits.b);
   const int t = WMFIX_AFTER(6, first<int, long>(p[0], 2L));  // a comma inside template arguments
   const Pair pr = WMFIX_AFTER(7, Pair{p[0], p[1]});
+  // A returned value, which may be void: the same types as WMFIX_AFTER's.
+  static_assert(std::is_same<decltype(WMFIX_AFTER_RETURN(2, p[i])), int>::value, "return: prvalue copy");
+  static_assert(std::is_same<decltype(WMFIX_AFTER_RETURN(3, arr)), int*>::value, "return: array decays");
+  static_assert(std::is_same<decltype(WMFIX_AFTER_RETURN(7, Pair{p[0], p[1]})), Pair>::value, "return: class");
+  static_assert(std::is_same<decltype(WMFIX_AFTER_RETURN(4, bits.a)), unsigned>::value, "return: bit-field");
+  static_assert(std::is_same<decltype(WMFIX_AFTER_RETURN(27, returns_void(q))), void>::value, "return: void");
   switch (WMFIX_AFTER(8, p[i])) {
     case 0: return WMFIX_AFTER(9, p[i + 1]);
     default: break;

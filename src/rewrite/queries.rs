@@ -115,6 +115,8 @@ pub enum Capture {
     SiteWrap,
     /// A braced list a `return` returns: its last element is wrapped.
     SiteList,
+    /// A value a `return` returns (it may be void).
+    SiteReturn,
     Store,
     ThreadId,
     Unevaluated,
@@ -127,7 +129,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 57] = [
+    pub const ALL: [Capture; 58] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -176,6 +178,7 @@ impl Capture {
         Capture::SiteStop,
         Capture::SiteWrap,
         Capture::SiteList,
+        Capture::SiteReturn,
         Capture::Store,
         Capture::ThreadId,
         Capture::Unevaluated,
@@ -237,6 +240,7 @@ impl Capture {
             Capture::SiteStop => "site.stop",
             Capture::SiteWrap => "site.wrap",
             Capture::SiteList => "site.list",
+            Capture::SiteReturn => "site.return",
             Capture::Store => "store",
             Capture::ThreadId => "thread_id",
             Capture::Unevaluated => "unevaluated",

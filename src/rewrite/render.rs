@@ -344,7 +344,7 @@ fn hardened_edits<'s>(
         let text = match s.piece {
             Piece::Fence | Piece::LoopFence => guard(format!(" {call}; /* {note} */")),
             Piece::CommaFence => guard(format!(", {call}")),
-            Piece::WrapOpen => "[&] { auto wmfix_value = (".to_string(),
+            Piece::WrapOpen | Piece::ReturnOpen => "[&] { auto wmfix_value = (".to_string(),
             Piece::WrapClose => format!(
                 "); {} return wmfix_value; }}()",
                 guard(format!("{call}; /* {note} */"))
@@ -390,6 +390,7 @@ fn site_edits<'s>(
             Piece::LoopFence => format!(" if (WMFIX_IN_LOOP({id})){fence}"),
             Piece::CommaFence => format!(", WMFIX_FENCE_EXPR({id})"),
             Piece::WrapOpen => format!("WMFIX_AFTER({id}, "),
+            Piece::ReturnOpen => format!("WMFIX_AFTER_RETURN({id}, "),
             Piece::WrapClose => ")".to_string(),
         };
         Edit::insert(s.at, s.slot, text)

@@ -16,6 +16,7 @@ enum Role {
     // Priority order: the first wins when one node has several roles.
     Stop,
     List,
+    Return,
     Wrap,
     Comma,
     IfCond,
@@ -28,6 +29,7 @@ const ROLES: &[(Capture, Role)] = &[
     (Capture::SiteStop, Role::Stop),
     (Capture::SiteWrap, Role::Wrap),
     (Capture::SiteList, Role::List),
+    (Capture::SiteReturn, Role::Return),
     (Capture::SiteComma, Role::Comma),
     (Capture::SiteIfCond, Role::IfCond),
     (Capture::SiteLoopCond, Role::LoopCond),
@@ -46,6 +48,8 @@ pub enum Piece {
     CommaFence,
     /// `WMFIX_AFTER(id, ` before a value...
     WrapOpen,
+    /// ...or `WMFIX_AFTER_RETURN(id, ` before a returned one, which may be void...
+    ReturnOpen,
     /// ...and `)` after it.
     WrapClose,
 }
@@ -440,12 +444,12 @@ fn wrap_start(node: Node) -> usize {
     start
 }
 
-/// `WMFIX_AFTER(id, ` before `node` (at depth `d`) and `)` after it.
-fn wrapped(node: Node, d: usize, out: &mut Vec<Spot>) {
+/// `open` (`WMFIX_AFTER(id, `) before `node` (at depth `d`) and `)` after it.
+fn wrapped(node: Node, d: usize, open: Piece, out: &mut Vec<Spot>) {
     out.push(Spot {
         at: wrap_start(node),
         slot: Slot::open(d, false),
-        piece: Piece::WrapOpen,
+        piece: open,
     });
     out.push(Spot {
         at: node.end_byte(),
@@ -470,11 +474,12 @@ fn spots(found: &Found, roles: &Roles, wrap: &mut dyn FnMut(Deep)) -> Vec<Spot> 
     let (node, d) = (found.site.node, found.site.depth);
     match found.role {
         Role::After => after(found.site, &mut out, wrap),
-        Role::Wrap => wrapped(node, d, &mut out),
+        Role::Wrap => wrapped(node, d, Piece::WrapOpen, &mut out),
+        Role::Return => wrapped(node, d, Piece::ReturnOpen, &mut out),
         Role::List => {
             let n = node.named_child_count();
             if let Some(last) = n.checked_sub(1).and_then(|i| node.named_child(i as u32)) {
-                wrapped(last, d + 1, &mut out);
+                wrapped(last, d + 1, Piece::WrapOpen, &mut out);
             }
         }
         Role::Comma => out.push(Spot {
