@@ -221,6 +221,11 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
         planned.push(p);
     }
     crate::rewrite::reach::mark(&mut planned, &input.root, &copies);
+    warnings.extend(walk::outside_warnings(
+        &input,
+        |rel| planned.iter().any(|p| p.file.rel == rel),
+        |rel| display_path(&opts.paths, &input.root, rel),
+    ));
     Ok(PlannedTree {
         input,
         planned,
