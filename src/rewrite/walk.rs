@@ -215,3 +215,19 @@ pub fn copy_files(input: &InputTree, dest: &Path) -> std::io::Result<()> {
     }
     make_links(input, dest)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_climb_to_the_common_folder() {
+        let rel = |from: &str, to: &str| relative(Path::new(from), Path::new(to));
+        assert_eq!(rel("", "real/k.cuh"), Path::new("real/k.cuh"));
+        assert_eq!(rel("sub", "real/k.cuh"), Path::new("../real/k.cuh"));
+        assert_eq!(rel("a/b", "a/c/k.cuh"), Path::new("../c/k.cuh"));
+        assert_eq!(rel("a/b", "a/b/k.cuh"), Path::new("k.cuh"));
+        assert_eq!(rel("a", ""), Path::new(".."));
+        assert_eq!(rel("", ""), Path::new("."));
+    }
+}
