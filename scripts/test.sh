@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 # cargo-nextest where installed: each test's line as it ends, a SLOW line every 20 s
 # (.config/nextest.toml), the longest tests first; else cargo test, each binary's "Running" line.
 # Either way, heartbeat.py says something after 25 s of silence.
-runner=cargo
+runner=cargo label="cargo test"
 if cargo nextest --version >/dev/null 2>&1; then
-  runner=nextest
+  runner=nextest label="cargo nextest"
 fi
 # Tests that need Chromium or Slurm run where they are here, else the runner reports them
 # skipped; under CI=true a missing one stops here (test-select.sh).
@@ -29,7 +29,7 @@ cargo fmt --check
 status=0
 for command in "${commands[@]}"; do
   echo "wmfix: $command" >&2
-  eval "$command" 2>&1 | scripts/heartbeat.py "cargo $runner" || status=$?
+  eval "$command" 2>&1 | scripts/heartbeat.py "$label" || status=$?
 done
 echo "$notes" >&2
 exit "$status"
