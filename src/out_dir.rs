@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! .wmfix-output  .wmfix-lock  build.stamp  fences.json  original/  tree/  runtime/
+//! .wmfix-new/{tree/, runtime/, fences.json}  .wmfix-incomplete
 //! build-original.log  build-instrumented.log  baseline.log
 //! test/{runs.jsonl, summary.json, logs/, replay-ID.log}  test.old/
 //! reduce/{journal.jsonl, reduce.json, fences.patch, baseline.log, logs/}
@@ -32,6 +33,12 @@ wmfix made this folder: it rewrites and deletes what is inside it. Delete the fo
 const LOCK: &str = ".wmfix-lock";
 const STAMP: &str = "build.stamp";
 const FENCES: &str = "fences.json";
+/// `insert`'s new output, written beside the old one and switched in whole.
+const STAGING: &str = ".wmfix-new";
+/// Present while `insert` switches its new output in: what is there may be a mix of two runs.
+const INCOMPLETE: &str = ".wmfix-incomplete";
+const INCOMPLETE_TEXT: &str = "wmfix insert stopped while it put its new output in place: tree/, runtime/ and fences.json \
+may be a mix of two runs. Do not build tree/: run wmfix insert again (wmfix build, test and reduce instrument again).\n";
 
 /// Every name a wmfix output folder holds at its top level, before and since the marker.
 const OWN_NAMES: &[&str] = &[
@@ -39,6 +46,8 @@ const OWN_NAMES: &[&str] = &[
     LOCK,
     STAMP,
     FENCES,
+    STAGING,
+    INCOMPLETE,
     "original",
     "tree",
     "runtime",
@@ -185,6 +194,40 @@ impl OutDir {
         self.at("report.html")
     }
 
+    /// An empty folder for `insert`'s new output (one a killed insert left is emptied).
+    pub fn staging(&self) -> Result<Staged> {
+        let dir = self.at(STAGING);
+        self.remove(&dir)?;
+        std::fs::create_dir(&dir).map_err(|e| cant_write(&dir, e))?;
+        Ok(Staged(dir))
+    }
+
+    /// Puts the staged `tree/`, `runtime/` and `fences.json` in place of the old ones. The
+    /// marker written first and removed last tells a switch that did not finish; the build
+    /// stamp goes too, since the build it names was in the old tree.
+    pub fn switch_in(&self, staged: Staged) -> Result<()> {
+        let marker = self.at(INCOMPLETE);
+        std::fs::write(&marker, INCOMPLETE_TEXT).map_err(|e| cant_write(&marker, e))?;
+        self.remove(&self.build_stamp())?;
+        let moves = [
+            (staged.tree(), self.tree()),
+            (staged.runtime(), self.runtime()),
+            (staged.fences_json(), self.fences_json()),
+        ];
+        for (new, old) in moves {
+            self.remove(&old)?;
+            self.rename(&new, &old)?;
+        }
+        self.remove(&staged.0)?;
+        self.remove(&marker)
+    }
+
+    /// Whether an insert stopped while switching its output in (see `switch_in`).
+    pub fn incomplete(&self) -> Option<PathBuf> {
+        let marker = self.at(INCOMPLETE);
+        marker.exists().then_some(marker)
+    }
+
     /// Deletes `path` (a file or a folder) if it exists. Only paths inside this marked folder
     /// can be deleted; anything else is a bug, refused.
     pub fn remove(&self, path: &Path) -> Result<()> {
@@ -222,6 +265,21 @@ impl OutDir {
                 ),
             ))
         }
+    }
+}
+
+/// `.wmfix-new/`: where `insert` writes before `OutDir::switch_in`.
+pub struct Staged(PathBuf);
+
+impl Staged {
+    pub fn tree(&self) -> PathBuf {
+        self.0.join("tree")
+    }
+    pub fn runtime(&self) -> PathBuf {
+        self.0.join("runtime")
+    }
+    pub fn fences_json(&self) -> PathBuf {
+        self.0.join(FENCES)
     }
 }
 

@@ -119,3 +119,92 @@ fn a_source_linked_from_outside_the_input_is_instrumented_not_linked() {
             .is_symlink()
     );
 }
+
+/// Checks that `link` in the mirror is relative and reaches (with `file` inside it, for a
+/// folder) a mirrored file holding a fence, never the input's own.
+fn reaches_the_mirror(tree: &Path, link: &str, file: &str) {
+    let at = tree.join(link);
+    let target = std::fs::read_link(&at).unwrap_or_else(|e| panic!("{link}: {e}"));
+    assert!(target.is_relative(), "{link} -> {}", target.display());
+    let through = if file.is_empty() { at } else { at.join(file) };
+    let reached = through.canonicalize();
+    let reached = reached.unwrap_or_else(|e| panic!("{link} -> {}: {e}", target.display()));
+    assert!(
+        reached.starts_with(tree.canonicalize().unwrap()),
+        "{link} -> {} reaches {}",
+        target.display(),
+        reached.display()
+    );
+    let text = std::fs::read_to_string(&reached).unwrap();
+    assert!(text.contains("WMFIX_FENCE"), "{link}: {text}");
+}
+
+/// Issue 44: a link into the input spelt absolute (`k -> /abs/src/k`) kept pointing at the
+/// original, unfenced file, and one up through the input's own name (`../src/k` from `src/`)
+/// at nothing; the build compiled unfenced code or failed. Now both point into the mirror.
+#[test]
+fn links_into_the_input_point_into_the_mirror_however_spelt() {
+    let header = b"__device__ void put(int *a) { a[0] = 1; }\n";
+    let tmp = tree(&[("real/k.cuh", header), ("real/dir/d.cuh", header)]);
+    let app = tmp.path().join("app").canonicalize().unwrap();
+    let link = |target: &Path, at: &str| {
+        let at = app.join(at);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, at).unwrap();
+    };
+    link(&app.join("real/k.cuh"), "abs.cuh");
+    link(&app.join("real/dir"), "absdir");
+    link(Path::new("../../app/real/k.cuh"), "sub/up.cuh");
+    link(Path::new("../app/real/dir"), "updir");
+    let o = insert(tmp.path(), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let out = tmp.path().join("out/tree");
+    reaches_the_mirror(&out, "abs.cuh", "");
+    reaches_the_mirror(&out, "sub/up.cuh", "");
+    reaches_the_mirror(&out, "absdir", "d.cuh");
+    reaches_the_mirror(&out, "updir", "d.cuh");
+}
+
+/// Issue 44: links outside the input are named in a warning where it matters: a CUDA file read
+/// through and instrumented (its original stays unfenced), a folder the mirror links to as it
+/// is. A host header read through unchanged and a data file say nothing.
+#[test]
+fn links_outside_the_input_are_named_in_a_warning() {
+    let tmp = tree(&[(
+        "k.cu",
+        b"#include \"ext.cuh\"\n__global__ void k(int *a) { put(a); }\n",
+    )]);
+    let outside = tmp.path().join("outside");
+    for (rel, text) in [
+        ("ext.cuh", "__device__ void put(int *a) { a[0] = 1; }\n"),
+        ("lib/l.cu", "__global__ void l(int *a) { a[0] = 2; }\n"),
+        ("host.h", "int f(int x);\n"),
+        ("notes.txt", "notes\n"),
+    ] {
+        let p = outside.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let app = tmp.path().join("app");
+    for name in ["ext.cuh", "lib", "host.h", "notes.txt"] {
+        std::os::unix::fs::symlink(outside.join(name), app.join(name)).unwrap();
+    }
+    let o = insert(tmp.path(), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let warned = |name: &str| {
+        err.lines()
+            .any(|l| l.starts_with("warning: ") && l.contains(&format!("app/{name} is a link to")))
+    };
+    assert!(warned("ext.cuh") && warned("lib"), "{err}");
+    assert!(!warned("host.h") && !warned("notes.txt"), "{err}");
+    let out = tmp.path().join("out/tree");
+    let ext = std::fs::read_to_string(out.join("ext.cuh")).unwrap();
+    assert!(ext.contains("a[0] = 1; WMFIX_FENCE_AT("), "{ext}");
+    assert!(
+        std::fs::symlink_metadata(out.join("lib"))
+            .unwrap()
+            .is_symlink()
+    );
+}

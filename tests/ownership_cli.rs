@@ -179,3 +179,133 @@ fn the_default_output_folder_is_beside_the_application() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(tmp.path().join("here/.wmfix-output").is_file());
 }
+
+/// An application of `n` kernels and as many other files, so that `insert` takes long enough
+/// to be stopped part way; its build leaves `built.txt` in the folder it builds.
+fn many_kernels(at: &Path, n: usize) -> PathBuf {
+    let app = at.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("wmfix.toml"),
+        "build = \"touch built.txt\"\nrun = \"true\"\ngpu = false\n",
+    )
+    .unwrap();
+    for i in 0..n {
+        let kernel = format!("__global__ void k{i}(int *a) {{ a[{i}] = {i}; a[0] += a[1]; }}\n");
+        std::fs::write(app.join(format!("k{i}.cu")), kernel).unwrap();
+        std::fs::write(app.join(format!("notes{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    app
+}
+
+/// What a build reads from an output folder: the instrumented tree, runtime and fence list
+/// (a missing one is missing from the list).
+fn output(out: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut all: Vec<_> = ["tree", "runtime", "fences.json"]
+        .iter()
+        .flat_map(|part| walkdir::WalkDir::new(out.join(part)).into_iter().flatten())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let rel = e.path().strip_prefix(out).unwrap().to_path_buf();
+            (rel, std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// The paths where `now` differs from each of two outputs, a few of each.
+fn differences(
+    now: &[(PathBuf, Vec<u8>)],
+    a: &[(PathBuf, Vec<u8>)],
+    b: &[(PathBuf, Vec<u8>)],
+) -> String {
+    let differ = |x: &[(PathBuf, Vec<u8>)]| -> Vec<String> {
+        let x: std::collections::BTreeMap<_, _> = x.iter().cloned().collect();
+        let y: std::collections::BTreeMap<_, _> = now.iter().cloned().collect();
+        let keys: std::collections::BTreeSet<_> = x.keys().chain(y.keys()).collect();
+        let odd = keys.into_iter().filter(|k| x.get(*k) != y.get(*k));
+        odd.take(3).map(|k| k.display().to_string()).collect()
+    };
+    format!("{:?} from one, {:?} from the other", differ(a), differ(b))
+}
+
+/// Issue 44: ctrl-c while `insert` rewrote a folder left the previous `fences.json` beside a
+/// half-written `tree/` and no `runtime/`, marked nowhere; and a folder a build had made kept
+/// its build stamp, so the next `build` took the new, unbuilt tree as built. Now the folder is
+/// always one whole output or marked incomplete, and `build` builds again after an insert.
+#[test]
+fn an_insert_stopped_part_way_leaves_a_whole_output_and_build_builds_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    many_kernels(tmp.path(), 1500);
+    let insert = ["insert", "app", "--out", "out", "--fence", "system"];
+    let t0 = std::time::Instant::now();
+    let o = run(
+        tmp.path(),
+        &["insert", "app", "--out", "new", "--fence", "system"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let whole = t0.elapsed();
+    let new = output(&tmp.path().join("new"));
+    let o = run(tmp.path(), &["build", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = tmp.path().join("out");
+    let built = output(&out);
+    assert!(out.join("tree/built.txt").is_file());
+    let marker = out.join(".wmfix-incomplete");
+    let mut stopped = 0;
+    let trials = 12;
+    for i in 0..trials {
+        let child = wmfix()
+            .current_dir(tmp.path())
+            .args(insert)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(whole * i / trials);
+        // SAFETY: kill(2) sends SIGINT to a process this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let o = child.wait_with_output().unwrap();
+        stopped += usize::from(!o.status.success());
+        let now = output(&out);
+        assert!(
+            marker.is_file() || now == built || now == new,
+            "trial {i}: ctrl-c after {:?} left a mix of two outputs, not marked incomplete: {}",
+            whole * i / trials,
+            differences(&now, &built, &new)
+        );
+    }
+    assert!(
+        stopped > 0,
+        "no insert was stopped: the test proves nothing"
+    );
+    // A whole insert into the built folder: the build must not be taken as up to date.
+    let o = run(tmp.path(), &insert);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!marker.exists());
+    let o = run(tmp.path(), &["build", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(output(&out), built, "build used the insert's unbuilt tree");
+}
+
+/// A folder whose switch did not finish (the marker `insert` writes first and removes last) is
+/// instrumented and built again by `build`, which says so.
+#[test]
+fn build_redoes_a_folder_marked_incomplete() {
+    let tmp = tempfile::tempdir().unwrap();
+    many_kernels(tmp.path(), 2);
+    let o = run(tmp.path(), &["build", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = tmp.path().join("out");
+    let built = output(&out);
+    std::fs::remove_dir_all(out.join("runtime")).unwrap();
+    std::fs::write(out.join(".wmfix-incomplete"), "").unwrap();
+    let o = run(tmp.path(), &["build", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("an insert stopped part way left"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(output(&out), built);
+    assert!(!out.join(".wmfix-incomplete").exists());
+}

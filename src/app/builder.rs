@@ -35,7 +35,16 @@ pub fn build(app: &App, out: &OutDir, scope: FenceScope) -> Result<Built> {
     let original = out.original();
     let instrumented = out.tree();
     let fences_json = out.fences_json();
-    let up_to_date = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp)
+    let incomplete = out.incomplete();
+    if let Some(marker) = &incomplete {
+        eprintln!(
+            "wmfix: an insert stopped part way left {} ({}): instrumenting and building again",
+            out.root().display(),
+            marker.display()
+        );
+    }
+    let up_to_date = incomplete.is_none()
+        && std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp)
         && original.is_dir()
         && instrumented.is_dir()
         && fences_json.is_file();

@@ -221,6 +221,11 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
         planned.push(p);
     }
     crate::rewrite::reach::mark(&mut planned, &input.root, &copies);
+    warnings.extend(walk::outside_warnings(
+        &input,
+        |rel| planned.iter().any(|p| p.file.rel == rel),
+        |rel| display_path(&opts.paths, &input.root, rel),
+    ));
     Ok(PlannedTree {
         input,
         planned,
@@ -368,6 +373,8 @@ fn unplaced_warning(w: &write_back::WrittenBack, total: usize) -> Option<String>
     ))
 }
 
+/// Writes the new output beside the old (`OutDir::staging`) and switches it in whole, so that
+/// an insert stopped part way leaves the old output, or a folder marked incomplete.
 fn write_output(
     out: &OutDir,
     input: &walk::InputTree,
@@ -375,11 +382,21 @@ fn write_output(
     done: &mut Written,
     scope: FenceScope,
 ) -> Result<()> {
+    let staged = out.staging()?;
+    write_staged(&staged, input, copies, done, scope)?;
+    out.switch_in(staged)
+}
+
+fn write_staged(
+    out: &out_dir::Staged,
+    input: &walk::InputTree,
+    copies: &[PathBuf],
+    done: &mut Written,
+    scope: FenceScope,
+) -> Result<()> {
     let cant =
         |p: &Path, e: std::io::Error| fail(exit_code::CANT_WRITE, format!("{}: {e}", p.display()));
-    for dir in [out.tree(), out.runtime()] {
-        out.remove(&dir)?;
-    }
+    std::fs::create_dir_all(out.tree()).map_err(|e| cant(&out.tree(), e))?;
     for rel in copies {
         // fs::copy keeps the permission bits: build scripts stay executable.
         let dest = out.tree().join(rel);

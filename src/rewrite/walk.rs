@@ -11,9 +11,13 @@ pub struct InputTree {
     /// Files, relative to `root`, sorted; links to CUDA files outside `root` among them.
     pub files: Vec<PathBuf>,
     /// Symbolic links (to files or folders), relative to `root`, and the target each mirror
-    /// gets: the link's own text when it stays inside `root`, so the mirror's link points at
-    /// the mirrored (perhaps instrumented) file; else the absolute target it reaches now.
+    /// gets: for a link into `root`, however spelt (absolute, or up through `root`'s own
+    /// name), the relative path to what it reaches, so the mirror's link points at the
+    /// mirrored (perhaps instrumented) file; else the absolute target it reaches now.
     pub links: Vec<(PathBuf, PathBuf)>,
+    /// Links that reach outside `root` and what they reach: the CUDA files read through (in
+    /// `files`) and the links mirrored as links to the original (in `links`).
+    pub outside: Vec<(PathBuf, PathBuf)>,
 }
 
 /// All files under `paths` except those under `skip` (the output directory), `.git`, and
@@ -45,6 +49,7 @@ pub fn collect(paths: &[PathBuf], skip: &Path) -> Result<InputTree> {
     let skip = skip.canonicalize().unwrap_or_else(|_| skip.to_path_buf());
     let mut files = Vec::new();
     let mut links = Vec::new();
+    let mut outside = Vec::new();
     for a in &abs {
         let walker = walkdir::WalkDir::new(a).sort_by_file_name().into_iter();
         let source = |e: &walkdir::DirEntry| {
@@ -55,18 +60,36 @@ pub fn collect(paths: &[PathBuf], skip: &Path) -> Result<InputTree> {
         for entry in walker.filter_entry(source) {
             let entry = entry?;
             let rel = entry.path().strip_prefix(&root).expect("under root");
-            if entry.file_type().is_file() || outside_source(&root, entry.path(), rel) {
+            if entry.file_type().is_file() {
                 files.push(rel.to_path_buf());
-            } else if entry.path_is_symlink() && entry.depth() > 0 {
-                links.push((rel.to_path_buf(), mirrored_target(&root, entry.path())?));
+                continue;
+            }
+            if !entry.path_is_symlink() || entry.depth() == 0 {
+                continue;
+            }
+            let target = mirrored_target(&root, entry.path())?;
+            if target.is_absolute() {
+                outside.push((rel.to_path_buf(), target.clone()));
+            }
+            if outside_source(&root, entry.path(), rel) {
+                files.push(rel.to_path_buf());
+            } else {
+                links.push((rel.to_path_buf(), target));
             }
         }
     }
     files.sort();
     files.dedup();
-    links.sort();
-    links.dedup();
-    Ok(InputTree { root, files, links })
+    for list in [&mut links, &mut outside] {
+        list.sort();
+        list.dedup();
+    }
+    Ok(InputTree {
+        root,
+        files,
+        links,
+        outside,
+    })
 }
 
 /// Whether `path` is a link to a CUDA source or header outside `root`: mirrored as a link, it
@@ -79,17 +102,34 @@ fn outside_source(root: &Path, path: &Path, rel: &Path) -> bool {
             .is_ok_and(|t| t.is_file() && !t.starts_with(root))
 }
 
-/// What a mirrored link at `link`'s place should point to (see `InputTree::links`).
+/// What a mirrored link at `link`'s place should point to (see `InputTree::links`): where it
+/// leads (through other links; where it would lead, if it dangles), relative when that is
+/// inside `root`: spelt as it is, an absolute link or one up through `root`'s own name would
+/// reach the original, unfenced file from the mirror, or nothing.
 fn mirrored_target(root: &Path, link: &Path) -> std::io::Result<PathBuf> {
     let target = std::fs::read_link(link)?;
     let parent = link.parent().expect("a link has a parent");
-    if target.is_relative() && normalized(&parent.join(&target)).starts_with(root) {
-        return Ok(target);
-    }
-    // Outside the tree (or absolute): the mirror sits elsewhere, so point where it points now.
-    Ok(link
+    let reached = link
         .canonicalize()
-        .unwrap_or_else(|_| normalized(&parent.join(&target))))
+        .unwrap_or_else(|_| normalized(&parent.join(&target)));
+    Ok(match reached.strip_prefix(root) {
+        Ok(inside) => relative(parent.strip_prefix(root).expect("under root"), inside),
+        Err(_) => reached,
+    })
+}
+
+/// The path from folder `from` to `to`, both relative to the same folder and without `..`.
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let up = std::iter::repeat_n(std::path::Component::ParentDir, from.len() - common);
+    let path: PathBuf = up.chain(to[common..].iter().copied()).collect();
+    if path.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        path
+    }
 }
 
 /// `a/b/../c` as `a/c`, without asking the file system.
@@ -115,6 +155,32 @@ pub fn make_links(input: &InputTree, dest: &Path) -> std::io::Result<()> {
         std::os::unix::fs::symlink(target, &at)?;
     }
     Ok(())
+}
+
+/// Warnings for the links that reach outside the input: a CUDA file read through and
+/// instrumented (`instrumented(rel)`), whose original other builds may still reach; a folder,
+/// whose CUDA files the mirror reaches unfenced. `shown` is how a path is named.
+pub fn outside_warnings(
+    input: &InputTree,
+    instrumented: impl Fn(&Path) -> bool,
+    shown: impl Fn(&Path) -> PathBuf,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rel, target) in &input.outside {
+        let (link, to) = (shown(rel).display().to_string(), target.display());
+        if input.files.binary_search(rel).is_ok() {
+            if instrumented(rel) {
+                out.push(format!(
+                    "warning: {link} is a link to {to}, outside the input: the mirror has an instrumented copy, the file itself has no fences (a build that reaches it by its own path compiles it unfenced)"
+                ));
+            }
+        } else if target.is_dir() {
+            out.push(format!(
+                "warning: {link} is a link to the folder {to}, outside the input: the mirror links to it as it is, so its CUDA files are not instrumented (give it to wmfix as an input to instrument them)"
+            ));
+        }
+    }
+    out
 }
 
 fn common_parent(paths: &[PathBuf]) -> PathBuf {
@@ -148,4 +214,20 @@ pub fn copy_files(input: &InputTree, dest: &Path) -> std::io::Result<()> {
         std::fs::copy(input.root.join(rel), &to)?;
     }
     make_links(input, dest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_climb_to_the_common_folder() {
+        let rel = |from: &str, to: &str| relative(Path::new(from), Path::new(to));
+        assert_eq!(rel("", "real/k.cuh"), Path::new("real/k.cuh"));
+        assert_eq!(rel("sub", "real/k.cuh"), Path::new("../real/k.cuh"));
+        assert_eq!(rel("a/b", "a/c/k.cuh"), Path::new("../c/k.cuh"));
+        assert_eq!(rel("a/b", "a/b/k.cuh"), Path::new("k.cuh"));
+        assert_eq!(rel("a", ""), Path::new(".."));
+        assert_eq!(rel("", ""), Path::new("."));
+    }
 }
