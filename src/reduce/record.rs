@@ -138,6 +138,9 @@ pub struct Report {
     /// `--oracle race`: what the detection runs decided (the first reduced set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub race: Option<crate::reduce::by_race::RaceStart>,
+    /// `--warm`: the check of warm runs against cold ones, and whether the checks stayed warm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_check: Option<crate::run::warm_check::Agreement>,
 }
 
 impl Report {
