@@ -5,6 +5,7 @@ use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Output;
 
 fn outcomes(out: &Path) -> (BTreeMap<u64, String>, usize) {
     let text = std::fs::read_to_string(out.join("test/runs.jsonl")).unwrap();
@@ -195,24 +196,16 @@ fn reduce_standin(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
     (tmp, app)
 }
 
-fn reduce(
-    app: &Path,
-    out: &str,
-    calls: Option<&str>,
-    extra: &[&str],
-) -> (std::process::Output, Value) {
-    let mut c = wmfix();
-    c.current_dir(app)
-        .env("STANDIN_REQUIRED", "3,7")
+fn reduce(app: &Path, out: &str, env: &[(&str, &str)], extra: &[&str]) -> (Output, Value) {
+    let o = wmfix()
+        .current_dir(app)
+        .envs(env.iter().copied())
         .env("STANDIN_PERCENT", "50")
-        .args([
-            "reduce", ".", "--out", out, "--hours", "1", "--jobs", "1", "--seed", "3",
-        ])
-        .args(extra);
-    if let Some(n) = calls {
-        c.env("STANDIN_CALLS", n);
-    }
-    let o = c.output().unwrap();
+        .args(["reduce", ".", "--out", out, "--hours", "1", "--jobs", "1"])
+        .args(["--seed", "3"])
+        .args(extra)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     let text = std::fs::read_to_string(app.join(out).join("reduce/reduce.json")).unwrap();
     (o, serde_json::from_str(&text).unwrap())
@@ -221,7 +214,8 @@ fn reduce(
 #[test]
 fn reduce_warm_gives_the_cold_result_falling_back_where_warm_runs_err() {
     let (_tmp, app) = reduce_standin(10);
-    let (_, cold) = reduce(&app, "cold", None, &[]);
+    let need = ("STANDIN_REQUIRED", "3,7");
+    let (_, cold) = reduce(&app, "cold", &[need], &[]);
     assert_eq!(
         cold["result"]["fences"],
         serde_json::json!([3, 7]),
@@ -231,7 +225,8 @@ fn reduce_warm_gives_the_cold_result_falling_back_where_warm_runs_err() {
     // Every call after a process's first crashes: a warm reduction kept all 10 fences (its
     // checks' warm runs crashed); it runs cold and finds what the cold one found, from the same
     // runs (one worker: a check that stops at its first error makes as many runs each time).
-    let (o, warm) = reduce(&app, "warm-stale", Some("1"), &["--warm"]);
+    let stale = ("STANDIN_CALLS", "1");
+    let (o, warm) = reduce(&app, "warm-stale", &[need, stale], &["--warm"]);
     for k in ["fences", "unfenced", "runs", "checks", "complete"] {
         assert_eq!(warm["result"][k], cold["result"][k], "{k}: {warm}");
     }
@@ -251,7 +246,7 @@ fn reduce_warm_gives_the_cold_result_falling_back_where_warm_runs_err() {
     );
     // A program whose warm and cold runs agree stays warm: the check's 8 warm runs and 4 cold
     // ones, then the reduction's runs in warm processes, with the cold result.
-    let (o, agreed) = reduce(&app, "warm-fine", None, &["--warm"]);
+    let (o, agreed) = reduce(&app, "warm-fine", &[need], &["--warm"]);
     assert_eq!(agreed["warm_check"]["kept_warm"], true, "{agreed}");
     assert_eq!(agreed["result"]["fences"], cold["result"]["fences"]);
     assert_eq!(agreed["result"]["unfenced"], cold["result"]["unfenced"]);
@@ -263,4 +258,69 @@ fn reduce_warm_gives_the_cold_result_falling_back_where_warm_runs_err() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no warm line: {}", stderr(&o)));
     assert!(served > 8, "{served} warm runs");
+}
+
+/// The race stand-in's detection run: block 0 stores d (fence site 0) and a flag (1); block 1
+/// waits for the flag (2) and copies d (3); no fence between.
+fn racing_trace() -> Vec<u8> {
+    use wmfix::race::format::{Record, flag, kind};
+    let rec = |kind: u8, flags: u8, addr: u64, site: u32, block: u32| {
+        let mut r = Vec::new();
+        let a = u64::from(flags & flag::VALUE != 0);
+        let launch = 9;
+        Record {
+            addr,
+            a,
+            launch,
+            block,
+            site,
+            kind,
+            flags,
+            ..Record::default()
+        }
+        .encode(&mut r);
+        r
+    };
+    let (d, f, out) = (0x7000_0000, 0x7000_0100, 0x7000_0200);
+    let mut t = b"wmfix-race-trace 1 capacity=100 dropped=0\n".to_vec();
+    t.extend(rec(kind::ACCESS, 0, d, 0, 0));
+    t.extend(rec(kind::ACCESS, flag::STRONG | flag::VALUE, f, 1, 0));
+    t.extend(rec(kind::LOAD, flag::STRONG | flag::VALUE, f, 2, 1));
+    t.extend(rec(kind::LOAD, 0, d, 3, 1));
+    t.extend(rec(kind::ACCESS, 0, out, 3, 1));
+    t
+}
+
+#[test]
+fn reduce_warm_by_race_confirms_the_start_set_as_cold_runs_do() {
+    let (tmp, app) = reduce_standin(0);
+    let kernel = common::repo().join("tests/fixtures/race-standin/kernel.cu");
+    std::fs::copy(kernel, app.join("kernel.cu")).unwrap();
+    let trace = tmp.path().join("trace.bin");
+    std::fs::write(&trace, racing_trace()).unwrap();
+    let env = [
+        ("STANDIN_REQUIRED", "0,2"),
+        ("STANDIN_TRACE", trace.to_str().unwrap()),
+    ];
+    let (_, cold) = reduce(&app, "cold", &env, &["--oracle", "race"]);
+    assert_eq!(cold["race"]["fences"], serde_json::json!([0, 2]), "{cold}");
+    assert_eq!(
+        cold["result"]["fences"],
+        serde_json::json!([0, 2]),
+        "{cold}"
+    );
+    // The stress confirmation of the start set runs cold, as the warm runs crash.
+    let stale = [&env[..], &[("STANDIN_CALLS", "1")]].concat();
+    let (o, warm) = reduce(&app, "warm", &stale, &["--oracle", "race", "--warm"]);
+    for k in [
+        "fences",
+        "complete",
+        "every_fence_checked",
+        "stability_runs",
+        "unfenced",
+    ] {
+        assert_eq!(warm["result"][k], cold["result"][k], "{k}: {warm}");
+    }
+    cold_line(&o);
+    assert_eq!(warm["warm_check"]["kept_warm"], false, "{warm}");
 }
