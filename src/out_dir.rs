@@ -150,6 +150,10 @@ impl OutDir {
     pub fn warm(&self) -> PathBuf {
         self.at("warm")
     }
+    /// The logs of the erring runs of the check of warm runs against cold ones.
+    pub fn warm_check(&self) -> PathBuf {
+        self.at("warm/check")
+    }
     /// The runtime headers the instrumented files include.
     pub fn runtime(&self) -> PathBuf {
         self.at("runtime")

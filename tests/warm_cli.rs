@@ -2,8 +2,10 @@
 
 mod common;
 use common::*;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Output;
 
 fn outcomes(out: &Path) -> (BTreeMap<u64, String>, usize) {
     let text = std::fs::read_to_string(out.join("test/runs.jsonl")).unwrap();
@@ -18,6 +20,18 @@ fn outcomes(out: &Path) -> (BTreeMap<u64, String>, usize) {
         warm += usize::from(r["warm"].as_bool() == Some(true));
     }
     (by_seed, warm)
+}
+
+/// `summary.json`'s check of warm runs against cold ones.
+fn warm_check(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("test/summary.json")).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["warm_check"].clone()
+}
+
+/// A side of that check: (runs, errors).
+fn runs_errs(side: &Value) -> (u64, u64) {
+    let n = |k: &str| side[k].as_u64().unwrap();
+    (n("runs"), n("fail") + n("timeout") + n("crash"))
 }
 
 fn test(app: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
@@ -54,10 +68,20 @@ fn warm_runs_record_what_cold_runs_record_in_fewer_processes() {
     assert_eq!((cold_warm, warm_warm), (0, 40));
     let fails = cold_runs.values().filter(|o| *o == "fail").count();
     assert!((5..35).contains(&fails), "{fails} of 40 failed");
-    // A process serves runs until one fails: at most one per failure, plus one per worker.
+    // Warm and cold runs agreed with every fence in the check (8 warm runs, 4 cold): the runs
+    // stayed warm, and the check's line said so.
+    let check = warm_check(&warm_out);
+    assert_eq!(check["kept_warm"], true, "{check}");
+    assert_eq!(
+        (runs_errs(&check["warm"]), runs_errs(&check["cold"])),
+        ((8, 0), (4, 0))
+    );
+    assert!(stderr(&warm).contains("--warm: warm runs agree with cold ones"));
+    // A process serves runs until one fails: at most one per failure, plus one per worker (the
+    // check's process goes on serving the test's runs).
     let line = stderr(&warm)
         .lines()
-        .find(|l| l.contains("warm: 40 runs in "))
+        .find(|l| l.contains("warm: 48 runs in "))
         .map(str::to_string)
         .unwrap_or_else(|| panic!("no warm line in {}", stderr(&warm)));
     let processes: usize = line
@@ -92,4 +116,211 @@ fn warm_is_refused_with_a_launcher_or_a_shell_command() {
     let o = test(&app, &out, &["--warm"]);
     assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
     assert!(stderr(&o).contains("plain words"), "{}", stderr(&o));
+}
+
+/// The stand-in's line of `--warm` falling back to cold runs: there must be one, said once.
+fn cold_line(o: &std::process::Output) -> String {
+    let err = stderr(o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("--warm: running cold"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    lines[0].to_string()
+}
+
+#[test]
+fn warm_runs_that_err_where_cold_ones_pass_fall_back_to_cold_runs() {
+    let (tmp, app) = fixture("warm-standin");
+    let cold_out = tmp.path().join("cold");
+    let cold = test(&app, &cold_out, &[]);
+    assert_eq!(cold.status.code(), Some(2), "{}", stderr(&cold));
+    let (cold_runs, _) = outcomes(&cold_out);
+    // STANDIN_CALLS=1: every call of main after the first in a process crashes, as a program
+    // written to run once a process; =7: only its 8th, which the check's 8 warm runs in one
+    // process reach.
+    for calls in ["1", "7"] {
+        let out = tmp.path().join(format!("warm-{calls}"));
+        let o = wmfix()
+            .current_dir(&app)
+            .env("STANDIN_CALLS", calls)
+            .args([
+                "test",
+                ".",
+                "--out",
+                out.to_str().unwrap(),
+                "--env",
+                "sys-str+",
+            ])
+            .args([
+                "--runs", "40", "--seed", "1", "--jobs", "2", "--warm", "--json",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let (runs, warm) = outcomes(&out);
+        assert_eq!(
+            runs, cold_runs,
+            "STANDIN_CALLS={calls}: the cold runs' outcomes"
+        );
+        assert_eq!(warm, 0, "no run was warm");
+        let line = cold_line(&o);
+        assert!(line.contains("0 of 4 cold runs"), "{line}");
+        assert!(line.contains("runs/hour a worker cold against"), "{line}");
+        let check = warm_check(&out);
+        assert_eq!(check["kept_warm"], false, "{check}");
+        assert_eq!(runs_errs(&check["cold"]), (4, 0), "{check}");
+        let (n, errs) = runs_errs(&check["warm"]);
+        assert_eq!((n, errs > 0), (8, true), "{check}");
+        assert_eq!(check["warm"]["crash"].as_u64(), Some(errs), "{check}");
+        // --json says it too, and reads back.
+        let doc: wmfix::cmd::test::TestJson = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(doc.warm_check.map(|c| c.kept_warm), Some(false));
+        let served = stderr(&o).lines().any(|l| l.starts_with("wmfix: warm: "));
+        assert!(!served, "no warm runs: {}", stderr(&o));
+    }
+}
+
+/// The stand-in with `n` fence sites in kernel.cu, its bug fixed by the fences `3,7`.
+fn reduce_standin(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (tmp, app) = fixture("warm-standin");
+    let body: String = (0..n).map(|i| format!("  a[{i}] = {i};\n")).collect();
+    std::fs::write(
+        app.join("kernel.cu"),
+        format!("__global__ void k(int *a) {{\n{body}}}\n"),
+    )
+    .unwrap();
+    let toml = app.join("wmfix.toml");
+    let cfg = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("sources = [\"kernel.cu\"]\n{cfg}")).unwrap();
+    (tmp, app)
+}
+
+fn reduce(app: &Path, out: &str, env: &[(&str, &str)], extra: &[&str]) -> (Output, Value) {
+    let o = wmfix()
+        .current_dir(app)
+        .envs(env.iter().copied())
+        .env("STANDIN_PERCENT", "50")
+        .args(["reduce", ".", "--out", out, "--hours", "1", "--jobs", "1"])
+        .args(["--seed", "3"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(app.join(out).join("reduce/reduce.json")).unwrap();
+    (o, serde_json::from_str(&text).unwrap())
+}
+
+#[test]
+fn reduce_warm_gives_the_cold_result_falling_back_where_warm_runs_err() {
+    let (_tmp, app) = reduce_standin(10);
+    let need = ("STANDIN_REQUIRED", "3,7");
+    let (_, cold) = reduce(&app, "cold", &[need], &[]);
+    assert_eq!(
+        cold["result"]["fences"],
+        serde_json::json!([3, 7]),
+        "{cold}"
+    );
+    assert!(cold.get("warm_check").is_none(), "{cold}");
+    // Every call after a process's first crashes: a warm reduction kept all 10 fences (its
+    // checks' warm runs crashed); it runs cold and finds what the cold one found, from the same
+    // runs (one worker: a check that stops at its first error makes as many runs each time).
+    let stale = ("STANDIN_CALLS", "1");
+    let (o, warm) = reduce(&app, "warm-stale", &[need, stale], &["--warm"]);
+    for k in ["fences", "unfenced", "runs", "checks", "complete"] {
+        assert_eq!(warm["result"][k], cold["result"][k], "{k}: {warm}");
+    }
+    cold_line(&o);
+    let check = &warm["warm_check"];
+    assert_eq!(check["kept_warm"], false, "{check}");
+    assert_eq!(
+        runs_errs(&check["warm"]),
+        (8, 4),
+        "every 2nd call crashed: {check}"
+    );
+    assert_eq!(runs_errs(&check["cold"]), (4, 0), "{check}");
+    assert!(
+        stdout(&o).contains("warm: --warm: running cold"),
+        "{}",
+        stdout(&o)
+    );
+    // A program whose warm and cold runs agree stays warm: the check's 8 warm runs and 4 cold
+    // ones, then the reduction's runs in warm processes, with the cold result.
+    let (o, agreed) = reduce(&app, "warm-fine", &[need], &["--warm"]);
+    assert_eq!(agreed["warm_check"]["kept_warm"], true, "{agreed}");
+    assert_eq!(agreed["result"]["fences"], cold["result"]["fences"]);
+    assert_eq!(agreed["result"]["unfenced"], cold["result"]["unfenced"]);
+    assert_eq!(agreed["result"]["runs"], cold["result"]["runs"]);
+    let served: u64 = stderr(&o)
+        .lines()
+        .find_map(|l| l.strip_prefix("wmfix: warm: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no warm line: {}", stderr(&o)));
+    assert!(served > 8, "{served} warm runs");
+}
+
+/// The race stand-in's detection run: block 0 stores d (fence site 0) and a flag (1); block 1
+/// waits for the flag (2) and copies d (3); no fence between.
+fn racing_trace() -> Vec<u8> {
+    use wmfix::race::format::{Record, flag, kind};
+    let rec = |kind: u8, flags: u8, addr: u64, site: u32, block: u32| {
+        let mut r = Vec::new();
+        let a = u64::from(flags & flag::VALUE != 0);
+        let launch = 9;
+        Record {
+            addr,
+            a,
+            launch,
+            block,
+            site,
+            kind,
+            flags,
+            ..Record::default()
+        }
+        .encode(&mut r);
+        r
+    };
+    let (d, f, out) = (0x7000_0000, 0x7000_0100, 0x7000_0200);
+    let mut t = b"wmfix-race-trace 1 capacity=100 dropped=0\n".to_vec();
+    t.extend(rec(kind::ACCESS, 0, d, 0, 0));
+    t.extend(rec(kind::ACCESS, flag::STRONG | flag::VALUE, f, 1, 0));
+    t.extend(rec(kind::LOAD, flag::STRONG | flag::VALUE, f, 2, 1));
+    t.extend(rec(kind::LOAD, 0, d, 3, 1));
+    t.extend(rec(kind::ACCESS, 0, out, 3, 1));
+    t
+}
+
+#[test]
+fn reduce_warm_by_race_confirms_the_start_set_as_cold_runs_do() {
+    let (tmp, app) = reduce_standin(0);
+    let kernel = common::repo().join("tests/fixtures/race-standin/kernel.cu");
+    std::fs::copy(kernel, app.join("kernel.cu")).unwrap();
+    let trace = tmp.path().join("trace.bin");
+    std::fs::write(&trace, racing_trace()).unwrap();
+    let env = [
+        ("STANDIN_REQUIRED", "0,2"),
+        ("STANDIN_TRACE", trace.to_str().unwrap()),
+    ];
+    let (_, cold) = reduce(&app, "cold", &env, &["--oracle", "race"]);
+    assert_eq!(cold["race"]["fences"], serde_json::json!([0, 2]), "{cold}");
+    assert_eq!(
+        cold["result"]["fences"],
+        serde_json::json!([0, 2]),
+        "{cold}"
+    );
+    // The stress confirmation of the start set runs cold, as the warm runs crash.
+    let stale = [&env[..], &[("STANDIN_CALLS", "1")]].concat();
+    let (o, warm) = reduce(&app, "warm", &stale, &["--oracle", "race", "--warm"]);
+    for k in [
+        "fences",
+        "complete",
+        "every_fence_checked",
+        "stability_runs",
+        "unfenced",
+    ] {
+        assert_eq!(warm["result"][k], cold["result"][k], "{k}: {warm}");
+    }
+    cold_line(&o);
+    assert_eq!(warm["warm_check"]["kept_warm"], false, "{warm}");
 }

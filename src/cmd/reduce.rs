@@ -102,6 +102,12 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         .mps
         .then(|| crate::run::mps::Mps::start(&out.mps()))
         .transpose()?;
+    let run_env: Vec<(String, String)> = profile
+        .env()
+        .into_iter()
+        .chain(mps.iter().flat_map(|m| m.env()))
+        .collect();
+    let (warm, warm_check) = check_warm(warm, &app, &out, &built.instrumented, &run_env, opts)?;
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
     let structure = structure(&records);
@@ -127,11 +133,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         jobs: opts.jobs,
         gpus: opts.gpus.clone(),
         seed: opts.seed,
-        run_env: profile
-            .env()
-            .into_iter()
-            .chain(mps.iter().flat_map(|m| m.env()))
-            .collect(),
+        run_env,
         every_fence: all.difference(&structure.unreachable).copied().collect(),
         warm: warm.as_ref(),
     };
@@ -245,9 +247,37 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         sanity,
         model,
         race,
+        warm_check,
     };
     report.save(&out)?;
     Ok(report)
+}
+
+/// `--warm`: the pool the checks get after the check of warm runs against cold ones (none when
+/// they disagree), and that check (`run::warm_check`).
+fn check_warm(
+    warm: Option<crate::run::warm::Pool>,
+    app: &App,
+    out: &OutDir,
+    tree: &Path,
+    run_env: &[(String, String)],
+    opts: &Options,
+) -> Result<(
+    Option<crate::run::warm::Pool>,
+    Option<crate::run::warm_check::Agreement>,
+)> {
+    let logs = out.warm_check();
+    let batch = crate::run::batch::Batch {
+        app,
+        tree,
+        jobs: opts.jobs,
+        gpus: &opts.gpus,
+        logs: &logs,
+        env: run_env,
+        warm: None,
+    };
+    out.remove(&logs)?;
+    crate::run::warm_check::settle(warm, &batch, &logs, opts.env, opts.seed)
 }
 
 /// `--oracle race`: the detection runs' start set, said on stderr.
@@ -558,6 +588,9 @@ pub fn summary(r: &Report, with_race: bool) -> String {
     }
     if let Some(why) = r.sanity.describe("reduction") {
         s += &format!("sanity: {why}\n");
+    }
+    if let Some(w) = r.warm_check.as_ref().filter(|w| !w.kept_warm) {
+        s += &format!("warm: {}\n", w.line());
     }
     for f in &r.library_fences {
         s += &format!(

@@ -150,6 +150,7 @@ mod tests {
             profile: None,
             sanity: Default::default(),
             steps: 10,
+            warm_check: None,
         };
         let text = serde_json::to_string(&written).unwrap();
         let read: test_table::Summary = serde_json::from_str(&text).unwrap();

@@ -12,6 +12,7 @@ use crate::run::coverage::{self, Coverage};
 use crate::run::environment::TestEnv;
 use crate::run::profile::ProfileUsed;
 use crate::run::trial::{self, Outcome, RunRecord};
+use crate::run::warm_check;
 use crate::stats;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -85,6 +86,9 @@ pub struct Summary {
     /// Steps a run (1 in tests made before wmfix counted them).
     #[serde(default = "crate::app::config::default_steps")]
     pub steps: u32,
+    /// `--warm`: the check of warm runs against cold ones, and whether the runs stayed warm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_check: Option<warm_check::Agreement>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -177,15 +181,21 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         .create(true)
         .append(true)
         .open(files.runs())?;
-    let batch = Batch {
+    let mut batch = Batch {
         app: &app,
         tree: &built.instrumented,
         jobs: opts.jobs,
         gpus: &opts.gpus,
         logs: &logs,
         env: &run_env,
-        warm: warm.as_ref(),
+        warm: None,
     };
+    out.remove(&out.warm_check())?;
+    let (warm, warm_check) = match opts.envs.first() {
+        Some(&env) => warm_check::settle(warm, &batch, &out.warm_check(), env, opts.seed)?,
+        None => (warm, None),
+    };
+    batch.warm = warm.as_ref();
     let mut summary = Summary {
         app: app.root.clone(),
         fences: opts.fences.clone(),
@@ -198,6 +208,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         profile: Some(profile),
         sanity,
         steps: app.config.steps,
+        warm_check,
     };
     let mut next_id = previous.records.iter().map(|r| r.id + 1).max().unwrap_or(0);
     for (k, env) in opts.envs.iter().enumerate() {
@@ -449,6 +460,9 @@ pub struct TestJson {
     /// Steps a run.
     #[serde(default = "crate::app::config::default_steps")]
     pub steps: u32,
+    /// `--warm`: the check of warm runs against cold ones (as in `summary.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_check: Option<warm_check::Agreement>,
 }
 
 impl TableRow {
@@ -729,6 +743,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         rows: table_rows(&summary),
         sanity: summary.sanity.clone(),
         steps: summary.steps,
+        warm_check: summary.warm_check.clone(),
     };
     super::report(args.json, &doc, &human);
     if summary.interrupted {

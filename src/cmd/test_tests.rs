@@ -32,6 +32,7 @@ fn a_row_is_written_and_shown_field_by_field_in_order() {
         profile: None,
         sanity: Default::default(),
         steps: 1,
+        warm_check: None,
     };
     assert_eq!(
         serde_json::to_string(&table_rows(&summary)).unwrap(),

@@ -146,6 +146,9 @@ pub struct Report {
     /// Where this reduction and a race detection of the same build disagree (`reduce::why`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disagreement: Vec<String>,
+    /// `--warm`: the check of warm runs against cold ones, and whether the checks stayed warm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_check: Option<crate::run::warm_check::Agreement>,
 }
 
 impl Report {

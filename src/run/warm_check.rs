@@ -1,0 +1,222 @@
+//! Whether warm runs may stand for cold ones (`--warm`). A program written to run once a process
+//! (state in module-scope variables, `cudaDeviceReset`, `exit()`, leaks) may err when its `main`
+//! is called again in the same process where a fresh process passes. So before any run a
+//! decision rests on, the build the command runs is run both ways with every fence on, under the
+//! command's environment: `WARM_RUNS` warm runs one after another in one process (its 2nd to
+//! 8th calls of `main` are seen), and `COLD_RUNS` cold runs of the first of those seeds. Where
+//! the warm runs err more often than the cold ones, the command runs cold: a false alarm costs
+//! speed, a missed one a wrong answer.
+//!
+//! After the check, a warm run that errs is taken as the program's error. Its process ends with
+//! the error, so the next run starts from a fresh process as a cold one does; and the program
+//! passed its 2nd to 8th calls in one process in the check, so the error is not the one a second
+//! call of `main` gives. A program whose state breaks only after many more calls (a leak filling
+//! the GPU) is not ruled out: the check stays small so that `--warm` stays cheap.
+
+use crate::fences::set::FenceSet;
+use crate::run::batch::{self, Batch, Budget};
+use crate::run::counts::Counts;
+use crate::run::environment::TestEnv;
+use crate::run::trial::{RunRecord, TrialSpec};
+use crate::run::warm::Pool;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Warm runs of the check, all in one process.
+pub const WARM_RUNS: usize = 8;
+/// Cold runs of the check: the first of the warm runs' seeds, a process each.
+pub const COLD_RUNS: usize = 4;
+/// The seed stream of the check's runs (`rng::seed`): apart from the command's own runs.
+const SEEDS: u64 = u64::MAX;
+
+/// One side of the check: how its runs ended and what a run took.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Mean seconds a run.
+    pub seconds_a_run: f64,
+}
+
+impl Side {
+    /// Runs an hour of one worker at this side's measured seconds a run.
+    pub fn runs_an_hour(&self) -> f64 {
+        3600.0 / self.seconds_a_run.max(1e-9)
+    }
+}
+
+/// The check of warm runs against cold ones, as `summary.json` and `reduce.json` record it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    /// The check's runs had every fence on.
+    pub fences: FenceSet,
+    pub warm: Side,
+    pub cold: Side,
+    /// The command's runs were warm: the check's warm runs erred no more often than its cold
+    /// ones. False: they ran cold.
+    pub kept_warm: bool,
+}
+
+impl Agreement {
+    /// The one line the command says about the check.
+    pub fn line(&self) -> String {
+        let (w, c) = (&self.warm.counts, &self.cold.counts);
+        let seen = format!(
+            "with every fence under {}, {} of {} warm runs in one process erred{} and {} of {} cold runs of the same seeds",
+            w.env,
+            w.errors(),
+            w.runs,
+            how(w),
+            c.errors(),
+            c.runs
+        );
+        if self.kept_warm {
+            return format!(
+                "--warm: warm runs agree with cold ones ({seen}; {:.3} s a warm run, {:.3} s a cold one)",
+                self.warm.seconds_a_run, self.cold.seconds_a_run
+            );
+        }
+        format!(
+            "--warm: running cold, as warm runs err where cold ones do not ({seen}): the program does not take its main being called again in one process (module-scope state, cudaDeviceReset, exit, leaks); this costs {:.0} runs/hour a worker cold against {:.0} warm, as measured in the check",
+            self.cold.runs_an_hour(),
+            self.warm.runs_an_hour()
+        )
+    }
+}
+
+/// " (3 crashed, 1 failed)" for a side with errors.
+fn how(c: &Counts) -> String {
+    let parts: Vec<String> = [
+        (c.crash, "crashed"),
+        (c.fail, "failed"),
+        (c.timeout, "timed out"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, w)| format!("{n} {w}"))
+    .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(" ({})", parts.join(", "))
+}
+
+/// The pool the command's runs get after the check, and the check; without `--warm` (`pool`
+/// none), neither. `batch` is the command's (its `warm` unused); the check's erring runs keep
+/// their logs in `logs`. Says the check's line on stderr.
+pub fn settle(
+    pool: Option<Pool>,
+    batch: &Batch,
+    logs: &Path,
+    env: TestEnv,
+    seed: u64,
+) -> Result<(Option<Pool>, Option<Agreement>)> {
+    let Some(pool) = pool else {
+        return Ok((None, None));
+    };
+    let agreement = check(&pool, batch, logs, env, seed)?;
+    eprintln!("wmfix: {}", agreement.line());
+    // Dropping the pool ends its processes.
+    Ok((agreement.kept_warm.then_some(pool), Some(agreement)))
+}
+
+fn check(pool: &Pool, batch: &Batch, logs: &Path, env: TestEnv, seed: u64) -> Result<Agreement> {
+    let spec = |i: usize| TrialSpec::new(env, crate::rng::seed(seed, SEEDS, i), &FenceSet::All);
+    // One worker: the warm runs go to one process, one after another, while they pass.
+    let warm_batch = Batch {
+        jobs: 1,
+        logs,
+        warm: Some(pool),
+        ..*batch
+    };
+    let warm = side(&warm_batch, WARM_RUNS, 0, &spec)?;
+    let cold_batch = Batch {
+        logs,
+        warm: None,
+        ..*batch
+    };
+    let cold = side(&cold_batch, COLD_RUNS, WARM_RUNS, &spec)?;
+    let (w, c) = (&warm.counts, &cold.counts);
+    let kept_warm = w.errors() * c.runs <= c.errors() * w.runs;
+    Ok(Agreement {
+        fences: FenceSet::All,
+        warm,
+        cold,
+        kept_warm,
+    })
+}
+
+/// `runs` runs of the batch, ids from `first_id`; all of them, or ctrl-c's error.
+fn side(
+    batch: &Batch,
+    runs: usize,
+    first_id: usize,
+    spec: &(dyn Fn(usize) -> TrialSpec + Sync),
+) -> Result<Side> {
+    let mut counts = Counts {
+        env: spec(0).env.to_string(),
+        ..Counts::default()
+    };
+    let mut seconds = 0.0;
+    batch::run(
+        batch,
+        Budget::Runs(runs),
+        first_id,
+        spec,
+        &mut |r: RunRecord| {
+            counts.add(r.outcome);
+            seconds += r.duration_s;
+            true
+        },
+    )?;
+    if counts.runs < runs {
+        return Err(crate::interrupt::stopped(
+            "during the check of warm runs against cold ones",
+        ));
+    }
+    Ok(Side {
+        counts,
+        seconds_a_run: seconds / runs as f64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(env: &str, pass: usize, crash: usize, seconds: f64) -> Side {
+        Side {
+            counts: Counts {
+                env: env.into(),
+                runs: pass + crash,
+                pass,
+                crash,
+                ..Counts::default()
+            },
+            seconds_a_run: seconds,
+        }
+    }
+
+    #[test]
+    fn the_line_says_why_runs_go_cold_and_what_it_costs() {
+        let a = Agreement {
+            fences: FenceSet::All,
+            warm: side("sys-str+", 4, 4, 0.02),
+            cold: side("sys-str+", 4, 0, 0.36),
+            kept_warm: false,
+        };
+        let line = a.line();
+        assert!(line.starts_with("--warm: running cold"), "{line}");
+        assert!(
+            line.contains("4 of 8 warm runs in one process erred (4 crashed)"),
+            "{line}"
+        );
+        assert!(line.contains("0 of 4 cold runs"), "{line}");
+        assert!(
+            line.contains("10000 runs/hour a worker cold against 180000 warm"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+    }
+}
