@@ -299,40 +299,8 @@ fn race_start(
         ..Default::default()
     };
     let found = by_race::start(app, out, original, how, &detect, &reachable, resume)?;
-    eprintln!("wmfix: {}", race_line(&found));
+    eprintln!("wmfix: {}", why::race_line(&found));
     Ok(Some(found))
-}
-
-fn race_line(r: &RaceStart) -> String {
-    let ids: Vec<String> = r.fences.iter().map(|f| f.to_string()).collect();
-    let mut s = format!(
-        "race oracle: {} racing place pairs in {} detection run(s) ({} events, {:.1} s), {} of them ordered by no fence; start set {{{}}} after {} detections ({:.1} s)",
-        r.races,
-        r.traces,
-        r.events,
-        r.run_seconds,
-        r.unordered_by_any_fence,
-        ids.join(", "),
-        r.detections,
-        r.seconds
-    );
-    if !r.complete {
-        s += &format!(
-            "; NOT every event checked ({} not recorded or of a launch cut short; --race-trace-memory, --race-events): the races found stand, others may be missed",
-            r.dropped
-        );
-    }
-    if !r.store_load.is_empty() {
-        let ids: Vec<String> = r.store_load.iter().map(|f| f.to_string()).collect();
-        s += &format!(
-            "; of them {{{}}} between a store and a later flag load (store buffering, which no race shows)",
-            ids.join(", ")
-        );
-    }
-    if !r.note.is_empty() {
-        s += &format!("; {}", r.note);
-    }
-    s
 }
 
 /// The fences the PTX memory model requires beside `kept` (reduce/model.rs).
@@ -506,7 +474,7 @@ fn hms(seconds: f64) -> String {
 pub fn summary(r: &Report, with_race: bool) -> String {
     let res = &r.result;
     let mut s = match &r.race {
-        Some(race) if with_race => race_line(race) + "\n",
+        Some(race) if with_race => why::race_line(race) + "\n",
         _ => String::new(),
     };
     s += &format!(

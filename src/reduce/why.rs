@@ -117,3 +117,36 @@ fn detected(out: &OutDir) -> Option<Ids> {
         .map(|v| v.as_u64().map(|n| FenceId(n as usize)))
         .collect()
 }
+
+/// The race oracle's line: what the detection runs decided.
+pub fn race_line(r: &RaceStart) -> String {
+    let ids: Vec<String> = r.fences.iter().map(|f| f.to_string()).collect();
+    let mut s = format!(
+        "race oracle: {} racing place pairs in {} detection run(s) ({} events, {:.1} s), {} of them ordered by no fence; start set {{{}}} after {} detections ({:.1} s)",
+        r.races,
+        r.traces,
+        r.events,
+        r.run_seconds,
+        r.unordered_by_any_fence,
+        ids.join(", "),
+        r.detections,
+        r.seconds
+    );
+    if !r.complete {
+        s += &format!(
+            "; NOT every event checked ({} not recorded or of a launch cut short; --race-trace-memory, --race-events): the races found stand, others may be missed",
+            r.dropped
+        );
+    }
+    if !r.store_load.is_empty() {
+        let ids: Vec<String> = r.store_load.iter().map(|f| f.to_string()).collect();
+        s += &format!(
+            "; of them {{{}}} between a store and a later flag load (store buffering, which no race shows)",
+            ids.join(", ")
+        );
+    }
+    if !r.note.is_empty() {
+        s += &format!("; {}", r.note);
+    }
+    s
+}
