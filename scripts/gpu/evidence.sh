@@ -935,6 +935,19 @@ trust_reduce_one() {
   return $rc
 }
 add trust-reduce-race-sdk-red-nf-one trust_reduce_one
+# The same under PTX strictly (`--strict`: the last block's barrier completes no acquire, so the
+# reader side needs its fence too), at 256 blocks and at 16, where stress shows the race less.
+trust_reduce_strict() { # trust_reduce_strict BLOCKS
+  local copy=$WORK/sdk-red-nf-one-strict-$1
+  rm -rf "$copy" && cp -r case-studies/sdk-red-nf "$copy" || return 1
+  sed -i "s|^run = .*|run = \"./red $1 256 65536 1\"|" "$copy/wmfix.toml"
+  STUDY_DIR=$copy reduce_study sdk-red-nf --oracle race --strict --mps
+  local rc=$?
+  cp "$WORK/$STEP/reduce/race-start.json" "$STEP_DIR/" 2>/dev/null
+  return $rc
+}
+add trust-reduce-race-strict-sdk-red-nf-one trust_reduce_strict 256
+add trust-reduce-race-strict-sdk-red-nf-one-16 trust_reduce_strict 16
 # The same at sdk-red-nf's own 300 reductions a run (237 M events, now checked whole where the
 # reductions of 2026-11-27 read the first 4 M), its stress confirmation warm.
 trust_reduce_full() {

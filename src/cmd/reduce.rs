@@ -296,6 +296,7 @@ fn race_start(
     let reachable = all.difference(&structure.unreachable).copied().collect();
     let detect = crate::race::detect::Options {
         fence_scope: opts.scope.into(),
+        barrier_acquires: !how.strict,
         ..Default::default()
     };
     let found = by_race::start(app, out, original, how, &detect, &reachable, resume)?;
@@ -698,6 +699,10 @@ pub struct Args {
     /// unless `--race-events` is given.
     #[arg(long, default_value = "0.25")]
     race_trace_memory: crate::cmd::values::TraceShare,
+    /// `--oracle race`: follow PTX strictly, as `race --strict` does (a reader's barrier after
+    /// its strong read does not complete the acquire: the reader side needs a fence).
+    #[arg(long)]
+    strict: bool,
     /// Print the report (what reduce.json holds) as one JSON document on stdout; the summary
     /// goes to stderr.
     #[arg(long)]
@@ -753,6 +758,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             runs: args.race_runs.get(),
             trace: crate::race::runs::TraceSize::of(args.race_events, args.race_trace_memory.0),
             seed: args.seed,
+            strict: args.strict,
         }),
     };
     let report = reduce_app(&opts)?;

@@ -31,6 +31,9 @@ pub struct RaceRuns {
     pub runs: usize,
     pub trace: runs::TraceSize,
     pub seed: u64,
+    /// PTX strictly (`race --strict`): a `__syncthreads` after a strong read does not complete
+    /// its acquire, so the reader side needs its own fence.
+    pub strict: bool,
 }
 
 /// The start set of `out`'s reduction: read back on a resume (the traces of another run could
@@ -568,6 +571,25 @@ b0.t0 st.volatile flag 1 @0
 b1.t0 ld.volatile flag 1 @3
 b1.t0 ld data 1 @2
 ";
+
+    #[test]
+    fn strictly_a_last_blocks_barrier_completes_no_acquire_so_the_reader_needs_its_fence() {
+        // threadFenceReduction: block 0 publishes its partial sum and takes a ticket; the last
+        // block's thread 0 takes the next, the block meets at a barrier, thread 1 reads the sum.
+        let t = trace(
+            "b0.t0 st p 5 @1\nb0.t0 atom count 0 1 @2\nb1.t0 atom count 1 2 @3\nb1.t0 bar\nb1.t1 bar\nb1.t1 ld p 5 @4\n",
+        );
+        let all = ids(&[1, 2, 3, 4]);
+        let relaxed = minimise(std::slice::from_ref(&t), &Options::default(), &all);
+        assert_eq!(relaxed.fences, ids(&[1]), "{relaxed:?}");
+        let strict = Options {
+            barrier_acquires: false,
+            ..Options::default()
+        };
+        let strict = minimise(&[t], &strict, &all);
+        assert_eq!(strict.fences, ids(&[1, 3]), "{strict:?}");
+        assert_eq!(strict.proven(), ids(&[1, 3]));
+    }
 
     #[test]
     fn message_passing_keeps_the_writer_and_the_reader_fence() {
