@@ -13,9 +13,14 @@ fn standin() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn test(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    on_standin("test", dir, args, env)
+}
+
+/// `wmfix SUB DIR --out out ARGS` beside the stand-in, its runs told `env`.
+fn on_standin(sub: &str, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = wmfix();
     c.current_dir(dir.parent().unwrap())
-        .args(["test", dir.to_str().unwrap(), "--out", "out"])
+        .args([sub, dir.to_str().unwrap(), "--out", "out"])
         .args(args);
     for (k, v) in env {
         c.env(k, v);
@@ -824,14 +829,7 @@ fn a_launcher_places_every_run_and_the_records_equal_a_direct_runs() {
 
 /// `wmfix build` of the stand-in, its runs told `env`.
 fn build(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = wmfix();
-    c.current_dir(dir.parent().unwrap())
-        .args(["build", dir.to_str().unwrap(), "--out", "out"])
-        .args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().unwrap()
+    on_standin("build", dir, args, env)
 }
 
 #[test]

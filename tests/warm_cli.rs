@@ -260,44 +260,13 @@ fn reduce_warm_gives_the_cold_result_falling_back_where_warm_runs_err() {
     assert!(served > 8, "{served} warm runs");
 }
 
-/// The race stand-in's detection run: block 0 stores d (fence site 0) and a flag (1); block 1
-/// waits for the flag (2) and copies d (3); no fence between.
-fn racing_trace() -> Vec<u8> {
-    use wmfix::race::format::{Record, flag, kind};
-    let rec = |kind: u8, flags: u8, addr: u64, site: u32, block: u32| {
-        let mut r = Vec::new();
-        let a = u64::from(flags & flag::VALUE != 0);
-        let launch = 9;
-        Record {
-            addr,
-            a,
-            launch,
-            block,
-            site,
-            kind,
-            flags,
-            ..Record::default()
-        }
-        .encode(&mut r);
-        r
-    };
-    let (d, f, out) = (0x7000_0000, 0x7000_0100, 0x7000_0200);
-    let mut t = b"wmfix-race-trace 1 capacity=100 dropped=0\n".to_vec();
-    t.extend(rec(kind::ACCESS, 0, d, 0, 0));
-    t.extend(rec(kind::ACCESS, flag::STRONG | flag::VALUE, f, 1, 0));
-    t.extend(rec(kind::LOAD, flag::STRONG | flag::VALUE, f, 2, 1));
-    t.extend(rec(kind::LOAD, 0, d, 3, 1));
-    t.extend(rec(kind::ACCESS, 0, out, 3, 1));
-    t
-}
-
 #[test]
 fn reduce_warm_by_race_confirms_the_start_set_as_cold_runs_do() {
     let (tmp, app) = reduce_standin(0);
     let kernel = common::repo().join("tests/fixtures/race-standin/kernel.cu");
     std::fs::copy(kernel, app.join("kernel.cu")).unwrap();
     let trace = tmp.path().join("trace.bin");
-    std::fs::write(&trace, racing_trace()).unwrap();
+    std::fs::write(&trace, common::race_trace::trace(false, 0)).unwrap();
     let env = [
         ("STANDIN_REQUIRED", "0,2"),
         ("STANDIN_TRACE", trace.to_str().unwrap()),

@@ -16,7 +16,7 @@
 use super::clock::Clock;
 use super::observed::{Observed, Seen};
 use super::private::Private;
-use super::reads::Reads;
+use super::reads::{Access, Reads};
 use super::trace::{Event, Op, Scope, Trace};
 use crate::fences::id::{FenceId, Ids};
 use foldhash::{HashMap, HashMapExt};
@@ -197,20 +197,6 @@ impl Detection {
     pub fn race_count(&self) -> u64 {
         self.pairs.values().map(|p| p.count).sum()
     }
-}
-
-#[derive(Clone, Copy)]
-pub(super) struct Access {
-    event: u32,
-    pub(super) thread: u32,
-    block: u32,
-    pub(super) launch: u32,
-    clock: u32,
-    barriers: u32,
-    strong: Option<Scope>,
-    /// Its place in its thread's history and the device-scope fences its thread made before.
-    pos: u32,
-    fences: u32,
 }
 
 #[derive(Clone)]

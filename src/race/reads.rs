@@ -1,8 +1,24 @@
 //! An address's reads since its last write, as the detector keeps them (`detect.rs`): every
 //! read, so that each meets every later write of its launch.
 
-use super::detect::Access;
+use super::scope::Scope;
 use std::collections::HashMap;
+
+/// One access as the detector keeps it at its address: its event, thread, block and launch, the
+/// thread's clock and barrier count then, its strength, and where it stands in its thread.
+#[derive(Clone, Copy)]
+pub(super) struct Access {
+    pub(super) event: u32,
+    pub(super) thread: u32,
+    pub(super) block: u32,
+    pub(super) launch: u32,
+    pub(super) clock: u32,
+    pub(super) barriers: u32,
+    pub(super) strong: Option<Scope>,
+    /// Its place in its thread's history and the device-scope fences its thread made before.
+    pub(super) pos: u32,
+    pub(super) fences: u32,
+}
 
 /// An address's reads since its last write, one a thread, oldest first: the first inline, since
 /// most addresses are read once and a vector each cost an allocation per address. A long list

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: the real binary, run on copies of fixture trees.
 #![allow(dead_code)]
 
+pub mod race_trace;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
