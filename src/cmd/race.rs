@@ -109,8 +109,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         env: args.env.0,
         fences: args.fences.to_string(),
         runs: &done.info,
-        native_s: done.native_s,
-        native: done.native,
+        native_s: done.native.map(|(_, s)| s),
+        native: done.native.map(|(o, _)| o),
         unlike_original: unlike_original(&done),
         detection_s,
         check_s,
@@ -119,8 +119,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let text = serde_json::to_string_pretty(&doc)?;
     std::fs::write(out.race().report(), format!("{text}\n"))?;
     let mut human = report::table(&report);
-    human.push_str(&timing(&done.info, done.native_s));
-    if let (Some(native), false) = (done.native, doc.unlike_original.is_empty()) {
+    human.push_str(&timing(&done.info, doc.native_s));
+    if let (Some(native), false) = (doc.native, doc.unlike_original.is_empty()) {
         human.push_str(&format!(
             "WARNING: detection run(s) {:?} ended otherwise than the original natively ({native}): the race build changed the program, or its outcome varies; see {}\n",
             doc.unlike_original,
@@ -148,7 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 
 /// The detection runs that did not end as the original did natively.
 fn unlike_original(done: &runs::Runs) -> Vec<usize> {
-    let Some(native) = done.native else {
+    let Some((native, _)) = done.native else {
         return Vec::new();
     };
     done.info

@@ -26,17 +26,10 @@ pub struct Options {
 
 /// A detection run's trace buffer: a share of the device's free memory at the first launch
 /// (`auto`, the default: the program's whole trace without a flag), or a number of records.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum TraceSize {
     Share(f64),
     Events(u64),
-}
-
-impl Default for TraceSize {
-    fn default() -> TraceSize {
-        TraceSize::Share(DEFAULT_SHARE)
-    }
 }
 
 /// The share of free device memory a trace takes by default (40 bytes a record: 35 GB, 870 M
@@ -79,10 +72,8 @@ pub struct Runs {
     /// Each launch of each run, a trace of its own (`launches::split`).
     pub traces: Vec<Trace>,
     pub info: Vec<RunInfo>,
-    /// The original program's run time, natively, for the overhead figure.
-    pub native_s: Option<f64>,
-    /// How the original ended natively.
-    pub native: Option<Outcome>,
+    /// How the original ended natively, and its seconds (for the overhead figure).
+    pub native: Option<(Outcome, f64)>,
 }
 
 /// Copies the instrumented build's `tree/` and `runtime/` into `race/`, switches the detection
@@ -133,13 +124,11 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
     let files = out.race();
     let fences = FenceList::load(&out.fences_json())?;
     let kinds = super::sites::site_kinds(&fences);
-    let native_run = timed(app, original, &[], &files.native_log())?;
-    let native_s = native_run.map(|(_, s)| s);
+    let native = timed(app, original, &[], &files.native_log())?;
     let mut runs = Runs {
         traces: Vec::new(),
         info: Vec::new(),
-        native_s,
-        native: native_run.map(|(o, _)| o),
+        native,
     };
     for run in 0..opts.runs {
         let seed = opts.seed + run as u64;
