@@ -41,6 +41,12 @@ pub fn split(traces: Vec<Trace>) -> Vec<Trace> {
     out
 }
 
+/// How many runs `traces` (launches of runs, or whole runs) come from.
+pub fn runs(traces: &[Trace]) -> usize {
+    let runs: std::collections::HashSet<usize> = traces.iter().map(|t| t.run).collect();
+    runs.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,11 +113,7 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
                 Some((into, runs)) => {
                     into.count += row.count;
                     runs.insert(trace.run);
-                    for s in row.suggested {
-                        if !into.suggested.contains(&s) {
-                            into.suggested.push(s);
-                        }
-                    }
+                    add_suggested(into, row.suggested);
                 }
             }
         }
@@ -154,9 +150,8 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
     let unrecorded_launches = traces.iter().map(|t| t.unrecorded_launches).sum();
     let checked = traces.iter().map(|t| t.events.len() as u64).sum::<u64>();
     let known = lost.is_empty() && unrecorded_launches == 0;
-    let runs: BTreeSet<usize> = traces.iter().map(|t| t.run).collect();
     Report {
-        traces: runs.len(),
+        traces: super::launches::runs(traces),
         suggested: suggested.into_iter().collect(),
         left_with_suggested,
         complete: traces.iter().all(Trace::complete) && stats.reads_not_checked == 0,
@@ -213,10 +208,15 @@ pub fn reported<'d>(trace: &Trace, d: &'d Detection) -> Vec<(PairKey, &'d detect
 /// suggestions join the row's.
 fn add_explanations(trace: &Trace, d: &Detection, pair: &detect::Pair, row: &mut Row) {
     for &(a, b) in &pair.examples {
-        for s in explain::explain(trace, d, a, b).suggested() {
-            if !row.suggested.contains(&s) {
-                row.suggested.push(s);
-            }
+        add_suggested(row, explain::explain(trace, d, a, b).suggested());
+    }
+}
+
+/// `fences` joined to the row's suggestion, each once, in order.
+fn add_suggested(row: &mut Row, fences: impl IntoIterator<Item = FenceId>) {
+    for s in fences {
+        if !row.suggested.contains(&s) {
+            row.suggested.push(s);
         }
     }
 }

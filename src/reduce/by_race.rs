@@ -493,11 +493,7 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         store_load,
         races: none.left.0.len(),
         unordered_by_any_fence: search.floor.0.len(),
-        traces: traces
-            .iter()
-            .map(|t| t.run)
-            .collect::<std::collections::BTreeSet<_>>()
-            .len(),
+        traces: crate::race::launches::runs(traces),
         events: traces.iter().map(|t| t.events.len()).sum(),
         checked_events: prepped.0.iter().map(|(t, _)| t.events.len()).sum(),
         dropped: 0,
