@@ -160,7 +160,24 @@ fn immutable_variables_braced_returns_and_folds_compile_with_their_fences() {
         fenced.contains("((dst[Is] = src[Is]), ...); WMFIX_FENCE("),
         "{fenced}"
     );
-    for constant in ["tile_size_v", "kScale", "kBias", "src[Is]", "dst[Is]"] {
+    // k4: the load of g is fenced, not the shared store beside it (whose fence would check
+    // s.w's address and skip); the store through the pointer member is.
+    assert!(
+        fenced.contains("s.w[wmfix_threadIdx().x] = g[wmfix_threadIdx().x]; WMFIX_FENCE_AT(")
+            && fenced.contains(", g[wmfix_threadIdx().x]);")
+            && fenced.contains(", s.p[1]);"),
+        "{fenced}"
+    );
+    for constant in [
+        "tile_size_v",
+        "kScale",
+        "kBias",
+        "src[Is]",
+        "dst[Is]",
+        "s.w[0]",
+        "*this",
+        "s.w[wmfix_threadIdx().x]",
+    ] {
         assert!(
             !fenced.contains(&format!(", {constant});")),
             "a fence names {constant}:\n{fenced}"
