@@ -97,6 +97,19 @@ pub fn spinner(step: &str) -> indicatif::ProgressBar {
     bar
 }
 
+/// The macros `insert` is given: those the build defines outside the application's folder
+/// (`build_macros.rs`), then wmfix.toml's.
+fn macros(app: &App) -> Vec<(String, String)> {
+    let mut all = crate::app::build_macros::learnt(app);
+    all.extend(
+        app.config
+            .macros
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    all
+}
+
 /// How `build` and `reduce` instrument an application: its `sources` only, into `out`.
 pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Options {
     insert::Options {
@@ -111,12 +124,7 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
                 .map(|s| app.root.join(s))
                 .collect(),
         ),
-        macros: app
-            .config
-            .macros
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        macros: macros(app),
         preprocess: app
             .config
             .preprocess
@@ -186,7 +194,7 @@ fn library_headers(dir: &Path) -> Option<(String, String)> {
 fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<String> {
     let mut h = Fnv::default();
     h.add(env!("CARGO_PKG_VERSION").as_bytes());
-    h.add(format!("{scope:?}{:?}", app.config).as_bytes());
+    h.add(format!("{scope:?}{:?}{:?}", app.config, macros(app)).as_bytes());
     for (name, text) in crate::rewrite::runtime_headers::RUNTIME_FILES {
         h.add(name.as_bytes());
         h.add(text.as_bytes());

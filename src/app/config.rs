@@ -43,8 +43,9 @@ pub struct Config {
     /// `nvcc -E -x cu -O3 -arch=sm_90`. `reduce`'s patch is not made in this mode yet.
     #[serde(default)]
     pub preprocess: Option<String>,
-    /// Macros wmfix cannot learn from the tree's `#define`s (those of headers outside it, or
-    /// defined on the build's command line): name to expansion, `MY_DEVICE = "__device__"`.
+    /// Macros wmfix cannot learn from the tree's `#define`s nor from the build command's `-D`
+    /// flags and `-I` folders (`build_macros.rs`; a build through `make` shows none): name to
+    /// expansion, `MY_DEVICE = "__device__"`.
     /// Qualifier and namespace macros only (`rewrite/macros.rs`); others are ignored.
     #[serde(default)]
     pub macros: std::collections::BTreeMap<String, String>,

@@ -2,6 +2,7 @@
 //! processes in their own process groups, the claim on the output folder (and the Slurm steps of
 //! its runs), the builds.
 
+pub mod build_macros;
 pub mod builder;
 pub mod child;
 pub mod claim;
