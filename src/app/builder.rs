@@ -155,14 +155,16 @@ pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(30).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let hint = toolchain::missing_nvcc(&text).then_some(toolchain::NO_NVCC);
         return Err(fail(
             exit_code::BUILD_FAILED,
             format!(
-                "build failed in {} ({}); log {}:\n{}",
+                "build failed in {} ({}); log {}:\n{}{}",
                 dir.display(),
                 f.exit,
                 log.display(),
-                tail.join("\n")
+                tail.join("\n"),
+                hint.map(|h| format!("\nwmfix: {h}")).unwrap_or_default()
             ),
         ));
     }
