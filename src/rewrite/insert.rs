@@ -48,6 +48,8 @@ pub struct Options {
 
 pub struct Summary {
     pub files: usize,
+    /// Files the rewriter may parse (`walk::is_cuda_candidate`: sources and headers).
+    pub cuda_files: usize,
     pub instrumented: usize,
     pub fences: usize,
     /// Fences in functions no launched kernel reaches (`rewrite/reach.rs`).
@@ -152,6 +154,9 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
     };
     let summary = Summary {
         files: input.files.len(),
+        cuda_files: (input.files.iter())
+            .filter(|f| walk::is_cuda_candidate(f))
+            .count(),
         instrumented,
         fences: done.fences.len(),
         unreachable: done.fences.iter().filter(|f| f.unreachable).count(),
