@@ -318,7 +318,20 @@ fn config_and_build_errors_have_their_codes() {
     let o = test(&dir, &[], &[]);
     assert_eq!(o.status.code(), Some(78));
     assert!(
-        stderr(&o).contains("unknown field `runs`") && stderr(&o).contains("line 3"),
+        stderr(&o).contains("wmfix.toml:3: unknown key `runs` (line 3)"),
+        "{}",
+        stderr(&o)
+    );
+    // Several: all named, in file order (toml named one, not the first).
+    std::fs::write(
+        dir.join("wmfix.toml"),
+        "build = \"true\"\nzeta = 1\nrun = \"./app\"\nruns = 3\nalpha = 2\n",
+    )
+    .unwrap();
+    let o = test(&dir, &[], &[]);
+    assert_eq!(o.status.code(), Some(78));
+    assert!(
+        stderr(&o).contains("unknown keys `zeta` (line 2), `runs` (line 4), `alpha` (line 5)"),
         "{}",
         stderr(&o)
     );
