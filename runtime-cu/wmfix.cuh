@@ -404,8 +404,10 @@ __device__ __forceinline__ void setup_block(LaunchTable* t, BlockState& s, unsig
 // Entry in an active environment: classify this physical block, run the stress loop or record
 // the block's mapping. Returns 0 (no counting), kStressBlock, or the address of the launch's
 // counters of finished application blocks. All threads of the block are here (the entry is the
-// kernel's first statement), so the barrier is safe.
-__device__ __forceinline__ unsigned long long enter_active() {
+// kernel's first statement), so the barrier is safe. Not inlined: one copy a TU rather than one
+// a kernel (the stress loops are most of the runtime's device code, and inlined into every
+// kernel they were most of what the runtime cost each compiled file); it runs once a block.
+__device__ __noinline__ unsigned long long enter_active() {
   LaunchTable* t = tu_const.table;
   BlockState& s = block_state;
   const unsigned tid = linear_tid();
@@ -438,6 +440,13 @@ struct DeviceOr {
   __device__ unsigned operator()(unsigned* w, unsigned bits) const { return atomicOr(w, bits); }
 };
 
+// Coverage of fence site `id` (only while recording it): out of line, so that each fence site
+// adds a test and a call, not the filters.
+__device__ __noinline__ void cover(unsigned id, bool global) {
+  cover_site(kBlockCover && block_state_valid() ? block_state.cover : nullptr, cover_seen, tu_const.coverage, id,
+             global, DeviceOr());
+}
+
 // A fence site after an access at `p` (null: the space is not known, as after a call or a
 // bit-field): fenced, and counted as global, only when the access may be on global memory. The
 // fences are for ordering global accesses across blocks; no other block sees a shared or local
@@ -448,9 +457,7 @@ __device__ __forceinline__ void fence_at(const volatile void* p) {
   if (p == nullptr) race::record(race::kSite, 0, nullptr, 0, 0, Id);
 #endif
   const bool global = p == nullptr || __isGlobal((const void*)p);
-  if (tu_const.coverage != nullptr)
-    cover_site(kBlockCover && block_state_valid() ? block_state.cover : nullptr, cover_seen, tu_const.coverage, Id,
-               global, DeviceOr());
+  if (tu_const.coverage != nullptr) cover(Id, global);
   if (global) fence_if<Id>();
 }
 
@@ -492,8 +499,8 @@ __host__ __device__ __forceinline__ WMFIX_CONSTEXPR14 typename after_result<T>::
 // Records where fence `id`'s access went, for the stressing blocks to aim at: the first time a
 // block runs the access (one lane; later runs and other lanes only test a shared bit), so a hot
 // loop does not hammer the slot. Other blocks and later launches overwrite it. Only global
-// memory counts, and only in blocks whose mapping this launch wrote.
-__device__ __forceinline__ void aim_sample(unsigned id, const volatile void* p) {
+// memory counts, and only in blocks whose mapping this launch wrote. Out of line (aim-str only).
+__device__ __noinline__ void aim_sample(unsigned id, const volatile void* p) {
   if (p == nullptr || !__isGlobal((const void*)p) || !block_state_valid()) return;
   const unsigned k = id % kAimSlots, bit = 1U << (k % 32);
   unsigned* const seen = &block_state.aim_seen[k / 32];
