@@ -44,7 +44,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 {
   echo "# wmfix runtime compile time per file (runtime-cu/tests/compile_time.sh)"
   echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -n), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-  echo "# wmfix: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- runtime-cu || echo ' (runtime-cu modified)')  old runtime: $old"
+  echo "# wmfix: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- runtime-cu ':!runtime-cu/README.md' || echo ' (runtime-cu modified)')  old runtime: $old"
   echo "# nvcc: $(nvcc --version | tail -n 1)  flags: ${flags[*]}  repeats: $repeats"
   echo "# file variant wall/CPU seconds..."
   for app in one study; do
