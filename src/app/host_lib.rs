@@ -60,9 +60,7 @@ pub fn ensure() -> Result<PathBuf> {
         .arg("--version")
         .output()
         .with_context(|| format!("running {} --version", compiler.display()))?;
-    let dir = cache_dir()?
-        .join("host")
-        .join(key(&compiler, &version.stdout));
+    let dir = cache_dir().join(key(&compiler, &version.stdout));
     let lib = dir.join("libwmfix_host.so");
     if !lib.is_file() {
         build(&compiler, &dir, &lib)?;
@@ -96,22 +94,27 @@ fn compiler() -> Result<PathBuf> {
     ))
 }
 
-fn cache_dir() -> Result<PathBuf> {
+/// Where the libraries are kept: `WMFIX_CACHE_DIR`, else `$XDG_CACHE_HOME/wmfix`, else
+/// `~/.cache/wmfix`, then `host/`; a temporary folder's when that cannot be made (a read-only
+/// home).
+fn cache_dir() -> PathBuf {
     let var = |name| {
         std::env::var_os(name)
-            .filter(|v| !v.is_empty())
+            .filter(|v: &std::ffi::OsString| !v.is_empty())
             .map(PathBuf::from)
     };
-    if let Some(d) = var("WMFIX_CACHE_DIR") {
-        return Ok(d);
-    }
-    if let Some(d) = var("XDG_CACHE_HOME") {
-        return Ok(d.join("wmfix"));
-    }
-    if let Some(h) = var("HOME") {
-        return Ok(h.join(".cache/wmfix"));
-    }
-    Ok(std::env::temp_dir().join("wmfix-cache"))
+    let base = var("WMFIX_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("wmfix")))
+        .or_else(|| var("HOME").map(|h| h.join(".cache/wmfix")));
+    let fallback = std::env::temp_dir().join(format!("wmfix-cache-{}", uid()));
+    base.map(|b| b.join("host"))
+        .filter(|d| std::fs::create_dir_all(d).is_ok())
+        .unwrap_or_else(|| fallback.join("host"))
+}
+
+/// The user's id, for a temporary cache of one's own.
+fn uid() -> u32 {
+    std::fs::metadata("/proc/self").map_or(0, |m| std::os::unix::fs::MetadataExt::uid(&m))
 }
 
 /// The cache folder's name: what the library is made of and by.
