@@ -4,11 +4,13 @@
 //! `.cu` file compiled on its own, PTX only and unoptimised (`--ptx -Xcicc -O0`: the front end
 //! parses host and device code, which is where the runtime can clash with an application), under
 //! `-std=c++11`, `c++14`, `c++17` and `c++20`; the same with `using namespace std;` and globals
-//! named like std's names written at the top of each file (`STD_NAMES`; C++14 plain only); the
+//! named like std's names written at the top of each file (`STD_NAMES`; C++11 and C++20); the
 //! race build (`-DWMFIX_RACE`) and `-rdc=true` under C++11; and, for every macro
 //! an `#if` of the unit tests that the unit does not define itself, the unit with it defined.
 //! Where the instrumented file does not compile, its original is compiled the same way: when
 //! that fails too, the combination is skipped and named (CUB needs C++17); else it is a failure.
+//! The plain compiles go first: a unit whose original does not compile under a standard has its
+//! other combinations under it skipped without compiling.
 //!
 //! And the two applications, built with `wmfix build` and run on the CPU: the program
 //! loads the host library the build made and reads the environment through it.
@@ -201,8 +203,8 @@ fn jobs(folders: &[Folder]) -> Vec<Job> {
             for std in STANDARDS {
                 add(std, false, &[], "");
             }
-            // C++14 lies between: its plain compile covers it.
-            for std in ["c++11", "c++17", "c++20"] {
+            // C++14 and C++17 lie between: their plain compiles cover them.
+            for std in ["c++11", "c++20"] {
                 add(std, true, &[], " using namespace std + std names");
             }
             // Where the runtime differs before C++17: the race wrappers (C++17's race builds
@@ -264,10 +266,49 @@ fn judge(folder: &Folder, job: &Job) -> Verdict {
     }
 }
 
-/// Runs `jobs` on all cores, in order of the list.
+/// Runs `jobs` on all cores: the plain ones first, then the others but those of a unit and
+/// standard whose plain original does not compile (skipped, naming that). In order of the list.
 fn judge_all(folders: &[Folder], jobs: &[Job]) -> Vec<Verdict> {
+    let plain: Vec<usize> = (0..jobs.len())
+        .filter(|&i| !jobs[i].names && jobs[i].flags.is_empty())
+        .collect();
+    let mut verdicts: Vec<Option<Verdict>> = (0..jobs.len()).map(|_| None).collect();
+    for (i, v) in plain.iter().zip(judge_some(folders, jobs, &plain)) {
+        verdicts[*i] = Some(v);
+    }
+    let unbuildable: Vec<(usize, &Path, &str, String)> = plain
+        .iter()
+        .filter_map(|&i| match &verdicts[i] {
+            Some(Verdict::Skipped(why)) => {
+                let j = &jobs[i];
+                Some((j.folder, j.unit.as_path(), j.std, why.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut rest = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        if verdicts[i].is_some() {
+            continue;
+        }
+        let same =
+            |u: &&(usize, &Path, &str, String)| u.0 == j.folder && u.1 == j.unit && u.2 == j.std;
+        match unbuildable.iter().find(same) {
+            Some(u) => verdicts[i] = Some(Verdict::Skipped(format!("as plain: {}", u.3))),
+            None => rest.push(i),
+        }
+    }
+    for (i, v) in rest.iter().zip(judge_some(folders, jobs, &rest)) {
+        verdicts[*i] = Some(v);
+    }
+    verdicts.into_iter().map(Option::unwrap).collect()
+}
+
+/// The verdicts of `jobs[which]`, judged on all cores, in the order of `which`.
+fn judge_some(folders: &[Folder], jobs: &[Job], which: &[usize]) -> Vec<Verdict> {
     let next = Mutex::new(0usize);
-    let verdicts: Mutex<Vec<Option<Verdict>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let verdicts: Mutex<Vec<Option<Verdict>>> =
+        Mutex::new((0..which.len()).map(|_| None).collect());
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::thread::scope(|s| {
         for _ in 0..workers {
@@ -278,7 +319,9 @@ fn judge_all(folders: &[Folder], jobs: &[Job]) -> Vec<Verdict> {
                         *n += 1;
                         *n - 1
                     };
-                    let Some(job) = jobs.get(i) else { break };
+                    let Some(job) = which.get(i).map(|&k| &jobs[k]) else {
+                        break;
+                    };
                     let v = judge(&folders[job.folder], job);
                     verdicts.lock().unwrap()[i] = Some(v);
                 }
