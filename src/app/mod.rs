@@ -7,5 +7,6 @@ pub mod builder;
 pub mod child;
 pub mod claim;
 pub mod config;
+pub mod host_lib;
 pub mod slurm;
 pub mod toolchain;

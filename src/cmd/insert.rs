@@ -100,6 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         on_parse_error: args.on_parse_error,
         only: None,
         macros: args.macros.into_iter().map(|m| (m.0, m.1)).collect(),
+        host_library: None,
         preprocess: args.preprocess.map(|c| insert::Preprocessor {
             command: c.split_whitespace().map(str::to_string).collect(),
             env: crate::app::toolchain::build_env(near.as_deref()),

@@ -44,6 +44,8 @@ pub struct Options {
     pub preprocess: Option<Preprocessor>,
     /// Macros given besides those learnt from the tree (wmfix.toml's `macros`): name, expansion.
     pub macros: Vec<(String, String)>,
+    /// The runtime's host library that `runtime/wmfix_site.h` names (`wmfix build`'s), if any.
+    pub host_library: Option<PathBuf>,
 }
 
 pub struct Summary {
@@ -148,7 +150,13 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         overlays,
         fences,
     };
-    write_output(out, &input, &copies, &mut done, opts.fence)?;
+    write_output(
+        out,
+        &input,
+        &copies,
+        &mut done,
+        (opts.fence, opts.host_library.as_deref()),
+    )?;
     let done = Instrumented {
         fences: done.fences,
     };
@@ -380,15 +388,16 @@ fn unplaced_warning(w: &write_back::WrittenBack, total: usize) -> Option<String>
 
 /// Writes the new output beside the old (`OutDir::staging`) and switches it in whole, so that
 /// an insert stopped part way leaves the old output, or a folder marked incomplete.
+/// `how`: the fence scope and the host library `runtime/wmfix_site.h` names.
 fn write_output(
     out: &OutDir,
     input: &walk::InputTree,
     copies: &[PathBuf],
     done: &mut Written,
-    scope: FenceScope,
+    how: (FenceScope, Option<&Path>),
 ) -> Result<()> {
     let staged = out.staging()?;
-    write_staged(&staged, input, copies, done, scope)?;
+    write_staged(&staged, input, copies, done, how)?;
     out.switch_in(staged)
 }
 
@@ -397,7 +406,7 @@ fn write_staged(
     input: &walk::InputTree,
     copies: &[PathBuf],
     done: &mut Written,
-    scope: FenceScope,
+    (scope, host_library): (FenceScope, Option<&Path>),
 ) -> Result<()> {
     let cant =
         |p: &Path, e: std::io::Error| fail(exit_code::CANT_WRITE, format!("{}: {e}", p.display()));
@@ -425,7 +434,7 @@ fn write_staged(
         std::fs::write(&dest, bytes).map_err(|e| cant(&dest, e))?;
     }
     walk::make_links(input, &out.tree()).map_err(|e| cant(&out.tree(), e))?;
-    crate::rewrite::runtime_headers::write_to(&out.runtime())
+    crate::rewrite::runtime_headers::write_to(&out.runtime(), host_library)
         .map_err(|e| cant(&out.runtime(), e))?;
     // The records are moved in and back out: a list of a big file's fences is hundreds of MB.
     let json = FenceList {
