@@ -13,7 +13,7 @@
 #define WMFIX_ABI_H_INCLUDED
 
 /* Bumped whenever a struct below changes: a library of another version refuses to open. */
-#define WMFIX_ABI_VERSION 1
+#define WMFIX_ABI_VERSION 2
 /* The symbol the library exports (a wmfix_host_open_fn). */
 #define WMFIX_HOST_OPEN_SYMBOL "wmfix_host_open"
 
@@ -45,6 +45,10 @@ struct wmfix_cuda {
   int (*mem_get_info)(unsigned long long* free_bytes, unsigned long long* total_bytes);
   int (*device_synchronize)(void);
   const char* (*error_string)(int error);
+  /* A stream that does not synchronise with the legacy default stream. */
+  int (*stream_create)(void** stream);
+  /* cudaThreadExchangeStreamCaptureMode: *mode (a cudaStreamCaptureMode) in, the old one out. */
+  int (*exchange_capture_mode)(int* mode);
 };
 
 /* One instrumented translation unit (one per TU, static storage in the TU), linked newest first

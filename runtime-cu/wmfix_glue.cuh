@@ -89,6 +89,18 @@ inline int cu_mem_get_info(unsigned long long* free_bytes, unsigned long long* t
 }
 inline int cu_device_synchronize() { return (int)cudaDeviceSynchronize(); }
 inline const char* cu_error_string(int e) { return cudaGetErrorString((cudaError_t)e); }
+inline int cu_stream_create(void** stream) {
+  cudaStream_t st = nullptr;
+  const cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  *stream = (void*)st;
+  return (int)e;
+}
+inline int cu_exchange_capture_mode(int* mode) {
+  cudaStreamCaptureMode m = (cudaStreamCaptureMode)*mode;
+  const cudaError_t e = cudaThreadExchangeStreamCaptureMode(&m);
+  *mode = (int)m;
+  return (int)e;
+}
 
 // Constant-initialised: no guard, valid during static initialisation.
 inline const wmfix_cuda* cuda_table() {
@@ -97,7 +109,7 @@ inline const wmfix_cuda* cuda_table() {
       &cu_memset,              &cu_memset_async,     &cu_copy_to_device_async, &cu_copy_to_host,
       &cu_stream_wait_event,   &cu_stream_synchronize, &cu_stream_capturing, &cu_event_create,
       &cu_event_record,        &cu_host_register_mapped, &cu_mem_get_info,  &cu_device_synchronize,
-      &cu_error_string};
+      &cu_error_string,        &cu_stream_create,    &cu_exchange_capture_mode};
   return &table;
 }
 

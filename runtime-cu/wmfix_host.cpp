@@ -39,6 +39,7 @@ struct DeviceState {
   LaunchTable* table = nullptr;
   void* last_kernel = nullptr;  // an event recorded after each remapped launch
   bool have_last = false;
+  void* setup_stream = nullptr;  // wmfix's own, for set-up during a program's stream capture
 };
 
 // WMFIX_COVERAGE: which fence sites ran, and which of them on global memory (or on memory of
@@ -75,6 +76,7 @@ struct Runtime {
   unsigned long long launches = 0;
   std::vector<DeviceState> devices;
   wmfix_launch_info last{};
+  bool warned_capture = false;
 };
 
 Runtime& runtime() {
@@ -331,6 +333,26 @@ void copy3(const unsigned* from, unsigned* to) { to[0] = from[0], to[1] = from[1
 
 // ---- the functions the glue calls ------------------------------------------------------------------
 
+// Relaxes this thread's stream-capture mode while it lives, where `on`: set-up calls (cudaMalloc,
+// a stream's creation) are refused in a global capture, and would end the program's capture.
+struct RelaxedCapture {
+  bool on;
+  int mode = 2;  // cudaStreamCaptureModeRelaxed
+  explicit RelaxedCapture(bool relax) : on(relax && cu->exchange_capture_mode(&mode) == 0) {}
+  ~RelaxedCapture() {
+    if (on) cu->exchange_capture_mode(&mode);
+  }
+};
+
+// The stream set-up work goes on: the launch's own, unless that stream is capturing (a CUDA
+// graph being recorded), where the work would become nodes of the program's graph: then a
+// stream of wmfix's own that does not synchronise with the capturing one.
+void* setup_stream(DeviceState& d, void* stream, bool capturing) {
+  if (!capturing) return stream;
+  if (!d.setup_stream && !cuda_ok(cu->stream_create(&d.setup_stream), "cudaStreamCreate(set-up)")) return nullptr;
+  return d.setup_stream;
+}
+
 int launch(const unsigned grid[3], void* stream, int remappable, unsigned launched[3]) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mu);
@@ -341,12 +363,25 @@ int launch(const unsigned grid[3], void* stream, int remappable, unsigned launch
   if (!cuda_ok(cu->get_device(&dev), "cudaGetDevice")) return -1;
   if ((size_t)dev >= rt.devices.size()) rt.devices.resize(dev + 1);
   DeviceState& d = rt.devices[dev];
-  if (d.generation != rt.generation && !init_device(rt, d, dev, stream)) return -1;
-  if (rt.race.written) rt.race.unrecorded_launches++;
-  if (d.uploaded < registered_tus().size()) {
-    if (!upload_tus(rt.settings, d, d.uploaded, stream)) return -1;
-    if (!is_capturing(stream) && !cuda_ok(cu->stream_synchronize(stream), "cudaStreamSynchronize")) return -1;
+  const bool capturing = is_capturing(stream);
+  {
+    const RelaxedCapture relaxed(capturing);
+    void* setup = setup_stream(d, stream, capturing);
+    if (!setup) return -1;
+    if (d.generation != rt.generation && !init_device(rt, d, dev, setup)) return -1;
+    if (rt.race.written) rt.race.unrecorded_launches++;
+    if (d.uploaded < registered_tus().size()) {
+      if (!upload_tus(rt.settings, d, d.uploaded, setup)) return -1;
+      if (!is_capturing(setup) && !cuda_ok(cu->stream_synchronize(setup), "cudaStreamSynchronize")) return -1;
+    }
   }
+  if (capturing && rt.settings.active && !rt.warned_capture) {
+    rt.warned_capture = true;
+    std::fprintf(stderr,
+                 "wmfix: warning: a launch inside a stream capture (a CUDA graph): graph launches get no stressing "
+                 "blocks and no remapped ids, and may read the mapping of a later direct launch of the same grid\n");
+  }
+  if (capturing) return -1;  // a graph replays what it captured: no per-launch table
   const Settings& s = rt.settings;
   if (!s.active) return -1;  // no-str-: nothing per launch
 
@@ -354,8 +389,7 @@ int launch(const unsigned grid[3], void* stream, int remappable, unsigned launch
   const unsigned long long index = rt.launches++;
   t.launch_index = index;
   const bool remap = remappable && plan_launch(s, Grid(grid[0], grid[1], grid[2]), index, d.scratch, &t);
-  const bool capturing = is_capturing(stream);
-  if (d.have_last && !capturing && !cuda_ok(cu->stream_wait_event(stream, d.last_kernel), "cudaStreamWaitEvent"))
+  if (d.have_last && !cuda_ok(cu->stream_wait_event(stream, d.last_kernel), "cudaStreamWaitEvent"))
     return -1;
   if (t.done && !cuda_ok(cu->memset_async(t.done, 0, kDoneWords * 4, stream), "cudaMemsetAsync(block counters)"))
     return -1;
@@ -376,7 +410,7 @@ int launch(const unsigned grid[3], void* stream, int remappable, unsigned launch
                  index, grid[0], grid[1], grid[2], launched[0], launched[1], launched[2], t.app_blocks, t.stress_blocks,
                  several ? ", profile variant " : "", several ? std::to_string(variant_of(s, index)).c_str() : "");
   }
-  return capturing ? -1 : dev;
+  return dev;
 }
 
 // After the kernel is enqueued: the next launch's upload waits for it.

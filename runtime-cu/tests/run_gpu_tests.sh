@@ -53,6 +53,11 @@ build_one mapping_test "$here/mapping_test.cu" &&
   run mapping_test 0 "$build/mapping_test" --launches "${LAUNCHES:-200}"
 build_one mapping_test_rdc "$here/mapping_test.cu" -rdc=true &&
   run mapping_test_rdc 0 "$build/mapping_test_rdc" --launches 20
+# The first launch inside a stream capture (a CUDA graph), natively and under stress.
+build_one capture_test "$here/capture_test.cu" && {
+  run capture_test 0 env WMFIX_ENV=no-str- "$build/capture_test"
+  run capture_test_stressed 0 env WMFIX_ENV=sys-str+ "$build/capture_test"
+}
 build_one two_tu "$here/two_tu/main.cu" "$here/two_tu/kern.cu" && {
   run two_tu 0 "$build/two_tu"
   # A fence id beyond the program's 3 fences is a configuration error: exit status 3.
