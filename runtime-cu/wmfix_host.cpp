@@ -336,8 +336,8 @@ void copy3(const unsigned* from, unsigned* to) { to[0] = from[0], to[1] = from[1
 // Relaxes this thread's stream-capture mode while it lives, where `on`: set-up calls (cudaMalloc,
 // a stream's creation) are refused in a global capture, and would end the program's capture.
 struct RelaxedCapture {
+  int mode = 2;  // cudaStreamCaptureModeRelaxed; declared before `on`, which reads it
   bool on;
-  int mode = 2;  // cudaStreamCaptureModeRelaxed
   explicit RelaxedCapture(bool relax) : on(relax && cu->exchange_capture_mode(&mode) == 0) {}
   ~RelaxedCapture() {
     if (on) cu->exchange_capture_mode(&mode);
