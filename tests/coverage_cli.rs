@@ -586,3 +586,40 @@ fn member_pointers_keyword_macros_in_if_groups_and_commented_branches_build() {
     }
     builds(&tree, "nvcc -arch=sm_90 -std=c++17 -c k.cu -o /dev/null");
 }
+
+/// Constructs of public CUDA libraries beyond CCCL (issue 45; `tests/fixtures/constructs/
+/// beyond_cccl.cu`): type keywords as macro arguments, `->*` before a lambda, `= delete` on a
+/// function template, unnamed enumerations with a base, `enum class [[nodiscard]]`, a test macro
+/// before `try`, a macro standing for an enable_if template parameter, `template <> R
+/// C::operator()<T>(...)`, a qualified nested template as a return type, `operator++();`,
+/// `unsigned(x)`, `T& __restrict__ x`, a macro between a lambda's introducer and its parameters.
+/// All parse (`--on-parse-error fail`), every device function's access gets its fence, and the
+/// instrumented file builds.
+#[test]
+fn constructs_beyond_cccl_parse_are_fenced_and_build() {
+    let src = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/constructs/beyond_cccl.cu"),
+    )
+    .unwrap();
+    let (_tmp, tree) = inserted(&[("k.cu", &src)], &["--on-parse-error", "fail"]);
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    for fenced in [
+        "p[2] = 3.0f; WMFIX_FENCE_AT(",
+        "{ p[0] = 1; WMFIX_FENCE_AT(",
+        "d[1] = 2; WMFIX_FENCE_AT(",
+        "dst[0] = src[0]; WMFIX_FENCE_AT(",
+        "p[wmfix_threadIdx().x & kMask] = kLanes; WMFIX_FENCE_AT(",
+        "p[0] *= 2; WMFIX_FENCE_AT(",
+        "p[1] = 3; WMFIX_FENCE_AT(",
+        "a[0] = T(1); WMFIX_FENCE_AT(",
+        "p[0] = (unsigned(p[1]) << 2); WMFIX_FENCE_AT(",
+        "sum += v[0]; WMFIX_FENCE_AT(",
+    ] {
+        assert!(k.contains(fenced), "{fenced}:\n{k}");
+    }
+    builds(
+        &tree,
+        "nvcc -arch=sm_90 -std=c++17 --extended-lambda -c k.cu -o /dev/null",
+    );
+}

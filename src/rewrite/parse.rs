@@ -38,8 +38,10 @@ pub struct MaskedText<'a> {
 /// Parses `text` as `parse` does, with the learnt macros (`macros.rs`), the qualifiers of
 /// extended lambdas and the attributes the grammar lacks masked; when that leaves a syntax
 /// error, again with the macros that open a body masked (`mask::body_macros`), kept if that
-/// parses without error; and, when the file has `#if` groups, with only each group's first
-/// branch, kept if it has fewer unparsed bytes.
+/// parses without error; again with nested template argument lists closed by `>>` blanked, then
+/// with statements of macro calls without a `;` blanked, each kept if that has fewer unparsed
+/// bytes; and, when the file has `#if` groups, with only each group's
+/// first branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     parse_whole(mask(text, macros))
 }
@@ -62,6 +64,25 @@ pub fn parse_whole(m: MaskedText) -> Masked {
         Some((t, at)) if first_error(&t).is_none() => (t, at),
         _ => (tree, first_branch_only),
     };
+    // Nested template argument lists closed by `>>`, then statements of macro calls without a
+    // `;`, blanked where that leaves fewer unparsed bytes (`mask_forms`).
+    let mut text = masked;
+    let mut parsed = (tree, first_branch_only);
+    for retry in [
+        mask_forms::nested_template_closers,
+        mask_forms::statement_macro_calls,
+    ] {
+        if first_error(&parsed.0).is_none() {
+            break;
+        }
+        if let Some(m) = retry(&text) {
+            let again = branches_parsed(&m);
+            if unparsed(&again.0) < unparsed(&parsed.0) {
+                (text, parsed) = (m.into(), again);
+            }
+        }
+    }
+    let (tree, first_branch_only) = parsed;
     Masked {
         tree,
         attribute,
@@ -145,8 +166,7 @@ pub fn mask<'a>(text: &'a str, macros: &Macros) -> MaskedText<'a> {
         Some(Some(m)) => std::borrow::Cow::Owned(m),
         _ => masked,
     };
-    let masked = match masked
-        .contains("template class ")
+    let masked = match (masked.contains("template class ") || masked.contains("template struct "))
         .then(|| mask::explicit_instantiations(&masked))
     {
         Some(Some(m)) => std::borrow::Cow::Owned(m),
