@@ -7,13 +7,13 @@
 # MIRRORS holds owner+name/repo git directories (the search tool's fetch); each repository is
 # taken at its mirror's HEAD (the commit is printed), with the folders below, into OUT/src, and
 # instrumented into OUT/<name>. Prints one line a repository: files parsed (.cu/.cuh and headers
-# with device code), files with a parse error (every warning that leaves a file's code unparsed:
-# "syntax error", "missing `X`", nesting too deep for the queries, a file copied unchanged), the
+# with device code); files with a parse error (every warning that leaves a file's code unparsed:
+# "syntax error", "missing `X`", nesting too deep for the queries, a file copied unchanged); the
 # other warnings that leave code uninstrumented (an access with no place for its fence, a launch
 # from device code, a qualifier macro not instrumented, a macro's accesses, `#if` branches after
-# the first, a link outside the input), fences, seconds,
-# device functions declared through qualifier macros (or extended lambdas) and how many of them got
-# a fence; and the commits. OUT/<name>.errors lists each file's parse error, one a line.
+# the first, a link outside the input); fences; seconds; device functions declared through
+# qualifier macros (or extended lambdas) and how many of them got a fence. OUT/<name>.errors lists
+# each file's first parse error, one a line.
 set -euo pipefail
 W=$1 MIRRORS=$2 OUT=$3
 mkdir -p "$OUT"
@@ -36,11 +36,13 @@ REPOS=(
   "Dao-AILab+flash-attention csrc hopper"
   "NVIDIA+MatX include examples"
 )
-# Qualifier macros a repository takes from a library outside its tree, given as `--macro` (as
+# Qualifier macros a repository's folders take from headers outside them, given as `--macro` (as
 # its wmfix.toml would): cuVS's from RAFT's headers (raft/core/detail/macros.hpp,
-# raft/util/cuda_dev_essentials.cuh).
+# raft/util/cuda_dev_essentials.cuh); Ginkgo's from include/ginkgo/core/base/types.hpp and
+# common/unified/base/kernel_launch.hpp (their CUDA definitions).
 declare -A MACROS=(
   ["rapidsai+cuvs"]="DI=inline __device__;HDI=inline __host__ __device__;HD=__host__ __device__;_RAFT_DEVICE=__device__;_RAFT_HOST_DEVICE=__host__ __device__;_RAFT_FORCEINLINE=__forceinline__;RAFT_INLINE_FUNCTION=__host__ __device__ __forceinline__;RAFT_DEVICE_INLINE_FUNCTION=__device__ __forceinline__;RAFT_WEAK_FUNCTION="
+  ["ginkgo-project+ginkgo"]="GKO_ATTRIBUTES=__host__ __device__;GKO_INLINE=__forceinline__;GKO_KERNEL=__device__"
 )
 printf '%-24s %-12s %8s %8s %6s %6s %9s %7s %s\n' repo commit parsed errors "err%" other fences seconds "macro-declared functions (with fences)"
 for entry in "${REPOS[@]}"; do

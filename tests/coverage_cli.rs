@@ -623,3 +623,34 @@ fn constructs_beyond_cccl_parse_are_fenced_and_build() {
         "nvcc -arch=sm_90 -std=c++17 --extended-lambda -c k.cu -o /dev/null",
     );
 }
+
+/// A test macro defined outside the tree before a function try block (`CUB_TEST("t", "[tag]")
+/// try {`, issue 45): the body parses as a host function's and its launch is instrumented.
+#[test]
+fn a_test_macro_before_try_parses_and_builds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inc = tmp.path().join("inc");
+    std::fs::create_dir(&inc).unwrap();
+    std::fs::write(
+        inc.join("test_case.h"),
+        "#define NAMED_TEST(name, tags) void named_test()\n",
+    )
+    .unwrap();
+    let (_app, tree) = inserted(
+        &[(
+            "t.cu",
+            "__global__ void k(int* p) { p[0] = 1; }\nNAMED_TEST(\"copies\", \"[copy]\") try {\n  int* d = nullptr;\n  k<<<1, 1>>>(d);\n} catch (...) {\n}\n",
+        )],
+        &["--on-parse-error", "fail"],
+    );
+    let t = std::fs::read_to_string(tree.join("t.cu")).unwrap();
+    assert!(t.contains("wmfix_launch("), "{t}");
+    assert!(t.contains("p[0] = 1; WMFIX_FENCE_AT("), "{t}");
+    builds(
+        &tree,
+        &format!(
+            "nvcc -arch=sm_90 -include {} -c t.cu -o /dev/null",
+            inc.join("test_case.h").display()
+        ),
+    );
+}

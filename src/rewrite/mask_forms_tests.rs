@@ -168,7 +168,8 @@ fn a_statement_macros_last_branch_without_parentheses_is_a_block() {
 
 #[test]
 fn a_lambda_after_arrow_star_is_an_operand() {
-    let src = "__device__ void f(ctx_t ctx, int* d) {\n  ctx.task(d)->*[&](int* p) { p[0] = 1; };\n}\n";
+    let src =
+        "__device__ void f(ctx_t ctx, int* d) {\n  ctx.task(d)->*[&](int* p) { p[0] = 1; };\n}\n";
     let m = member_pointers(src).unwrap();
     same_shape(src, &m);
     assert!(m.contains("ctx.task(d)|  [&](int* p)"), "{m}");
