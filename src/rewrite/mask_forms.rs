@@ -241,10 +241,12 @@ pub fn nested_template_closers(text: &str) -> Option<String> {
         let mut blanks = Vec::new();
         let cur = std::str::from_utf8(now).expect("ASCII replaced ASCII");
         outside_literals(cur, 0, cur.len(), |i, b| {
-            if b == b'>' && now.get(i + 1) == Some(&b'>') && closes_template(now, i) {
-                if let Some(open) = innermost_open(now, i) {
-                    blanks.push(open..i + 1);
-                }
+            if b == b'>'
+                && now.get(i + 1) == Some(&b'>')
+                && closes_template(now, i)
+                && let Some(open) = innermost_open(now, i)
+            {
+                blanks.push(open..i + 1);
             }
             true
         });
