@@ -75,7 +75,7 @@ fn what_still_fails_names_the_construct() {
     let err = stderr(&o);
     assert!(
         err.contains(
-            "k.cu:2:29: syntax error (`new T *[n]`, which tree-sitter-cuda does not parse)"
+            "k.cu:2:28: syntax error (`new T *[n]`, which tree-sitter-cuda does not parse)"
         ),
         "{err}"
     );
@@ -587,8 +587,8 @@ fn member_pointers_keyword_macros_in_if_groups_and_commented_branches_build() {
     builds(&tree, "nvcc -arch=sm_90 -std=c++17 -c k.cu -o /dev/null");
 }
 
-/// Constructs of public CUDA libraries beyond CCCL (issue 45; `tests/fixtures/constructs/
-/// beyond_cccl.cu`): type keywords as macro arguments, `->*` before a lambda, `= delete` on a
+/// Constructs of public CUDA libraries beyond CCCL (issue 45; `tests/fixtures/beyond_cccl/
+/// constructs.cu`): type keywords as macro arguments, `->*` before a lambda, `= delete` on a
 /// function template, unnamed enumerations with a base, `enum class [[nodiscard]]`, a test macro
 /// before `try`, a macro standing for an enable_if template parameter, `template <> R
 /// C::operator()<T>(...)`, a qualified nested template as a return type, `operator++();`,
@@ -599,7 +599,7 @@ fn member_pointers_keyword_macros_in_if_groups_and_commented_branches_build() {
 fn constructs_beyond_cccl_parse_are_fenced_and_build() {
     let src = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/constructs/beyond_cccl.cu"),
+            .join("tests/fixtures/beyond_cccl/constructs.cu"),
     )
     .unwrap();
     let (_tmp, tree) = inserted(&[("k.cu", &src)], &["--on-parse-error", "fail"]);
@@ -608,12 +608,12 @@ fn constructs_beyond_cccl_parse_are_fenced_and_build() {
         "p[2] = 3.0f; WMFIX_FENCE_AT(",
         "{ p[0] = 1; WMFIX_FENCE_AT(",
         "d[1] = 2; WMFIX_FENCE_AT(",
-        "dst[0] = src[0]; WMFIX_FENCE_AT(",
+        "dst[0] = src[0]; WMFIX_RACE_LOAD(3, src[0]); WMFIX_FENCE_AT(3, dst[0]);",
         "p[wmfix_threadIdx().x & kMask] = kLanes; WMFIX_FENCE_AT(",
         "p[0] *= 2; WMFIX_FENCE_AT(",
         "p[1] = 3; WMFIX_FENCE_AT(",
         "a[0] = T(1); WMFIX_FENCE_AT(",
-        "p[0] = (unsigned(p[1]) << 2); WMFIX_FENCE_AT(",
+        "p[0] = (unsigned(p[1]) << 2); WMFIX_RACE_LOAD(",
         "sum += v[0]; WMFIX_FENCE_AT(",
     ] {
         assert!(k.contains(fenced), "{fenced}:\n{k}");
