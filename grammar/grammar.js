@@ -22,6 +22,9 @@ module.exports = grammar({ grammar: base }, {
   conflicts: ($, original) => original.concat([
     [$.type_specifier, $._typename_class],
     [$._class_name, $._typename_class],
+    [$._declarator, $.call_expression],
+    [$.qualified_identifier, $.operator_template],
+    [$.type_specifier, $.argument_list],
   ]),
   rules: {
     // Specifiers before `friend`: `[[nodiscard]] __host__ __device__ friend constexpr bool
@@ -58,20 +61,17 @@ module.exports = grammar({ grammar: base }, {
       field('default_type', $.type_descriptor),
     ),
     // A temporary of a dependent type or of a `decltype`: `typename T::U{}`, `typename T::U(x)`,
-    // `decltype(x){1}`.
+    // `decltype(x){1}`; of a type of several words, `unsigned{x}`.
     compound_literal_expression: ($, original) => choice(
       original,
       seq(
-        field('type', choice(alias($._typename_class, $.dependent_type), $.decltype)),
+        field('type', choice(
+          alias($._typename_class, $.dependent_type),
+          $.decltype,
+          $.sized_type_specifier,
+        )),
         field('value', $.initializer_list),
       ),
-    ),
-    call_expression: ($, original) => choice(
-      original,
-      prec.dynamic(1, seq(
-        field('function', alias($._typename_class, $.dependent_type)),
-        field('arguments', $.argument_list),
-      )),
     ),
     _typename_class: ($) => seq(
       'typename',
@@ -103,5 +103,73 @@ module.exports = grammar({ grammar: base }, {
       )),
     ),
     variadic_pointer_declarator: ($) => seq('*', repeat($.type_qualifier), $.variadic_declarator),
+
+    // Issue 45: constructs of public CUDA code beyond CCCL (cuDF, RAFT, cuVS, CUTLASS, FAISS,
+    // MatX, Ginkgo).
+    // A type keyword as a macro's argument: `SELECT_IMPL(float, true, 1, 1);`, `DEF(int, float)`.
+    argument_list: ($, original) => rewrite(original, isSymbol('initializer_list'),
+      (r) => choice(r, prec.dynamic(-1, $.primitive_type), prec.dynamic(-1, $.sized_type_specifier))),
+    // A temporary of a dependent type (`typename T::U(x)`); a functional cast to a type of
+    // several words (`(unsigned(x) << 2)`, which the base grammar reads as a C cast's start); a
+    // call of an operator by its name (`operator++();`, `operator()<T>(a, b);`).
+    call_expression: ($, original) => choice(
+      original,
+      prec.dynamic(1, seq(
+        field('function', alias($._typename_class, $.dependent_type)),
+        field('arguments', $.argument_list),
+      )),
+      seq(field('function', $.sized_type_specifier), field('arguments', $.argument_list)),
+      seq(
+        field('function', $.operator_name),
+        optional(field('template_arguments', $.template_argument_list)),
+        field('arguments', $.argument_list),
+      ),
+    ),
+    // `= delete;` (and `= default;`) on a function that is not a member, or a member template:
+    // `template <class T> void swap(T&, T&) = delete;`.
+    function_definition: ($, original) => rewrite(original, isSymbol('try_statement'),
+      (r) => choice(r, $.delete_method_clause, $.default_method_clause)),
+    // An unnamed enumeration with a base (`enum : uint32_t { A };`) and attributes after
+    // `enum class` (`enum class [[nodiscard]] E : int32_t {`).
+    enum_specifier: ($) => prec.right(seq(
+      'enum',
+      optional(seq(choice('class', 'struct'), repeat($.attribute_declaration))),
+      choice(
+        seq(
+          field('name', $._class_name),
+          optional($._enum_base_clause),
+          optional(field('body', $.enumerator_list)),
+        ),
+        seq(optional($._enum_base_clause), field('body', $.enumerator_list)),
+      ),
+      optional($.attribute_specifier),
+    )),
+    // A restrict qualifier after `&`: `T& __restrict__ x`.
+    reference_declarator: ($) => prec.dynamic(1, prec.right(seq(
+      choice('&', '&&'),
+      optional(choice('__restrict__', '__restrict', 'restrict')),
+      $._declarator,
+    ))),
+    // A macro between a lambda's introducer and its parameters: `[] KERNEL(auto i) {...}`. Its
+    // introducer without the base's precedence, which would read `delete[] p` as a lambda's.
+    lambda_expression: ($, original) => choice(original, seq(
+      field('captures', alias($._macro_lambda_captures, $.lambda_capture_specifier)),
+      alias($.identifier, $.lambda_specifier),
+      field('declarator', $.lambda_declarator),
+      field('body', $.compound_statement),
+    )),
+    _macro_lambda_captures: () => prec(-1, base.rules.lambda_capture_specifier.content),
+    // A macro that stands for a template parameter: `template <typename T, ENABLE_IF(f<T>())>`.
+    template_parameter_list: ($, original) => rewrite(original,
+      isSymbol('template_template_parameter_declaration'),
+      (r) => choice(r, prec.dynamic(-1, alias($._macro_call, $.call_expression)))),
+    _macro_call: ($) => seq(field('function', $.identifier), field('arguments', $.argument_list)),
+    // An explicit specialization of an operator template: `template <> R C::operator()<T>(...)`.
+    qualified_identifier: ($, original) => rewrite(original, isSymbol('operator_name'),
+      (r) => choice(r, alias($.operator_template, $.template_function))),
+    operator_template: ($) => seq(
+      field('name', $.operator_name),
+      field('arguments', $.template_argument_list),
+    ),
   },
 });

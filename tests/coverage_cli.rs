@@ -75,7 +75,7 @@ fn what_still_fails_names_the_construct() {
     let err = stderr(&o);
     assert!(
         err.contains(
-            "k.cu:2:29: syntax error (`new T *[n]`, which tree-sitter-cuda does not parse)"
+            "k.cu:2:28: syntax error (`new T *[n]`, which tree-sitter-cuda does not parse)"
         ),
         "{err}"
     );
@@ -624,4 +624,72 @@ fn member_pointers_keyword_macros_in_if_groups_and_commented_branches_build() {
         assert!(k.contains(fenced), "{fenced}:\n{k}");
     }
     builds(&tree, "nvcc -arch=sm_90 -std=c++17 -c k.cu -o /dev/null");
+}
+
+/// Constructs of public CUDA libraries beyond CCCL (issue 45; `tests/fixtures/beyond_cccl/
+/// constructs.cu`): type keywords as macro arguments, `->*` before a lambda, `= delete` on a
+/// function template, unnamed enumerations with a base, `enum class [[nodiscard]]`, a test macro
+/// before `try`, a macro standing for an enable_if template parameter, `template <> R
+/// C::operator()<T>(...)`, a qualified nested template as a return type, `operator++();`,
+/// `unsigned(x)`, `T& __restrict__ x`, a macro between a lambda's introducer and its parameters.
+/// All parse (`--on-parse-error fail`), every device function's access gets its fence, and the
+/// instrumented file builds.
+#[test]
+fn constructs_beyond_cccl_parse_are_fenced_and_build() {
+    let src = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/beyond_cccl/constructs.cu"),
+    )
+    .unwrap();
+    let (_tmp, tree) = inserted(&[("k.cu", &src)], &["--on-parse-error", "fail"]);
+    let k = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    for fenced in [
+        "p[2] = 3.0f; WMFIX_FENCE_AT(",
+        "{ p[0] = 1; WMFIX_FENCE_AT(",
+        "d[1] = 2; WMFIX_FENCE_AT(",
+        "dst[0] = src[0]; WMFIX_RACE_LOAD(3, src[0]); WMFIX_FENCE_AT(3, dst[0]);",
+        "p[wmfix_threadIdx().x & kMask] = kLanes; WMFIX_FENCE_AT(",
+        "p[0] *= 2; WMFIX_FENCE_AT(",
+        "p[1] = 3; WMFIX_FENCE_AT(",
+        "a[0] = T(1); WMFIX_FENCE_AT(",
+        "p[0] = (unsigned(p[1]) << 2); WMFIX_RACE_LOAD(",
+        "sum += v[0]; WMFIX_FENCE_AT(",
+    ] {
+        assert!(k.contains(fenced), "{fenced}:\n{k}");
+    }
+    builds(
+        &tree,
+        "nvcc -arch=sm_90 -std=c++17 --extended-lambda -c k.cu -o /dev/null",
+    );
+}
+
+/// A test macro defined outside the tree before a function try block (`CUB_TEST("t", "[tag]")
+/// try {`, issue 45): the body parses as a host function's and its launch is instrumented.
+#[test]
+fn a_test_macro_before_try_parses_and_builds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inc = tmp.path().join("inc");
+    std::fs::create_dir(&inc).unwrap();
+    std::fs::write(
+        inc.join("test_case.h"),
+        "#define NAMED_TEST(name, tags) void named_test()\n",
+    )
+    .unwrap();
+    let (_app, tree) = inserted(
+        &[(
+            "t.cu",
+            "__global__ void k(int* p) { p[0] = 1; }\nNAMED_TEST(\"copies\", \"[copy]\") try {\n  int* d = nullptr;\n  k<<<1, 1>>>(d);\n} catch (...) {\n}\n",
+        )],
+        &["--on-parse-error", "fail"],
+    );
+    let t = std::fs::read_to_string(tree.join("t.cu")).unwrap();
+    assert!(t.contains("wmfix_launch("), "{t}");
+    assert!(t.contains("p[0] = 1; WMFIX_FENCE_AT("), "{t}");
+    builds(
+        &tree,
+        &format!(
+            "nvcc -arch=sm_90 -include {} -c t.cu -o /dev/null",
+            inc.join("test_case.h").display()
+        ),
+    );
 }

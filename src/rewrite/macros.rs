@@ -467,7 +467,13 @@ fn declares(body: &str, learnt: impl Fn(&str) -> bool) -> bool {
     let head = ["template", "struct", "class", "union"].contains(&first)
         || QUALIFIERS.contains(&first)
         || learnt(first);
-    head && b.contains('{')
+    // An explicit instantiation or its declaration (`template void f<T>(T*);`, `extern template
+    // ...;`): a declaration without code, blanked as a call (`INSTANTIATE(float, int)`, with or
+    // without its `;`).
+    let instantiation = (first == "template"
+        && !b["template".len()..].trim_start().starts_with('<'))
+        || (first == "extern" && b["extern".len()..].trim_start().starts_with("template"));
+    (head && b.contains('{')) || (instantiation && b.trim_end().ends_with(';'))
 }
 
 /// `b` past its leading attributes and calls of upper-case macros, each with the `;` after it,

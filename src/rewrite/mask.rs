@@ -195,8 +195,9 @@ use crate::rewrite::macros::whole_word;
 
 /// `text` with the invocations of function-like macros that open a line in capitals and are
 /// followed by a body (Catch2's `TEMPLATE_TEST_CASE_SIG("t", "", ((typename K), K), (int)) {`,
-/// googletest's `TEST_F(F, t) {`), which the grammar cannot parse when their arguments are types
-/// or parenthesized lists, made `void m()` and spaces: the body parses as a host function's.
+/// googletest's `TEST_F(F, t) {`, or a function try block: `CUB_TEST("t", "[tag]") try {`), which
+/// the grammar cannot parse when their arguments are types or parenthesized lists, made `void m()`
+/// and spaces: the body parses as a host function's.
 /// A macro the file defines with `__global__` or `__device__` in it is left alone: its body is
 /// device code. `None` where there is none.
 pub fn body_macros(text: &str) -> Option<String> {
@@ -223,9 +224,13 @@ pub fn body_macros(text: &str) -> Option<String> {
         if close - start < 8 || text[start..start + 8].contains('\n') {
             continue;
         }
-        if !text[close..].trim_start().starts_with('{')
-            || defines_device_code(text, &line[..name_len])
-        {
+        // A body, or at file scope a function try block (`TEST_CASE("t") try { ... } catch`).
+        let after = text[close..].trim_start();
+        let try_block = indent == 0
+            && after
+                .strip_prefix("try")
+                .is_some_and(|r| r.trim_start().starts_with('{'));
+        if !(after.starts_with('{') || try_block) || defines_device_code(text, &line[..name_len]) {
             continue;
         }
         // Inside a body, a section macro (Catch2's `SECTION("name") {`) of string arguments

@@ -192,7 +192,13 @@ pub fn member_pointers(text: &str) -> Option<String> {
         true
     });
     for i in stars {
-        out.get_or_insert_with(|| bytes.to_vec())[i] = b' ';
+        let o = out.get_or_insert_with(|| bytes.to_vec());
+        o[i] = b' ';
+        // A lambda after `->*` (a task graph's `ctx.task(a)->*[&](auto t) {...}`): `->*` as a
+        // binary operator, `|  `, so that the lambda is an operand and its body is parsed.
+        if text[..i].ends_with("->") && text[i + 1..].trim_start().starts_with('[') {
+            o[i - 2..i].copy_from_slice(b"| ");
+        }
     }
     for colons in scopes {
         // Back over `a::b::C` (and a leading `::`) to where the scope starts.
@@ -217,6 +223,130 @@ pub fn member_pointers(text: &str) -> Option<String> {
         }
         let o = out.get_or_insert_with(|| bytes.to_vec());
         o[start..colons + 2].fill(b' ');
+    }
+    out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
+}
+
+/// `text` with the innermost template argument list before each `>>` blanked, until none is
+/// left: `P<s::U<X<Y>>, int>` as `P<s::U<X   >, int>`, then `P<s::U        , int>`. Two closing
+/// brackets in one token leave tree-sitter more readings of the qualified names before them than
+/// it keeps (a qualified nested template as a return type: `s::P<s::U<X<Y>>, int> f(T a)`). Only
+/// a list of names, numbers, `::`, `,`, `*`, `&`, `...` right after a name (not after
+/// `template`), and a `>>` not followed by `=` or a number (a shift), is blanked. `parse.rs`
+/// keeps it only where it leaves fewer bytes unparsed. `None` where there is none.
+pub fn nested_template_closers(text: &str) -> Option<String> {
+    let mut out: Option<Vec<u8>> = None;
+    loop {
+        let now = out.as_deref().unwrap_or(text.as_bytes());
+        let mut blanks = Vec::new();
+        let cur = std::str::from_utf8(now).expect("ASCII replaced ASCII");
+        outside_literals(cur, 0, cur.len(), |i, b| {
+            if b == b'>'
+                && now.get(i + 1) == Some(&b'>')
+                && closes_template(now, i)
+                && let Some(open) = innermost_open(now, i)
+            {
+                blanks.push(open..i + 1);
+            }
+            true
+        });
+        blanks.retain(|r| !on_directive(cur, r.start));
+        if blanks.is_empty() {
+            break;
+        }
+        let o = out.get_or_insert_with(|| text.as_bytes().to_vec());
+        for r in blanks {
+            o[r].fill(b' ');
+        }
+    }
+    out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
+}
+
+/// Whether the `>>` at `at` closes brackets rather than shifting: no `=` or number after.
+fn closes_template(b: &[u8], at: usize) -> bool {
+    let mut j = at + 2;
+    while b.get(j) == Some(&b'>') {
+        j += 1;
+    }
+    let next = b[j..].iter().find(|c| !c.is_ascii_whitespace());
+    !matches!(next, Some(c) if *c == b'=' || c.is_ascii_digit())
+}
+
+/// Where the template argument list that the `>` at `close` ends opens, if it holds only names,
+/// numbers, `::`, `,`, `*`, `&` and white space, and a name is right before its `<`.
+fn innermost_open(b: &[u8], close: usize) -> Option<usize> {
+    let mut i = close;
+    while i > 0 {
+        i -= 1;
+        match b[i] {
+            b'<' => {
+                let name = b[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|c| is_word_byte(**c))
+                    .count();
+                // `T::template X<A>` keeps its arguments: `template` needs them.
+                let keyword = std::str::from_utf8(&b[..i - name])
+                    .is_ok_and(|t| t.trim_end().trim_end_matches("::").ends_with("template"));
+                let open = name > 0 && !keyword && b.get(i + 1) != Some(&b'<') && i + 1 < close;
+                return open.then_some(i);
+            }
+            c if is_word_byte(c) || c.is_ascii_whitespace() || b":,*&.".contains(&c) => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// `text` with each call of an upper-case macro that stands alone as a statement without a `;`
+/// after it (its definition has one: `MATX_NVTX_START("", level)`, `INSTANTIATE(float, int)`)
+/// blanked: a line that starts with the call and holds nothing else, before a line that starts
+/// a new statement (a name, `}`, `#`, `[`). Calls with `[` in their arguments (an access) are
+/// kept. `parse.rs` keeps it only where it leaves fewer bytes unparsed. `None` where there is
+/// none.
+pub fn statement_macro_calls(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let start = line_start;
+        line_start += line.len();
+        let code = line.trim_start();
+        let at = start + line.len() - code.len();
+        let name = code
+            .bytes()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
+            .count();
+        if name < 2 || !code.as_bytes()[0].is_ascii_uppercase() {
+            continue;
+        }
+        let open = at + name + (code[name..].len() - code[name..].trim_start().len());
+        if bytes.get(open) != Some(&b'(') || on_directive(text, at) {
+            continue;
+        }
+        let Some(end) = crate::rewrite::macros::balanced(text, open) else {
+            continue;
+        };
+        let rest = &text[end..];
+        let line_end = rest.find('\n').unwrap_or(rest.len());
+        let tail = rest[..line_end].trim();
+        if !(tail.is_empty() || tail.starts_with("//")) || text[open..end].contains('[') {
+            continue;
+        }
+        let next = past_directives(&rest[line_end..]);
+        let starts_statement = next
+            .bytes()
+            .next()
+            .is_none_or(|c| is_word_byte(c) || b"}#[".contains(&c));
+        if !starts_statement {
+            continue;
+        }
+        let o = out.get_or_insert_with(|| bytes.to_vec());
+        for b in &mut o[at..end] {
+            if *b != b'\n' && *b != b'\r' {
+                *b = b' ';
+            }
+        }
     }
     out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
 }

@@ -165,3 +165,51 @@ fn a_statement_macros_last_branch_without_parentheses_is_a_block() {
     assert!(m.contains("{ p[0] = g(&p[1]);};"), "{m:?}");
     assert!(first_error(&parse_masked(src, &Default::default()).tree).is_none());
 }
+
+#[test]
+fn a_lambda_after_arrow_star_is_an_operand() {
+    let src =
+        "__device__ void f(ctx_t ctx, int* d) {\n  ctx.task(d)->*[&](int* p) { p[0] = 1; };\n}\n";
+    let m = member_pointers(src).unwrap();
+    same_shape(src, &m);
+    assert!(m.contains("ctx.task(d)|  [&](int* p)"), "{m}");
+    assert!(first_error(&parse(src)).is_some());
+    assert!(first_error(&parse_masked(src, &Default::default()).tree).is_none());
+}
+
+#[test]
+fn nested_template_closers_are_blanked_innermost_first() {
+    let src = "s::P<s::U<X<Y>>, int> f(T a);\nusing Z = cuda::zip<cuda::zip<cuda::zip<F>>>;\n";
+    let m = nested_template_closers(src).unwrap();
+    same_shape(src, &m);
+    // Only lists closed by `>>`: `s::U<X   >` is closed by `>,` once `<Y>` is gone.
+    assert!(m.starts_with("s::P<s::U<X   >, int> f(T a);"), "{m}");
+    assert!(m.contains("= cuda::zip<cuda::zip              >;"), "{m}");
+    assert!(first_error(&parse(src)).is_some());
+    assert!(first_error(&parse_masked(src, &Default::default()).tree).is_none());
+    // Shifts, `>>=`, `::template` and argument lists with expressions are left alone.
+    for kept in [
+        "x = a<b>>2;\n",
+        "x >>= 1;\n",
+        "typename T::template R<A>>;\n",
+        "A<B<(1 + 2)>>;\n",
+    ] {
+        assert_eq!(nested_template_closers(kept), None, "{kept}");
+    }
+}
+
+#[test]
+fn statement_macro_calls_without_a_semicolon_are_blanked() {
+    let src = "#define INST(T, I) template void f<T, I>(T*, I);\nINST(float, int)\nINST(double, int)\n__device__ void g(int* p) {\n  LOG_START(\"g\", LEVEL)\n  p[0] = 1;\n  CHECK(p[1])\n  p[2] = 2;\n}\n";
+    let m = statement_macro_calls(src).unwrap();
+    same_shape(src, &m);
+    let lines: Vec<&str> = m.lines().collect();
+    for blanked in [1, 2, 4] {
+        assert!(lines[blanked].trim().is_empty(), "{blanked}: {m}");
+    }
+    assert!(lines[0].starts_with("#define INST"), "{m}");
+    // An access in the arguments keeps the call.
+    assert!(m.contains("CHECK(p[1])"), "{m}");
+    // Followed by `{` (a macro that opens a function) or with a `;`: kept.
+    assert_eq!(statement_macro_calls("KERNEL(k)\n{\n}\nLOG(1);\n"), None);
+}

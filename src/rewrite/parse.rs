@@ -37,9 +37,10 @@ pub struct MaskedText<'a> {
 
 /// Parses `text` as `parse` does, with the learnt macros (`macros.rs`), the qualifiers of
 /// extended lambdas and the attributes the grammar lacks masked; when that leaves a syntax
-/// error, again with the macros that open a body masked (`mask::body_macros`), kept if that
-/// parses without error; and, when the file has `#if` groups, with only each group's first
-/// branch, kept if it has fewer unparsed bytes.
+/// error, again with the macros that open a body masked (`mask::body_macros`), then with nested
+/// template argument lists closed by `>>` blanked, then with statements of macro calls without a
+/// `;` blanked, each kept if that leaves fewer bytes unparsed; and, when the file has `#if`
+/// groups, with only each group's first branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
     parse_whole(mask(text, macros))
 }
@@ -51,17 +52,27 @@ pub fn parse_whole(m: MaskedText) -> Masked {
         attribute,
         qualified,
     } = m;
-    let (tree, first_branch_only) = branches_parsed(&masked);
-    // Macros that open a body (test-case macros) are masked only where that leaves no error.
-    let (tree, first_branch_only) = match first_error(&tree)
-        .is_some()
-        .then(|| mask::body_macros(&masked))
-        .flatten()
-        .map(|m| branches_parsed(&m))
-    {
-        Some((t, at)) if first_error(&t).is_none() => (t, at),
-        _ => (tree, first_branch_only),
-    };
+    // Where that leaves a syntax error: macros that open a body (test-case macros), nested
+    // template argument lists closed by `>>`, statements of macro calls without a `;`, each
+    // masked in turn and kept where that leaves fewer bytes unparsed.
+    let mut parsed = branches_parsed(&masked);
+    let mut text = masked;
+    for retry in [
+        mask::body_macros,
+        mask_forms::nested_template_closers,
+        mask_forms::statement_macro_calls,
+    ] {
+        if first_error(&parsed.0).is_none() {
+            break;
+        }
+        if let Some(m) = retry(&text) {
+            let again = branches_parsed(&m);
+            if unparsed(&again.0) < unparsed(&parsed.0) {
+                (text, parsed) = (m.into(), again);
+            }
+        }
+    }
+    let (tree, first_branch_only) = parsed;
     Masked {
         tree,
         attribute,
@@ -145,8 +156,7 @@ pub fn mask<'a>(text: &'a str, macros: &Macros) -> MaskedText<'a> {
         Some(Some(m)) => std::borrow::Cow::Owned(m),
         _ => masked,
     };
-    let masked = match masked
-        .contains("template class ")
+    let masked = match (masked.contains("template class ") || masked.contains("template struct "))
         .then(|| mask::explicit_instantiations(&masked))
     {
         Some(Some(m)) => std::borrow::Cow::Owned(m),
