@@ -41,21 +41,17 @@ pub struct MaskedText<'a> {
 /// parses without error; and, when the file has `#if` groups, with only each group's first
 /// branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
-    parse_whole(mask(text, macros))
+    parse_whole(&mask(text, macros))
 }
 
 /// `parse_masked` of a text already masked.
-pub fn parse_whole(m: MaskedText) -> Masked {
-    let MaskedText {
-        text: masked,
-        attribute,
-        qualified,
-    } = m;
-    let (tree, first_branch_only) = branches_parsed(&masked);
+pub fn parse_whole(m: &MaskedText) -> Masked {
+    let masked = &m.text;
+    let (tree, first_branch_only) = branches_parsed(masked);
     // Macros that open a body (test-case macros) are masked only where that leaves no error.
     let (tree, first_branch_only) = match first_error(&tree)
         .is_some()
-        .then(|| mask::body_macros(&masked))
+        .then(|| mask::body_macros(masked))
         .flatten()
         .map(|m| branches_parsed(&m))
     {
@@ -64,9 +60,23 @@ pub fn parse_whole(m: MaskedText) -> Masked {
     };
     Masked {
         tree,
-        attribute,
+        attribute: m.attribute,
         first_branch_only,
-        qualified,
+        qualified: m.qualified.clone(),
+    }
+}
+
+/// One configuration's text of a file's `#if` groups (`branches.rs`: directive lines and the
+/// branches it leaves out blanked) parsed as `parse_whole` parses a text: with the macros that
+/// open a body masked where that leaves no error.
+pub fn parse_config(text: &str) -> Tree {
+    let tree = parse_blanked(text);
+    if first_error(&tree).is_none() {
+        return tree;
+    }
+    match mask::body_macros(text).map(|m| parse_blanked(&m)) {
+        Some(t) if first_error(&t).is_none() => t,
+        _ => tree,
     }
 }
 
