@@ -60,7 +60,10 @@ fn directives(text: &str) -> Vec<(&str, Range<usize>, &str)> {
         continued = line.trim_end_matches(['\n', '\r']).ends_with('\\');
         if was_continued {
             // A continuation line of the directive before it: its bytes join that directive's.
-            if let Some((_, r, _)) = out.last_mut().filter(|(_, r, _): &&mut (_, Range<usize>, _)| r.end == range.start) {
+            if let Some((_, r, _)) = out
+                .last_mut()
+                .filter(|(_, r, _): &&mut (_, Range<usize>, _)| r.end == range.start)
+            {
                 r.end = range.end;
             }
             continue;
@@ -108,7 +111,9 @@ impl Groups {
         for (word, range, condition) in directives(text) {
             match word {
                 "if" | "ifdef" | "ifndef" => {
-                    let parent = open.last().map(|&(g, _)| *groups[g].branches.last().unwrap());
+                    let parent = open
+                        .last()
+                        .map(|&(g, _)| *groups[g].branches.last().unwrap());
                     let g = groups.len();
                     branches.push(Branch {
                         group: g,
@@ -260,7 +265,9 @@ fn device_variables(text: &str) -> impl Iterator<Item = &str> {
         .filter(|l| l.contains("__device__") && !l.contains('('))
         .filter_map(|l| {
             let head = l.split(['=', ';', '[', '{']).next()?;
-            crate::rewrite::macros::identifiers(head).last().map(|(_, w)| w)
+            crate::rewrite::macros::identifiers(head)
+                .last()
+                .map(|(_, w)| w)
         })
 }
 

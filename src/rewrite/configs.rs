@@ -255,8 +255,7 @@ fn settle(groups: &Groups, count: usize, units: &mut [Unit]) {
                     !places.iter().all(shown) || !u.braces().iter().all(|b| shown(&b.start))
                 } else {
                     places.iter().any(shown)
-                        || u
-                            .braces()
+                        || u.braces()
                             .iter()
                             .any(|b| shown(&b.start) && !covered[c].contains(b))
                 }

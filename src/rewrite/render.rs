@@ -51,9 +51,9 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
     // `#if` groups with more than one branch; where one declares a `__device__` variable that
     // another names (`constexpr int n` in the other), each configuration is planned (`configs`).
     let groups = Groups::scan(&masked.text);
-    let per_branch = groups.as_ref().is_some_and(|g| {
-        masked.text.contains("__device__") && g.declared_per_branch(&masked.text)
-    });
+    let per_branch = groups
+        .as_ref()
+        .is_some_and(|g| masked.text.contains("__device__") && g.declared_per_branch(&masked.text));
     if !per_branch && let Some(plan) = crate::rewrite::pieces::plan(&file, &masked, program) {
         drop(masked);
         return Planned {
