@@ -104,13 +104,11 @@ fn fence_ids(text: &str) -> BTreeSet<usize> {
             .chars()
             .take_while(char::is_ascii_digit)
             .collect();
-        if rest[..open]
+        let name = rest[..open]
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
-            if let Ok(id) = digits.parse() {
-                out.insert(id);
-            }
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if name && let Ok(id) = digits.parse() {
+            out.insert(id);
         }
     }
     out

@@ -299,7 +299,7 @@ fn assign(groups: &[Group], branches: &[Branch]) -> Option<(Vec<u64>, usize)> {
         return None;
     }
     let mut keep = vec![0u64; branches.len()];
-    for g in &groups[..] {
+    for g in groups {
         let mut mine: Vec<usize> = match g.parent {
             None => (0..count).collect(),
             Some(p) => (0..count).filter(|c| keep[p] >> c & 1 == 1).collect(),
