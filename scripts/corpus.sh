@@ -8,7 +8,8 @@
 # taken at its mirror's HEAD (the commit is printed), with the folders below, into OUT/src, and
 # instrumented into OUT/<name>. Prints one line a repository: files parsed (.cu/.cuh and headers
 # with device code), files with a parse error, fences, seconds, device functions declared through
-# qualifier macros (or extended lambdas) and how many of them got a fence; and the commits.
+# qualifier macros (or extended lambdas) and how many of them got a fence, `#elif`/`#else` branches
+# instrumented that only each group's first branch was before (issue 45); and the commits.
 set -euo pipefail
 W=$1 MIRRORS=$2 OUT=$3
 mkdir -p "$OUT"
@@ -22,7 +23,7 @@ REPOS=(
   "mattsinc+heterosync ."
   "b0nes164+GPUPrefixSums ."
 )
-printf '%-24s %-12s %8s %8s %6s %9s %7s %s\n' repo commit parsed errors "err%" fences seconds "macro-declared functions (with fences)"
+printf '%-24s %-12s %8s %8s %6s %9s %7s %11s %s\n' repo commit parsed errors "err%" fences seconds "if-branches" "macro-declared functions (with fences)"
 for entry in "${REPOS[@]}"; do
   read -r repo folders <<< "$entry"
   git_dir=$MIRRORS/$repo/repo
@@ -55,6 +56,6 @@ d = json.load(open(path))
 err = {w.split(":")[0] for w in d["warnings"] if "syntax error" in w}
 n = d["instrumented"]
 macro = f"{d['macro_functions']} ({d['macro_functions_fenced']})" if "macro_functions" in d else "-"
-print(f"{repo:<24} {commit:<12} {n:>8} {len(err):>8} {100 * len(err) / max(n, 1):>5.1f}% {d['fences']:>9} {d['seconds']:>7.1f} {macro}")
+print(f"{repo:<24} {commit:<12} {n:>8} {len(err):>8} {100 * len(err) / max(n, 1):>5.1f}% {d['fences']:>9} {d['seconds']:>7.1f} {d.get('if_branches', 0):>11} {macro}")
 PY
 done
