@@ -2,7 +2,8 @@
 //! `fixtures/if_branches/` (the kernel, whose `#else` branch is the body of an unbraced
 //! `if`; unbraced `for`/`while`/`if`-`else` bodies split by groups, nested groups, an `#elif`
 //! chain, `#if 0`, an `__CUDA_ARCH__` branch, conditions split by a group; a name declared
-//! `__device__` in one branch and a host constant in the other) instrumented, then in each
+//! `__device__` in one branch and a host constant in the other, in the file and in a header)
+//! instrumented, then in each
 //! configuration (`-D` flags): preprocessed (`cpp`, device and host pass) for the fences that
 //! configuration compiles and the balance of its braces, and built with nvcc.
 
@@ -72,22 +73,38 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
     (
         "limit.cu",
         "",
-        &["a[threadIdx.x] = limit;", "(x > a[0])", "a[1] = x;"],
+        &[
+            "a[threadIdx.x] = limit;",
+            "(x > a[0])",
+            "a[1] = x;",
+            "a[2] = y;",
+        ],
     ),
     (
         "limit.cu",
         "-DDEVICE_LIMIT",
-        &["a[threadIdx.x] = limit;", "(x > a[0])", "a[1] = x;"],
+        &[
+            "a[threadIdx.x] = limit;",
+            "(x > a[0])",
+            "a[1] = x;",
+            "a[2] = y;",
+        ],
     ),
 ];
 
-/// `text` (an instrumented file, its prologue cut off) through `cpp` with `flags`.
-fn preprocessed(dir: &Path, text: &str, flags: &str) -> String {
+/// `text` (an instrumented file, its prologue cut off) through `cpp` with `flags`, including
+/// the original headers of `app` (the instrumented ones include the runtime, whose macros would
+/// hide the fence ids).
+fn preprocessed(dir: &Path, app: &Path, text: &str, flags: &str) -> String {
     let path = dir.join("configuration.cu");
     std::fs::write(&path, text).unwrap();
     let o = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("cpp -P -D__CUDACC__ {flags} {}", path.display()))
+        .arg(format!(
+            "cpp -P -D__CUDACC__ -I{} {flags} {}",
+            app.display(),
+            path.display()
+        ))
         .output()
         .unwrap();
     assert!(o.status.success(), "cpp {flags}: {}", stderr(&o));
@@ -146,7 +163,8 @@ fn every_branch_of_every_if_group_is_fenced_and_builds_in_each_configuration() {
     assert_eq!(json["if_branches"], 6, "{json}");
     // What differs between configurations is left out, said at its line: a condition split by
     // a group (its fence would follow the whole `if`, outside the group), and the read of a
-    // name that only one branch declares `__device__`.
+    // name that only one branch declares `__device__`. A header's such name (`limits.cuh`) is
+    // no `__device__` variable to other files: their reads of it get no fence, unsaid.
     let warnings: Vec<&str> = json["warnings"]
         .as_array()
         .unwrap()
@@ -154,7 +172,7 @@ fn every_branch_of_every_if_group_is_fenced_and_builds_in_each_configuration() {
         .map(|w| w.as_str().unwrap())
         .collect();
     let expected = [
-        "limit.cu:11:3: warning: the fence after `int x = limit;` differs",
+        "limit.cu:12:3: warning: the fence after `int x = limit;` differs",
         "loops.cu:35:6: warning: the fence after `(a[7] > 0)` differs",
         "loops.cu:37:6: warning: the fence after `(a[8] > 0 && b[i] > 0)` differs",
     ];
@@ -190,8 +208,13 @@ fn every_branch_of_every_if_group_is_fenced_and_builds_in_each_configuration() {
     for (file, flags, fenced) in CONFIGS {
         let text = std::fs::read_to_string(tree.join(file)).unwrap();
         let code = text.split_once("#line 1\n").unwrap().1;
-        let device = preprocessed(tmp.path(), code, &format!("{flags} -D__CUDA_ARCH__=900"));
-        let host = preprocessed(tmp.path(), code, flags);
+        let device = preprocessed(
+            tmp.path(),
+            &app,
+            code,
+            &format!("{flags} -D__CUDA_ARCH__=900"),
+        );
+        let host = preprocessed(tmp.path(), &app, code, flags);
         assert!(
             balanced(&device) && balanced(&host),
             "{file} {flags}:\n{device}"

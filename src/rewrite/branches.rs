@@ -241,20 +241,28 @@ impl Groups {
     /// branch of it (`__device__ int n = 4;` against `constexpr int n = 4;`): which one a use
     /// reads depends on the configuration.
     pub fn declared_per_branch(&self, text: &str) -> bool {
-        self.groups.iter().any(|g| {
+        !self.per_branch_names(text).is_empty()
+    }
+
+    /// The names `declared_per_branch` finds.
+    pub fn per_branch_names<'s>(&self, text: &'s str) -> Vec<&'s str> {
+        let mut out = Vec::new();
+        for g in &self.groups {
             let bodies: Vec<&str> = g
                 .branches
                 .iter()
                 .map(|&b| &text[self.branches[b].body.clone()])
                 .collect();
-            bodies.iter().enumerate().any(|(i, body)| {
-                device_variables(body).any(|name| {
+            for (i, body) in bodies.iter().enumerate() {
+                out.extend(device_variables(body).filter(|name| {
                     bodies.iter().enumerate().any(|(j, other)| {
-                        j != i && crate::rewrite::macros::identifiers(other).any(|(_, w)| w == name)
+                        j != i
+                            && crate::rewrite::macros::identifiers(other).any(|(_, w)| w == *name)
                     })
-                })
-            })
-        })
+                }));
+            }
+        }
+        out
     }
 }
 

@@ -142,6 +142,21 @@ pub fn plan_files(files: Vec<SourceFile>, macros: Macros) -> Vec<Planned> {
         .filter(|f| !is_source(f) && f.text.contains("__device__"))
         .collect();
     let names = parallel::map(headers, |f| {
+        // A name declared `__device__` in one `#if` branch and otherwise in another is no
+        // header global: which it is depends on the configuration, which the header's own plan
+        // resolves per configuration (`configs.rs`); another file's uses of it get no fence.
+        if let Some(per_branch) = Groups::scan(&f.text).map(|g| g.per_branch_names(&f.text))
+            && !per_branch.is_empty()
+        {
+            let tree = parse::parse(&f.text);
+            let caps = Captures::run(queries::all(), tree.root_node(), f.text.as_bytes());
+            let scopes = Scopes::new(&caps);
+            return device_code::global_variables(&caps, &f.text, &scopes)
+                .into_iter()
+                .filter(|n| !per_branch.contains(n))
+                .map(str::to_string)
+                .collect();
+        }
         if let Some(names) = crate::rewrite::pieces::header_globals(f) {
             return names;
         }
