@@ -31,6 +31,20 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[5] = 1;",
             "a[9] = v;",
             "a[11] = v;",
+            "a[12] = n;",
+        ],
+    ),
+    (
+        "loops.cu",
+        "-DREPEAT",
+        &[
+            "atomicAdd(&a[j], b[i]);",
+            "int v = a[0];",
+            "v = a[4]++;",
+            "a[5] = 1;",
+            "a[9] = v;",
+            "a[11] = v;",
+            "a[12] = n;",
         ],
     ),
     (
@@ -43,6 +57,7 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[5] = 1;",
             "a[9] = v;",
             "a[11] = v;",
+            "a[12] = n;",
         ],
     ),
     (
@@ -55,6 +70,7 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[5] = 1;",
             "a[9] = v;",
             "a[11] = v;",
+            "a[12] = n;",
         ],
     ),
     (
@@ -68,6 +84,7 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[6] = 2;",
             "a[9] = v;",
             "a[11] = v;",
+            "a[12] = n;",
         ],
     ),
     (
@@ -181,6 +198,13 @@ fn every_branch_of_every_if_group_is_fenced_and_builds_in_each_configuration() {
         assert!(w.contains(e), "{w}\nexpected: {e}");
     }
     let tree = tmp.path().join("out/tree");
+    // A launch one level deeper where a group opens a loop: instrumented once, in both.
+    let loops = std::fs::read_to_string(tree.join("loops.cu")).unwrap();
+    assert_eq!(
+        loops.matches("repeat<<<wmfix_launch(1, 0), 32>>>").count(),
+        1,
+        "{loops}"
+    );
     let list: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/fences.json")).unwrap())
             .unwrap();

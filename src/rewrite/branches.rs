@@ -12,7 +12,7 @@ use std::ops::Range;
 
 /// More configurations than this are not planned: the file keeps the first branch of each
 /// group (`mask::first_branches`), said in a warning.
-pub const MAX_CONFIGS: usize = 16;
+pub const MAX_CONFIGS: usize = 32;
 
 pub struct Branch {
     pub group: usize,

@@ -5,8 +5,8 @@
 //!
 //! The merge works in units that stand or fall together: a fence with its braces, a fixed edit
 //! (a launch's two edits are one unit). A fence planned alike (same statement, places and
-//! braces) by several configurations is one unit, ordering the accesses all of them see and
-//! aimed only where they agree. A unit is kept where every configuration that compiles any of
+//! braces, however deep) by several configurations is one unit, listing the accesses each of
+//! them sees and aimed only where they agree. A unit is kept where every configuration that compiles any of
 //! its places planned it; a brace it shares (an `if` before a group, its body split by it) may
 //! stand where another unit that configuration planned has it. What is left out is left out of
 //! every branch, with a warning: the code each configuration compiles is its own plan less some
@@ -14,7 +14,7 @@
 
 use crate::rewrite::branches::Groups;
 use crate::rewrite::device_code::{Precision, Program};
-use crate::rewrite::edits::Edit;
+use crate::rewrite::edits::{Edit, Slot};
 use crate::rewrite::parse::{self, MaskedText, SyntaxError};
 use crate::rewrite::plan::{self, FilePlan, Function};
 use crate::rewrite::sites::{Piece, Site, Sites};
@@ -91,7 +91,21 @@ impl Unit {
 
 /// What makes two configurations' fences one: the statement, the function, every place and
 /// the braces.
-type SiteKey = (Range<usize>, usize, Vec<(usize, Piece)>, Vec<Edit>);
+type SiteKey = (Range<usize>, usize, Vec<(usize, Piece)>, Vec<Shape>);
+
+/// An edit but for how deep its node is, which orders it only among edits at one byte: a group
+/// that opens a block in one configuration (`#ifdef P` around a loop's head and its `}`) puts
+/// the same code deeper there.
+type Shape = (usize, usize, String, bool, bool);
+
+fn shape(e: &Edit) -> Shape {
+    let (close, second) = match e.slot {
+        Slot::Close { second, .. } => (true, second),
+        Slot::Open { second, .. } => (false, second),
+        Slot::Replace => (false, true),
+    };
+    (e.start, e.end, e.text.clone(), close, second)
+}
 
 fn merge(file: &SourceFile, groups: &Groups, plans: Vec<FilePlan>) -> FilePlan {
     let count = plans.len();
@@ -99,7 +113,8 @@ fn merge(file: &SourceFile, groups: &Groups, plans: Vec<FilePlan>) -> FilePlan {
     let mut function_ids: HashMap<(String, usize, usize), usize> = HashMap::new();
     let mut units: Vec<Unit> = Vec::new();
     let mut sites: HashMap<SiteKey, usize> = HashMap::new();
-    let mut fixed: HashMap<Vec<Edit>, usize> = HashMap::new();
+    let mut fixed: HashMap<Vec<Shape>, usize> = HashMap::new();
+    let mut braces: HashMap<Shape, Edit> = HashMap::new();
     let mut warnings: Vec<String> = Vec::new();
     let mut warned: HashSet<String> = HashSet::new();
     let mut precision = Precision::default();
@@ -127,20 +142,20 @@ fn merge(file: &SourceFile, groups: &Groups, plans: Vec<FilePlan>) -> FilePlan {
             .collect();
         for mut site in p.sites.into_vec() {
             site.function = ids[site.function];
+            // One brace, however deep each configuration has it: written once.
+            for b in &mut site.braces {
+                *b = braces.entry(shape(b)).or_insert_with(|| b.clone()).clone();
+            }
             let key: SiteKey = (
                 site.range.clone(),
                 site.function,
                 site.spots.iter().map(|s| (s.at, s.piece)).collect(),
-                site.braces.clone(),
+                site.braces.iter().map(shape).collect(),
             );
             match sites.get(&key) {
                 Some(&u) => {
                     units[u].plans |= bit;
-                    let kept = units[u].site.as_mut().expect("a fence's unit");
-                    agree(kept, &site);
-                    if kept.accesses.is_empty() {
-                        units[u].kept = false;
-                    }
+                    agree(units[u].site.as_mut().expect("a fence's unit"), &site);
                 }
                 None => {
                     sites.insert(key, units.len());
@@ -154,10 +169,11 @@ fn merge(file: &SourceFile, groups: &Groups, plans: Vec<FilePlan>) -> FilePlan {
             }
         }
         for edits in fixed_units(p.fixed) {
-            match fixed.get(&edits) {
+            let key: Vec<Shape> = edits.iter().map(shape).collect();
+            match fixed.get(&key) {
                 Some(&u) => units[u].plans |= bit,
                 None => {
-                    fixed.insert(edits.clone(), units.len());
+                    fixed.insert(key, units.len());
                     units.push(Unit {
                         site: None,
                         fixed: edits,
@@ -209,9 +225,16 @@ fn merge(file: &SourceFile, groups: &Groups, plans: Vec<FilePlan>) -> FilePlan {
 }
 
 /// `kept`, one configuration's fence, also as `other` (the same places) has it: the accesses
-/// both see, aimed only where both aim alike, recording for a race build only what both see.
+/// of both (in branches of a group inside the statement, each configuration has its own), aimed
+/// only where both aim alike and recording for a race build only what both record: text copied
+/// into the fence only where each configuration planned it, so that it compiles in each.
 fn agree(kept: &mut Site, other: &Site) {
-    kept.accesses.retain(|a| other.accesses.contains(a));
+    for a in &other.accesses {
+        if !kept.accesses.contains(a) {
+            kept.accesses.push(a.clone());
+        }
+    }
+    kept.accesses.sort_by_key(|a| a.0.start);
     if kept.aim != other.aim {
         kept.aim = None;
     }
@@ -239,11 +262,11 @@ fn fixed_units(fixed: Vec<Edit>) -> Vec<Vec<Edit>> {
 /// its braces that no unit it planned and kept has, or planned it but does not compile it all.
 fn settle(groups: &Groups, count: usize, units: &mut [Unit]) {
     loop {
-        let mut covered: Vec<HashSet<&Edit>> = vec![HashSet::new(); count];
+        let mut covered: Vec<HashSet<Shape>> = vec![HashSet::new(); count];
         for u in units.iter().filter(|u| u.kept) {
             for (c, set) in covered.iter_mut().enumerate() {
                 if u.plans >> c & 1 == 1 {
-                    set.extend(u.braces());
+                    set.extend(u.braces().iter().map(shape));
                 }
             }
         }
@@ -257,7 +280,7 @@ fn settle(groups: &Groups, count: usize, units: &mut [Unit]) {
                     places.iter().any(shown)
                         || u.braces()
                             .iter()
-                            .any(|b| shown(&b.start) && !covered[c].contains(b))
+                            .any(|b| shown(&b.start) && !covered[c].contains(&shape(b)))
                 }
             })
         };
