@@ -2,7 +2,7 @@
 """Instrumented files compile wherever the originals compile (issue 26), over the public
 repositories that scripts/corpus.sh instrumented (none of their code is in this repository).
 
-    scripts/corpus_compile.py CORPUS [--jobs N] [--limit N]
+    scripts/corpus_compile.py CORPUS [--jobs N] [--limit N] [--if-groups]
 
 CORPUS is corpus.sh's OUT: CORPUS/src/<owner+name> (the sources) and CORPUS/<owner+name>/tree
 (instrumented by `wmfix insert`, its runtime beside it). Each .cu file of the repositories below
@@ -10,7 +10,8 @@ is compiled standalone (`nvcc -c -arch=sm_90`, the repository's include folders)
 that succeeds, its instrumented copy is compiled the same way. Prints one line a file that the
 instrumented copy broke (with nvcc's first error), a line a repository, and the total; exit 1 if
 any instrumented copy failed where its original compiled. --limit takes at most N files a
-repository (in name order) to bound the time.
+repository (in name order) to bound the time; --if-groups takes only the files that get another
+configuration (below), before --limit.
 
 A file with `#if` groups of its own is also compiled in one configuration other than the
 default (issue 45), both copies alike: with `-DM=1` for the first macro M that one of its
@@ -107,6 +108,7 @@ def main():
     ap.add_argument("corpus")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--if-groups", action="store_true")
     a = ap.parse_args()
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True)
     if nvcc.returncode != 0:
@@ -123,6 +125,8 @@ def main():
                 print(f"{repo}: not in {a.corpus} (run scripts/corpus.sh first)")
                 continue
             todo = files(src, folders)
+            if a.if_groups:
+                todo = [r for r in todo if flipping_define(os.path.join(src, r))]
             if a.limit:
                 todo = todo[: a.limit]
             orig = dict(zip(todo, pool.map(lambda r: compile_one(src, r, includes, extra), todo)))
