@@ -1,11 +1,11 @@
-// Embeds every header of runtime-cu/ (top level only) and the chip profiles, so the binary is
-// self-contained.
+// Embeds every header of runtime-cu/ and the host library's source (top level only) and the chip
+// profiles, so the binary is self-contained.
 use std::{env, fs, path::Path};
 
 fn main() {
     embed(
         "runtime-cu",
-        &["cuh", "h"],
+        &["cuh", "h", "cpp"],
         |p| p.file_name(),
         "RUNTIME_FILES",
         "runtime_files.rs",

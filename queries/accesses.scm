@@ -66,6 +66,12 @@
 (call_expression function: (field_expression argument: (field_expression operator: "->") @not_access operator: "."))
 (sizeof_expression) @unevaluated
 (decltype) @unevaluated
+; A static assertion is evaluated by the compiler, and `noexcept(e)` (which the grammar reads as
+; a call) asks only whether `e` may throw: a fence after `*this` there would stand outside any
+; function.
+(static_assert_declaration) @unevaluated
+((call_expression function: (identifier) @_noexcept) @unevaluated
+  (#eq? @_noexcept "noexcept"))
 
 ; Writes, to tell loads from stores in fences.json: `x = `, `x++`, also through a member
 ; (`a[i].f = `, where `a[i]` is the access) and parentheses (`(*p)++`). Not through `->`: in

@@ -10,6 +10,11 @@
   (init_declarator declarator: (array_declarator) @local.decl)])
 (declaration declarator: (init_declarator declarator: (pointer_declarator) @alias.decl
   value: (_) @alias.value))
+; Members declared as arrays (`int w[32];`): `s.w[i]` is in `s`, so a __shared__ `s` keeps it out
+; of global memory. A name also declared as another member (a pointer `w` elsewhere) is not
+; trusted: @field.decl lists every member.
+(field_declaration declarator: (array_declarator) @field.array)
+(field_declaration declarator: (_) @field.decl)
 
 ; Every declarator, so that an inner declaration hides an outer one of the same name. A
 ; @param.decl counts only where it belongs to a function or lambda (@scope.function).

@@ -11,18 +11,26 @@
 // interface, the environment variables and the limits. After Sorensen & Donaldson, "Exposing
 // Errors Related to Weak Memory in GPU Applications", PLDI 2016.
 //
+// C++11 and later, and no standard-library header: this file becomes part of the user's code,
+// whose globals may be named like anything in std (`using namespace std; float *array;`), and
+// every header it pulled in cost each instrumented file's compile. Every name it declares is in
+// namespace wmfix or starts with wmfix_/WMFIX_.
+//
 // Layout of the runtime:
-//   wmfix_common.cuh  launch table and keyed bijections (host and device)
-//   wmfix_host.cuh    environment, per-launch plan, registry of TUs, wmfix_launch
+//   wmfix_common.cuh  launch table, TU constants and keyed bijections (device and host library)
 //   wmfix_stress.cuh  the stressing blocks' loops
+//   wmfix_glue.cuh    the host side of a TU: loading the host library, TU registration,
+//                     wmfix_launch/wmfix_launch_ex
+//   wmfix_abi.h       the C interface between the glue and the host library
 //   wmfix.cuh         (this file) per-TU device state, the macros and the id functions
+//   wmfix_host.cpp    the host library (environment, profiles, plans, trace and coverage
+//                     copy-out), built once per toolkit by `wmfix build`, never included here
 //
 // Device state (the fence mask and the constants saying how this process runs) has internal
 // linkage in whole-program mode (one copy per TU, i.e. per device module) and is shared by all
-// TUs under -rdc; each TU registers an upload function with the process-wide runtime at
-// static-initialisation time. The per-block state written at kernel entry is one __shared__
-// variable per block (shared by all TUs under -rdc, so that device functions of another TU see
-// the same mapping).
+// TUs under -rdc; each TU registers an upload function with the glue at static-initialisation
+// time. The per-block state written at kernel entry is one __shared__ variable per block (shared
+// by all TUs under -rdc, so that device functions of another TU see the same mapping).
 
 #ifndef WMFIX_NUM_FENCES
 #define WMFIX_NUM_FENCES 1
@@ -37,8 +45,8 @@
 #if !defined(__CUDACC__)
 #error "wmfix.cuh must be compiled as CUDA (nvcc)"
 #endif
-#if __cplusplus < 201703L
-#error "wmfix.cuh needs C++17 (nvcc -std=c++17)"
+#if __cplusplus < 201103L
+#error "wmfix.cuh needs C++11 or later"
 #endif
 #if WMFIX_NUM_FENCES < 1
 #error "WMFIX_NUM_FENCES must be at least 1"
@@ -47,18 +55,58 @@
 #error "WMFIX_FENCE_SCOPE must be 0 (block), 1 (device) or 2 (system)"
 #endif
 
-#include <cuda_runtime.h>
-
-#include <cstdint>
-#include <string>
-#include <type_traits>
-#include <vector>
+#include <cuda_runtime.h>  // nvcc includes it in every .cu file already
 
 #include "wmfix_common.cuh"
-#include "wmfix_host.cuh"
+#include "wmfix_glue.cuh"
 #include "wmfix_stress.cuh"
 
+// A function with statements besides `return` can be constexpr from C++14 on.
+#if __cplusplus >= 201402L
+#define WMFIX_CONSTEXPR14 constexpr
+#else
+#define WMFIX_CONSTEXPR14
+#endif
+
+// -rdc shares the device state between TUs through inline variables, a C++17 feature that nvcc
+// and gcc accept in C++11 and C++14 with a warning (which -Werror would turn into an error).
+#if defined(__CUDACC_RDC__) && __cplusplus < 201703L
+#define WMFIX_INLINE_VARIABLES_BEGIN \
+  _Pragma("nv_diag_suppress 3033") _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wc++17-extensions\"")
+#define WMFIX_INLINE_VARIABLES_END _Pragma("nv_diag_default 3033") _Pragma("GCC diagnostic pop")
+#else
+#define WMFIX_INLINE_VARIABLES_BEGIN
+#define WMFIX_INLINE_VARIABLES_END
+#endif
+
 namespace wmfix {
+
+// The few type traits the runtime needs, as <type_traits> has them (which it does not include).
+template <bool B> struct bool_constant { static const bool value = B; };
+typedef bool_constant<true> true_type;
+typedef bool_constant<false> false_type;
+template <class T> struct is_volatile : false_type {};
+template <class T> struct is_volatile<volatile T> : true_type {};
+template <class T> struct is_array : false_type {};
+template <class T> struct is_array<T[]> : true_type {};
+template <class T, decltype(sizeof(0)) N> struct is_array<T[N]> : true_type {};
+// Of an object type (what an lvalue names): not a class, union or array.
+template <class T> struct is_scalar : bool_constant<!__is_class(T) && !__is_union(T) && !is_array<T>::value> {};
+template <class T> struct is_integral : false_type {};
+template <class T> struct is_integral<const T> : is_integral<T> {};
+template <class T> struct is_integral<volatile T> : is_integral<T> {};
+template <class T> struct is_integral<const volatile T> : is_integral<T> {};
+#define WMFIX_INTEGRAL(T) \
+  template <> struct is_integral<T> : true_type {};
+WMFIX_INTEGRAL(bool) WMFIX_INTEGRAL(char) WMFIX_INTEGRAL(signed char) WMFIX_INTEGRAL(unsigned char)
+WMFIX_INTEGRAL(wchar_t) WMFIX_INTEGRAL(char16_t) WMFIX_INTEGRAL(char32_t) WMFIX_INTEGRAL(short)
+WMFIX_INTEGRAL(unsigned short) WMFIX_INTEGRAL(int) WMFIX_INTEGRAL(unsigned) WMFIX_INTEGRAL(long)
+WMFIX_INTEGRAL(unsigned long) WMFIX_INTEGRAL(long long) WMFIX_INTEGRAL(unsigned long long)
+#undef WMFIX_INTEGRAL
+
+// As std::is_constant_evaluated: true while a constant expression is evaluated, however deep
+// the call; called through a constexpr function, so that a non-constexpr caller gets no warning.
+__host__ __device__ __forceinline__ constexpr bool constant_evaluated() { return __builtin_is_constant_evaluated(); }
 
 constexpr unsigned kFenceWords = (WMFIX_NUM_FENCES + 31) / 32;
 // aim-str: the address slots this program's fence ids fill.
@@ -91,7 +139,9 @@ __host__ __device__ __forceinline__ unsigned small_recip(unsigned d) { return (1
 __host__ __device__ __forceinline__ unsigned div_small(unsigned n, unsigned recip) { return (n * recip) >> 21; }
 
 #if defined(__CUDACC_RDC__)
+WMFIX_INLINE_VARIABLES_BEGIN
 inline __shared__ BlockState block_state;  // one per block for all TUs (weak symbol)
+WMFIX_INLINE_VARIABLES_END
 #else
 static __shared__ BlockState block_state;  // whole-program mode: a kernel sees only its own TU
 #endif
@@ -104,10 +154,12 @@ static __shared__ BlockState block_state;  // whole-program mode: a kernel sees 
 // kernel of another TU, nvlink sized the constant bank for one TU only, and copies to the other
 // TUs' variables failed with cudaErrorInvalidValue.)
 #if defined(__CUDACC_RDC__)
+WMFIX_INLINE_VARIABLES_BEGIN
 inline __constant__ TuConst tu_const;
 inline __constant__ unsigned fence_off[kFenceWords];
 inline __constant__ unsigned fence_in_loop_off[kFenceWords];
 inline __device__ unsigned cover_seen[kCoverWords];  // coverage: the device's filter
+WMFIX_INLINE_VARIABLES_END
 #endif
 
 namespace {  // per-TU state and everything that reads it: internal linkage
@@ -119,25 +171,19 @@ __constant__ unsigned fence_in_loop_off[kFenceWords];  // bit set: the in-body p
 __device__ unsigned cover_seen[kCoverWords];            // coverage: the device's filter
 #endif
 
-// Uploads this TU's constants; called by the runtime at the first launch on each device.
-cudaError_t tu_init(const TuConst& c, const Settings& s, cudaStream_t stream) {
-  std::vector<bool> on, in_loop;
-  std::string err;
-  if (!parse_fence_list(s.fences, WMFIX_NUM_FENCES, &on, &err)) fatal(err);
-  if (!parse_fence_list(s.fences_in_loop, WMFIX_NUM_FENCES, &in_loop, &err, "WMFIX_FENCES_IN_LOOP")) fatal(err);
-  unsigned off[kFenceWords] = {}, in_loop_off[kFenceWords] = {};
-  for (unsigned i = 0; i < WMFIX_NUM_FENCES; ++i) {
-    if (!on[i]) off[i / 32] |= 1U << (i % 32);
-    if (!in_loop[i]) in_loop_off[i / 32] |= 1U << (i % 32);
-  }
-  cudaError_t e = cudaMemcpyToSymbolAsync(tu_const, &c, sizeof c, 0, cudaMemcpyHostToDevice, stream);
-  if (e == cudaSuccess) e = cudaMemcpyToSymbolAsync(fence_off, off, sizeof off, 0, cudaMemcpyHostToDevice, stream);
-  if (e == cudaSuccess)
-    e = cudaMemcpyToSymbolAsync(fence_in_loop_off, in_loop_off, sizeof in_loop_off, 0, cudaMemcpyHostToDevice, stream);
-  return e;
+// Uploads this TU's constants and fence masks (made by the host library from WMFIX_FENCES and
+// WMFIX_FENCES_IN_LOOP for this TU's fence count); called at the first launch on each device.
+int tu_upload(const void* c, const unsigned* off, const unsigned* in_loop_off, void* stream) {
+  const cudaStream_t st = static_cast<cudaStream_t>(stream);
+  const unsigned long long words = sizeof(unsigned) * kFenceWords;
+  cudaError_t e = cudaMemcpyToSymbolAsync(tu_const, c, sizeof(TuConst), 0, cudaMemcpyHostToDevice, st);
+  if (e == cudaSuccess) e = cudaMemcpyToSymbolAsync(fence_off, off, words, 0, cudaMemcpyHostToDevice, st);
+  if (e == cudaSuccess) e = cudaMemcpyToSymbolAsync(fence_in_loop_off, in_loop_off, words, 0, cudaMemcpyHostToDevice, st);
+  return static_cast<int>(e);
 }
 
-[[maybe_unused]] const bool tu_registered = register_tu(&tu_init, WMFIX_NUM_FENCES);
+wmfix_tu tu_node = {&tu_upload, WMFIX_NUM_FENCES, nullptr};
+__attribute__((unused)) const bool tu_registered = ::wmfix::glue::register_tu(&tu_node);
 
 #if defined(WMFIX_RACE) && defined(__CUDA_ARCH__)
 // A race build (wmfix race): each instrumented global access, atomic, fence and barrier takes a
@@ -158,7 +204,7 @@ __device__ __forceinline__ void record(unsigned char kind, unsigned char flags, 
   unsigned long long gid;
   asm("mov.u64 %0, %%gridid;" : "=l"(gid));
   RaceRecord* r = log.records + i;
-  r->addr = (unsigned long long)(uintptr_t)addr;
+  r->addr = (unsigned long long)addr;
   r->a = a;
   r->b = b;
   r->launch = (unsigned)gid;
@@ -185,16 +231,21 @@ template <class T> struct plain<const T> { typedef T type; };
 // PTX reads volatile); a strong scalar's value is read again for reads-from. Only global memory
 // is recorded: shared memory of two blocks has the same generic addresses.
 template <class T>
+__device__ __forceinline__ void access_at(unsigned site, T& x, const void* p, unsigned char kind, true_type) {
+  const typename plain<T>::type v = x;  // a strong scalar of at most 8 bytes: its value
+  ::wmfix::race::record(kind, kStrong | kValue, p, ::wmfix::race::bits(v), 0, site);
+}
+template <class T>
+__device__ __forceinline__ void access_at(unsigned site, T&, const void* p, unsigned char kind, false_type) {
+  ::wmfix::race::record(kind, is_volatile<T>::value ? kStrong : 0, p, 0, 0, site);
+}
+template <class T>
 __device__ __forceinline__ void access_ref(unsigned site, T& x, unsigned char kind = kAccess) {
   const void* p = (const void*)__builtin_addressof(x);
   if (!__isGlobal(p)) return;
   typedef typename plain<T>::type U;
-  if constexpr (std::is_volatile<T>::value && std::is_scalar<U>::value && sizeof(U) <= 8) {
-    const U v = x;
-    record(kind, kStrong | kValue, p, bits(v), 0, site);
-  } else {
-    record(kind, std::is_volatile<T>::value ? kStrong : 0, p, 0, 0, site);
-  }
+  ::wmfix::race::access_at(site, x, p, kind,
+                           bool_constant<is_volatile<T>::value && is_scalar<U>::value && sizeof(U) <= 8>());
 }
 
 // The same with the value the access read (WMFIX_AFTER).
@@ -202,10 +253,10 @@ template <class T, class V>
 __device__ __forceinline__ void access_read(unsigned site, T& x, const V& read) {
   const void* p = (const void*)__builtin_addressof(x);
   if (!__isGlobal(p)) return;
-  if constexpr (std::is_volatile<T>::value && sizeof(V) <= 8)
-    record(kAccess, kStrong | kValue, p, bits(read), 0, site);
+  if (is_volatile<T>::value && sizeof(V) <= 8)
+    ::wmfix::race::record(kAccess, kStrong | kValue, p, ::wmfix::race::bits(read), 0, site);
   else
-    record(kAccess, std::is_volatile<T>::value ? kStrong : 0, p, 0, 0, site);
+    ::wmfix::race::record(kAccess, is_volatile<T>::value ? kStrong : 0, p, 0, 0, site);
 }
 template <class T, class V>
 __device__ __forceinline__ void access_read(unsigned, const T&&, const V&) {}
@@ -215,12 +266,13 @@ template <class T>
 __device__ __forceinline__ void access_ref(unsigned, const T&&, unsigned char = kAccess) {}
 __device__ __forceinline__ void access_ref(unsigned, ...) {}
 
-template <class P>
-__device__ __forceinline__ void access_ptr(unsigned site, P p) {
-  if constexpr (std::is_pointer<P>::value) {
-    if (p != nullptr) access_ref(site, *p);
-  }
+// Through a pointer: what it points at; anything else names no access.
+template <class T>
+__device__ __forceinline__ void access_ptr(unsigned site, T* p) {
+  if (p != nullptr) ::wmfix::race::access_ref(site, *p);
 }
+template <class P>
+__device__ __forceinline__ void access_ptr(unsigned, const P&) {}
 }  // namespace race
 #define WMFIX_RACE_ACCESS(id, ...) ::wmfix::race::access_ref((id), __VA_ARGS__)
 #define WMFIX_RACE_ACCESS_PTR(id, ...) ::wmfix::race::access_ptr((id), __VA_ARGS__)
@@ -352,8 +404,10 @@ __device__ __forceinline__ void setup_block(LaunchTable* t, BlockState& s, unsig
 // Entry in an active environment: classify this physical block, run the stress loop or record
 // the block's mapping. Returns 0 (no counting), kStressBlock, or the address of the launch's
 // counters of finished application blocks. All threads of the block are here (the entry is the
-// kernel's first statement), so the barrier is safe.
-__device__ __forceinline__ unsigned long long enter_active() {
+// kernel's first statement), so the barrier is safe. Not inlined: one copy a TU rather than one
+// a kernel (the stress loops are most of the runtime's device code, and inlined into every
+// kernel they were most of what the runtime cost each compiled file); it runs once a block.
+__device__ __noinline__ unsigned long long enter_active() {
   LaunchTable* t = tu_const.table;
   BlockState& s = block_state;
   const unsigned tid = linear_tid();
@@ -364,7 +418,7 @@ __device__ __forceinline__ unsigned long long enter_active() {
     return kStressBlock;
   }
   const bool ours = t && gridDim.x == t->phys_blocks && gridDim.y == 1 && gridDim.z == 1;
-  return ours ? (unsigned long long)(uintptr_t)t->done : 0ULL;
+  return ours ? (unsigned long long)t->done : 0ULL;
 }
 
 // ---- aim-str: where the application's instrumented accesses land ----------------------------
@@ -386,6 +440,13 @@ struct DeviceOr {
   __device__ unsigned operator()(unsigned* w, unsigned bits) const { return atomicOr(w, bits); }
 };
 
+// Coverage of fence site `id` (only while recording it): out of line, so that each fence site
+// adds a test and a call, not the filters.
+__device__ __noinline__ void cover(unsigned id, bool global) {
+  cover_site(kBlockCover && block_state_valid() ? block_state.cover : nullptr, cover_seen, tu_const.coverage, id,
+             global, DeviceOr());
+}
+
 // A fence site after an access at `p` (null: the space is not known, as after a call or a
 // bit-field): fenced, and counted as global, only when the access may be on global memory. The
 // fences are for ordering global accesses across blocks; no other block sees a shared or local
@@ -396,23 +457,21 @@ __device__ __forceinline__ void fence_at(const volatile void* p) {
   if (p == nullptr) race::record(race::kSite, 0, nullptr, 0, 0, Id);
 #endif
   const bool global = p == nullptr || __isGlobal((const void*)p);
-  if (tu_const.coverage != nullptr)
-    cover_site(kBlockCover && block_state_valid() ? block_state.cover : nullptr, cover_seen, tu_const.coverage, Id,
-               global, DeviceOr());
+  if (tu_const.coverage != nullptr) cover(Id, global);
   if (global) fence_if<Id>();
 }
 
 // constexpr: a wrapped value in a constexpr function (libcu++'s <chrono>) must stay a constant
 // expression; constant evaluation fences nothing.
 template <unsigned Id, class T>
-__host__ __device__ __forceinline__ constexpr typename after_result<T>::type after_ref(T&& value) {
+__host__ __device__ __forceinline__ WMFIX_CONSTEXPR14 typename after_result<T>::type after_ref(T&& value) {
   typename after_result<T>::type read = static_cast<T&&>(value);
 #if defined(__CUDA_ARCH__)
-  if (!__builtin_is_constant_evaluated()) {
+  if (!::wmfix::constant_evaluated()) {
 #if defined(WMFIX_RACE)
-    race::access_read(Id, static_cast<T&&>(value), read);
+    ::wmfix::race::access_read(Id, static_cast<T&&>(value), read);
 #endif
-    fence_at<Id>(address_of(static_cast<T&&>(value)));
+    ::wmfix::fence_at<Id>(::wmfix::address_of(static_cast<T&&>(value)));
   }
 #endif
   return read;
@@ -427,27 +486,27 @@ __host__ __device__ __forceinline__ constexpr T&& operator,(T&& value, void_valu
   return static_cast<T&&>(value);
 }
 template <unsigned Id>
-__host__ __device__ __forceinline__ constexpr void after_return(void_value) {
+__host__ __device__ __forceinline__ WMFIX_CONSTEXPR14 void after_return(void_value) {
 #if defined(__CUDA_ARCH__)
-  if (!__builtin_is_constant_evaluated()) fence_at<Id>(nullptr);
+  if (!::wmfix::constant_evaluated()) ::wmfix::fence_at<Id>(nullptr);
 #endif
 }
 template <unsigned Id, class T>
-__host__ __device__ __forceinline__ constexpr typename after_result<T>::type after_return(T&& value) {
-  return after_ref<Id>(static_cast<T&&>(value));
+__host__ __device__ __forceinline__ WMFIX_CONSTEXPR14 typename after_result<T>::type after_return(T&& value) {
+  return ::wmfix::after_ref<Id>(static_cast<T&&>(value));
 }
 
 // Records where fence `id`'s access went, for the stressing blocks to aim at: the first time a
 // block runs the access (one lane; later runs and other lanes only test a shared bit), so a hot
 // loop does not hammer the slot. Other blocks and later launches overwrite it. Only global
-// memory counts, and only in blocks whose mapping this launch wrote.
-__device__ __forceinline__ void aim_sample(unsigned id, const volatile void* p) {
+// memory counts, and only in blocks whose mapping this launch wrote. Out of line (aim-str only).
+__device__ __noinline__ void aim_sample(unsigned id, const volatile void* p) {
   if (p == nullptr || !__isGlobal((const void*)p) || !block_state_valid()) return;
   const unsigned k = id % kAimSlots, bit = 1U << (k % 32);
   unsigned* const seen = &block_state.aim_seen[k / 32];
   if ((*(volatile unsigned*)seen & bit) || (atomicOr(seen, bit) & bit)) return;
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(tu_const.aim + k),
-               "l"((unsigned long long)(uintptr_t)p));
+               "l"((unsigned long long)p));
 }
 
 __device__ __forceinline__ unsigned long long kernel_entry() { return tu_const.active ? enter_active() : 0ULL; }
@@ -481,10 +540,6 @@ class ExitGuard {
 };
 
 }  // namespace
-
-// As std::is_constant_evaluated: true while a constant expression is evaluated, however deep
-// the call; called through a constexpr function, so that a non-constexpr caller gets no warning.
-__host__ __device__ __forceinline__ constexpr bool constant_evaluated() { return __builtin_is_constant_evaluated(); }
 
 }  // namespace wmfix
 

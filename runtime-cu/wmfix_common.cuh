@@ -1,12 +1,19 @@
-// wmfix runtime: pieces shared by the host and the device (included by wmfix.cuh).
+// wmfix runtime: pieces shared by the device side (wmfix.cuh) and the host library
+// (wmfix_host.cpp, which a host compiler builds without CUDA's headers).
 //
 // Everything here has external linkage and touches no per-translation-unit state, so it is
 // identical in every TU. The per-launch table below is what the host builds for each launch and
-// what the kernel's blocks read once, at WMFIX_KERNEL_ENTRY.
+// what the kernel's blocks read once, at WMFIX_KERNEL_ENTRY. C++11, no #include.
 #ifndef WMFIX_COMMON_CUH_INCLUDED
 #define WMFIX_COMMON_CUH_INCLUDED
 
-#include <cstdint>
+#if defined(__CUDACC__)
+#define WMFIX_HD __host__ __device__ __forceinline__
+#define WMFIX_HD_INLINE __host__ __device__ inline
+#else  // the host library, compiled as plain C++
+#define WMFIX_HD inline
+#define WMFIX_HD_INLINE inline
+#endif
 
 namespace wmfix {
 
@@ -36,7 +43,7 @@ constexpr unsigned kAimPageWords = (2U << 20) / 4;
 // wrote. `Or` is an atomic or returning the old word (atomicOr; a plain one in the host model of
 // runtime-cu/tests/host_test.cu).
 template <class Or>
-__host__ __device__ inline bool cover_site(unsigned* block_bits, unsigned* device_bits, unsigned char* host,
+WMFIX_HD_INLINE bool cover_site(unsigned* block_bits, unsigned* device_bits, unsigned char* host,
                                            unsigned id, bool global, Or atomic_or) {
   const unsigned bits = (global ? 3U : 1U) << (2 * (id % 16));
   if (block_bits) {
@@ -92,7 +99,7 @@ struct alignas(128) LaunchTable {
 // ---- hashing and bijections (host and device) -------------------------------------------------
 
 // A good 32-bit integer mixer (lowbias32, Chris Wellons).
-__host__ __device__ __forceinline__ unsigned mix32(unsigned x) {
+WMFIX_HD unsigned mix32(unsigned x) {
   x ^= x >> 16;
   x *= 0x7feb352dU;
   x ^= x >> 15;
@@ -102,7 +109,7 @@ __host__ __device__ __forceinline__ unsigned mix32(unsigned x) {
 }
 
 // SplitMix64 finaliser: used on the host to derive per-launch randomness from the seed.
-__host__ __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
+WMFIX_HD unsigned long long mix64(unsigned long long x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -112,14 +119,14 @@ __host__ __device__ __forceinline__ unsigned long long mix64(unsigned long long 
 // Half the bit width of the smallest power of four >= n (n >= 2): a balanced Feistel network
 // over 2*half bits then covers [0, n) with a domain of at most 4n, so cycle walking needs fewer
 // than 4 rounds of the network on average.
-__host__ __device__ __forceinline__ unsigned feistel_half_bits(unsigned n) {
+WMFIX_HD unsigned feistel_half_bits(unsigned n) {
   unsigned bits = 1;
   while (bits < 32 && (1ULL << bits) < n) ++bits;
   return (bits + 1) / 2;
 }
 
 // One pass of a 4-round balanced Feistel network: a bijection of [0, 4^half).
-__host__ __device__ __forceinline__ unsigned feistel4(unsigned x, unsigned half, const unsigned k[4]) {
+WMFIX_HD unsigned feistel4(unsigned x, unsigned half, const unsigned k[4]) {
   const unsigned mask = (half >= 32) ? 0xffffffffU : ((1U << half) - 1U);
   unsigned l = (x >> half) & mask, r = x & mask;
   for (int i = 0; i < 4; ++i) {
@@ -132,7 +139,7 @@ __host__ __device__ __forceinline__ unsigned feistel4(unsigned x, unsigned half,
 
 // A keyed bijection of [0, n) (x < n): Feistel network plus cycle walking. Cycle walking
 // terminates because x lies on a cycle of the bijection that re-enters [0, n).
-__host__ __device__ __forceinline__ unsigned permute(unsigned x, unsigned n, const unsigned k[4]) {
+WMFIX_HD unsigned permute(unsigned x, unsigned n, const unsigned k[4]) {
   if (n <= 1) return x;
   const unsigned half = feistel_half_bits(n);
   do {
@@ -142,14 +149,14 @@ __host__ __device__ __forceinline__ unsigned permute(unsigned x, unsigned n, con
 }
 
 // Round keys of the warp bijection of the block with virtual linear id `vblock`.
-__host__ __device__ __forceinline__ void warp_keys(unsigned warp_key, unsigned vblock, unsigned k[4]) {
+WMFIX_HD void warp_keys(unsigned warp_key, unsigned vblock, unsigned k[4]) {
   const unsigned base = mix32(warp_key ^ mix32(vblock + 0x9e3779b9U));
   for (int i = 0; i < 4; ++i) k[i] = mix32(base + 0x632be5abU * (unsigned)(i + 1));
 }
 
 // Virtual warp of physical warp `w` in a block of `nthreads` threads: only full warps move, the
 // partial last warp keeps its place.
-__host__ __device__ __forceinline__ unsigned map_warp(unsigned w, unsigned nthreads, const unsigned k[4]) {
+WMFIX_HD unsigned map_warp(unsigned w, unsigned nthreads, const unsigned k[4]) {
   const unsigned full = nthreads / 32;
   return w < full ? permute(w, full, k) : w;
 }
@@ -157,7 +164,7 @@ __host__ __device__ __forceinline__ unsigned map_warp(unsigned w, unsigned nthre
 // Role of physical block p of a launch described by t: returns true for an application block and
 // sets *vblock to its virtual linear id; returns false for a stressing block and sets *sidx to its
 // index in [0, S).
-__host__ __device__ __forceinline__ bool map_block(const LaunchTable& t, unsigned p, unsigned* vblock,
+WMFIX_HD bool map_block(const LaunchTable& t, unsigned p, unsigned* vblock,
                                                    unsigned* sidx) {
   if (t.rand_blocks) {  // roles and ids from one bijection: stress blocks land anywhere
     const unsigned q = permute(p, t.phys_blocks, t.block_keys);
@@ -194,6 +201,40 @@ __host__ __device__ __forceinline__ bool map_block(const LaunchTable& t, unsigne
   *vblock = j * m + (j < r ? j : r) + off - (off > pos ? 1U : 0U);
   return true;
 }
+
+// A race build's trace (wmfix race): one record per instrumented access, atomic, fence and
+// barrier, in device memory copied out at exit, slots handed out by a device counter; read by
+// src/race/trace.rs. Fields are written before `kind`, which 0 marks as never written.
+struct RaceRecord {
+  unsigned long long addr;
+  unsigned long long a;  // the value read or written; an atomic's old value
+  unsigned long long b;  // an atomic's new value
+  unsigned launch;       // %gridid's low word
+  unsigned block;        // linear hardware block
+  unsigned site;         // the fence id after the access, or ~0
+  unsigned short thread; // linear hardware thread in its block
+  unsigned char kind;    // 1 access, 2 atomic, 3 fence, 4 barrier, 5 failed compare-and-swap,
+                         // 6 load, 7 store, 8 a site naming no access
+  unsigned char flags;   // bits 0-1 scope (block, device, system), 4 strong, 8 value known
+};
+static_assert(sizeof(RaceRecord) == 40, "the trace format has 40-byte records");
+
+struct RaceLog {  // no initialisers: it lives in __constant__ memory
+  RaceRecord* records;  // null: not recording
+  unsigned long long capacity;
+  unsigned long long* count;  // device memory
+};
+
+// What each TU's device constants hold (see wmfix.cuh); zero-initialised = no-str-, all fences.
+// The host library fills it in and hands it to each TU's upload function.
+struct TuConst {
+  unsigned active;          // 1 in every environment but no-str-
+  unsigned rand_threads;    // 1 in the `+` environments
+  LaunchTable* table;       // this device's launch table
+  unsigned long long* aim;  // aim-str: where instrumented accesses record addresses; else null
+  unsigned char* coverage;  // WMFIX_COVERAGE: two bytes a fence id, mapped host memory; else null
+  RaceLog race;             // WMFIX_RACE_TRACE in a race build; else empty
+};
 
 }  // namespace wmfix
 

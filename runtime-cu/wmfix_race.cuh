@@ -13,24 +13,31 @@ namespace race {
 
 template <class T>
 __device__ __forceinline__ unsigned long long value_bits(T v) {
-  return bits(v);
+  return ::wmfix::race::bits(v);
 }
 
-// An atomic that wrote `next(old)`: its values when they are integers (reads-from by value
-// needs exact values), else only that it happened.
-template <class P, class T, class F>
-__device__ __forceinline__ void rmw(unsigned char scope, P p, T old, F next) {
+// An atomic that wrote `next(old, operand)`: its values when they are integers (reads-from by
+// value needs exact values), else only that it happened (`next` is not even instantiated: a
+// float2's atomicAdd has no `+`).
+template <class P, class T, class V, class F>
+__device__ __forceinline__ void rmw_at(unsigned char scope, P p, T old, V v, F next, true_type) {
+  ::wmfix::race::record(kRmw, scope | kValue, (const volatile void*)p, ::wmfix::race::value_bits(old),
+                        ::wmfix::race::value_bits(next(old, v)), kNoSite);
+}
+template <class P, class T, class V, class F>
+__device__ __forceinline__ void rmw_at(unsigned char scope, P p, T, V, F, false_type) {
+  ::wmfix::race::record(kRmw, scope, (const volatile void*)p, 0, 0, kNoSite);
+}
+template <class P, class T, class V, class F>
+__device__ __forceinline__ void rmw(unsigned char scope, P p, T old, V v, F next) {
   if (!__isGlobal((const void*)p)) return;
-  if constexpr (std::is_integral<T>::value)
-    record(kRmw, scope | kValue, (const volatile void*)p, value_bits(old), value_bits(next(old)), kNoSite);
-  else
-    record(kRmw, scope, (const volatile void*)p, 0, 0, kNoSite);
+  ::wmfix::race::rmw_at(scope, p, old, v, next, bool_constant<is_integral<T>::value>());
 }
 
 template <class P, class T>
 __device__ __forceinline__ void cas_failed(unsigned char scope, P p, T old) {
   if (!__isGlobal((const void*)p)) return;
-  record(kCasFailed, scope | kValue, (const volatile void*)p, value_bits(old), 0, kNoSite);
+  ::wmfix::race::record(kCasFailed, scope | kValue, (const volatile void*)p, ::wmfix::race::value_bits(old), 0, kNoSite);
 }
 
 __device__ __forceinline__ void fence(unsigned char scope) { record(kFence, scope, nullptr, 0, 0, kNoSite); }
@@ -41,12 +48,18 @@ __device__ __forceinline__ void barrier() { record(kBarrier, 0, nullptr, 0, 0, k
 }  // namespace wmfix
 
 // name: CUDA's function; scope: 0 block, 1 device, 2 system; NEXT: the value written, from
-// `o` (the old value) and `v` (the operand).
+// `o` (the old value) and `v` (the operand), in a function object (C++11: no generic lambda).
 #define WMFIX_RACE_RMW(name, scope, NEXT)                                                         \
+  struct wmfix_race_next_##name {                                                                 \
+    template <class T, class V>                                                                   \
+    __device__ T operator()(T o, V v) const {                                                     \
+      return NEXT;                                                                                \
+    }                                                                                             \
+  };                                                                                              \
   template <class P, class V>                                                                     \
   __device__ __forceinline__ auto wmfix_race_##name(P p, V v)->decltype(name(p, v)) {            \
     auto old = name(p, v);                                                                        \
-    ::wmfix::race::rmw((scope), p, old, [&](auto o) -> decltype(old) { return NEXT; }); \
+    ::wmfix::race::rmw((scope), p, old, v, wmfix_race_next_##name());                             \
     return old;                                                                                   \
   }
 #define WMFIX_RACE_RMW_SCOPES(name, NEXT) \
@@ -65,12 +78,19 @@ WMFIX_RACE_RMW_SCOPES(atomicAnd, o & v)
 WMFIX_RACE_RMW_SCOPES(atomicOr, o | v)
 WMFIX_RACE_RMW_SCOPES(atomicXor, o ^ v)
 
+// A compare-and-swap that succeeded wrote its operand.
+struct wmfix_race_next_cas {
+  template <class T, class V>
+  __device__ T operator()(T, V v) const {
+    return v;
+  }
+};
 #define WMFIX_RACE_CAS(name, scope)                                                       \
   template <class P, class C, class V>                                                    \
   __device__ __forceinline__ auto wmfix_race_##name(P p, C c, V v)->decltype(name(p, c, v)) { \
     auto old = name(p, c, v);                                                             \
     if (old == c)                                                                         \
-      ::wmfix::race::rmw((scope), p, old, [&](auto) -> decltype(old) { return v; }); \
+      ::wmfix::race::rmw((scope), p, old, v, wmfix_race_next_cas());                      \
     else                                                                                  \
       ::wmfix::race::cas_failed((scope), p, old);                                         \
     return old;                                                                           \
@@ -133,8 +153,9 @@ __device__ __forceinline__ int wmfix_race_syncthreads_or(int p) { ::wmfix::race:
 // the copy at exit, so the trace is written first (once; later records are not kept).
 #if !defined(__CUDA_ARCH__)
 inline cudaError_t wmfix_race_device_reset() {
-  ::wmfix::write_race_trace();
-  ::wmfix::runtime().race.device = ::wmfix::RaceLog{};  // freed by the reset: later launches record nothing
+  // The host library writes the trace and forgets the buffer (freed by the reset: later
+  // launches record nothing).
+  if (const wmfix_host* h = ::wmfix::glue::host()) h->before_device_reset();
   return cudaDeviceReset();
 }
 #define cudaDeviceReset() wmfix_race_device_reset()

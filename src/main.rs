@@ -16,6 +16,9 @@ enum Command {
     ///
     /// A numbered fence after every global memory access in device code, remapped thread ids,
     /// stress dispatch at kernel entry, and launch sites that ask the runtime for the grid.
+    #[command(
+        override_usage = "wmfix insert [OPTIONS] <PATHS>...\n       wmfix insert --dump-tree <FILE>"
+    )]
     Insert(cmd::insert::Args),
     /// Write a commented wmfix.toml template into the current folder.
     Init,
@@ -91,7 +94,7 @@ fn main() {
         .mut_subcommands(|s| s.allow_negative_numbers(true));
     let command = cmd::help::screen_sized(command);
     let parsed = command
-        .try_get_matches()
+        .try_get_matches_from(cmd::help::args())
         .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
     let cli = match parsed {
         Ok(cli) => cli,

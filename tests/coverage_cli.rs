@@ -399,6 +399,45 @@ fn a_macro_defined_outside_the_tree_is_given_in_wmfix_toml() {
     );
 }
 
+#[test]
+fn qualifier_macros_of_the_builds_flags_and_include_folders_are_learnt() {
+    // GPU_FN from the command line's -D, LIB_DEVICE from a header of a -I folder outside the
+    // application: neither is defined in the tree nor given in wmfix.toml.
+    let tmp = tempfile::tempdir().unwrap();
+    let (app, lib) = (tmp.path().join("app"), tmp.path().join("lib/include"));
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(
+        lib.join("lib.cuh"),
+        "#pragma once\n#define LIB_IMPL __device__ __forceinline__\n#define LIB_DEVICE LIB_IMPL\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("k.cu"),
+        "#include <lib.cuh>\nGPU_FN void put(int* p) { p[0] = 1; }\nLIB_DEVICE void get(int* p) { p[1] = p[2]; }\n__global__ void k(int* p) { put(p); get(p); }\n",
+    )
+    .unwrap();
+    // The build runs in copies of the folder (out/original, out/tree): the library's folder by
+    // its absolute path.
+    let build = format!(
+        "build = \"nvcc -arch=sm_90 -DGPU_FN=__device__ -I{} -c k.cu -o k.o\"\nrun = \"true\"\ngpu = false\n",
+        lib.display()
+    );
+    std::fs::write(app.join("wmfix.toml"), build).unwrap();
+    let o = wmfix()
+        .current_dir(tmp.path())
+        .args(["build", "app", "--out", "out"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let k = std::fs::read_to_string(tmp.path().join("out/tree/k.cu")).unwrap();
+    assert!(
+        k.contains("GPU_FN void put(int* p) { p[0] = 1; WMFIX_FENCE_AT(")
+            && k.contains("LIB_DEVICE void get(int* p) { p[1] = p[2]; WMFIX_RACE_LOAD("),
+        "{k}"
+    );
+}
+
 /// Extended lambdas (`[=] __device__ (int i) {...}`, moderngpu's `[=]MGPU_DEVICE(...)`), which the
 /// grammar does not parse: their qualifiers are blanked for the parse, their bodies instrumented.
 const LAMBDAS: &str = "#define MGPU_DEVICE __device__

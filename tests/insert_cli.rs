@@ -301,15 +301,17 @@ fn warnings_of(file: &str) -> (tempfile::TempDir, String) {
 #[test]
 fn macros_that_hide_code_are_reported() {
     let (tmp, err) = warnings_of("macros.cu");
-    assert!(
-        err.contains("bad/macros.cu:2:16: warning: macro `DEVICE` expands to a CUDA qualifier"),
-        "{err}"
-    );
+    // DEVICE is learnt (macros.rs): its function is instrumented, and no warning says otherwise.
+    assert!(!err.contains("expands to a CUDA qualifier"), "{err}");
     assert!(
         err.contains("bad/macros.cu:9:3: warning: macro `LOCK` may access memory"),
         "{err}"
     );
     let text = instrumented(&tmp.path().join("out"), "macros.cu");
+    assert!(
+        text.contains("return WMFIX_AFTER_RETURN(0, a[0]);"),
+        "{text}"
+    );
     assert!(text.contains("#define TID (wmfix_threadIdx().x + wmfix_blockIdx().x * blockDim.x)"));
 }
 

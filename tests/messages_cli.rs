@@ -260,4 +260,29 @@ fn short_help_fits_a_screen_and_long_help_keeps_everything() {
     ] {
         assert!(text.contains(full), "{full}:\n{text}");
     }
+    // `help -h` is help (it was exit 64), and insert's paths are shown as required, with the
+    // other way to call it; each option's first sentence says what it does.
+    for args in [["help", "-h"], ["help", "--help"]] {
+        let o = wmfix().args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(
+            o.status.success() && text.contains("Commands:"),
+            "{args:?}: {text}"
+        );
+    }
+    let o = wmfix().args(["insert", "-h"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        text.contains("wmfix insert [OPTIONS] <PATHS>...")
+            && text.contains("wmfix insert --dump-tree <FILE>"),
+        "{text}"
+    );
+    let preprocess = text
+        .lines()
+        .skip_while(|l| !l.contains("--preprocess"))
+        .nth(1);
+    assert!(
+        preprocess.is_some_and(|l| l.contains("Instrument each `.cu` file as this preprocessor")),
+        "{text}"
+    );
 }

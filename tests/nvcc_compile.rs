@@ -160,7 +160,24 @@ fn immutable_variables_braced_returns_and_folds_compile_with_their_fences() {
         fenced.contains("((dst[Is] = src[Is]), ...); WMFIX_FENCE("),
         "{fenced}"
     );
-    for constant in ["tile_size_v", "kScale", "kBias", "src[Is]", "dst[Is]"] {
+    // k4: the load of g is fenced, not the shared store beside it (whose fence would check
+    // s.w's address and skip); the store through the pointer member is.
+    assert!(
+        fenced.contains("s.w[wmfix_threadIdx().x] = g[wmfix_threadIdx().x]; WMFIX_FENCE_AT(")
+            && fenced.contains(", g[wmfix_threadIdx().x]);")
+            && fenced.contains(", s.p[1]);"),
+        "{fenced}"
+    );
+    for constant in [
+        "tile_size_v",
+        "kScale",
+        "kBias",
+        "src[Is]",
+        "dst[Is]",
+        "s.w[0]",
+        "*this",
+        "s.w[wmfix_threadIdx().x]",
+    ] {
         assert!(
             !fenced.contains(&format!(", {constant});")),
             "a fence names {constant}:\n{fenced}"
@@ -601,19 +618,20 @@ fn stress_loads_survive_in_sass() {
     );
 }
 
-/// Every environment wmfix runs (`TestEnv::known()`, aim-str included) is one the runtime's
+/// Every environment wmfix runs (`TestEnv::known()`, aim-str included) is one the host library's
 /// `WMFIX_ENV` parser accepts, with the same stress and randomisation.
 #[test]
 fn the_runtime_knows_every_environment() {
     let tmp = tempfile::tempdir().unwrap();
     let main = format!(
-        r#"#include "{}/runtime-cu/wmfix.cuh"
+        r#"#include "{0}/runtime-cu/wmfix.cuh"
+#include "{0}/runtime-cu/wmfix_plan.h"
 #include <cstdio>
 int main(int argc, char** argv) {{
   for (int i = 1; i < argc; ++i) {{
     wmfix::StressKind k;
     bool r;
-    if (!wmfix::parse_env_name(argv[i], &k, &r)) std::printf("%s refused\n", argv[i]);
+    if (!wmfix::host::parse_env_name(argv[i], &k, &r)) std::printf("%s refused\n", argv[i]);
     else std::printf("%s %u %d\n", argv[i], (unsigned)k, (int)r);
   }}
 }}

@@ -251,7 +251,7 @@ fn no_gpu_is_said_in_one_line_before_anything_is_built() {
     let (tmp, dir) = standin();
     let cfg = std::fs::read_to_string(dir.join("wmfix.toml")).unwrap();
     std::fs::write(dir.join("wmfix.toml"), cfg.replace("gpu = false", "")).unwrap();
-    for cmd in ["test", "reduce", "cost"] {
+    for cmd in ["test", "reduce", "cost", "race"] {
         let o = wmfix()
             .current_dir(tmp.path())
             .args([cmd, dir.to_str().unwrap(), "--out", "out"])
@@ -318,7 +318,20 @@ fn config_and_build_errors_have_their_codes() {
     let o = test(&dir, &[], &[]);
     assert_eq!(o.status.code(), Some(78));
     assert!(
-        stderr(&o).contains("unknown field `runs`") && stderr(&o).contains("line 3"),
+        stderr(&o).contains("wmfix.toml:3: unknown key `runs` (line 3)"),
+        "{}",
+        stderr(&o)
+    );
+    // Several: all named, in file order (toml named one, not the first).
+    std::fs::write(
+        dir.join("wmfix.toml"),
+        "build = \"true\"\nzeta = 1\nrun = \"./app\"\nruns = 3\nalpha = 2\n",
+    )
+    .unwrap();
+    let o = test(&dir, &[], &[]);
+    assert_eq!(o.status.code(), Some(78));
+    assert!(
+        stderr(&o).contains("unknown keys `zeta` (line 2), `runs` (line 4), `alpha` (line 5)"),
         "{}",
         stderr(&o)
     );
@@ -332,6 +345,29 @@ fn config_and_build_errors_have_their_codes() {
     assert!(stderr(&o).contains("broken"), "{}", stderr(&o));
     let o = test(&dir, &["--env", "sys-str"], &[]);
     assert_eq!(o.status.code(), Some(64));
+    // No nvcc anywhere wmfix looks: the shell's "nvcc: not found", then how to get one.
+    if std::path::Path::new("/usr/local/cuda/bin/nvcc").exists() {
+        eprintln!("skipped: /usr/local/cuda/bin/nvcc exists, so a build always finds nvcc");
+        return;
+    }
+    std::fs::write(
+        dir.join("wmfix.toml"),
+        "build = \"nvcc -o app app.cu\"\nrun = \"./app\"\ngpu = false\n",
+    )
+    .unwrap();
+    let o = wmfix()
+        .current_dir(dir.parent().unwrap())
+        .args(["build", dir.to_str().unwrap(), "--out", "out"])
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("CUDA_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nvcc is not on PATH") && stderr(&o).contains("scripts/nvcc-env.sh"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -203,12 +203,12 @@ fn help_names_the_paper_sizes_and_the_gpu_free_analysis() {
     assert!(stdout(&o).contains("(paper: 256)"), "{}", stdout(&o));
 }
 
-/// Reads each profile file with runtime-cu's own parser (`wmfix::parse_profile_text`, host code
+/// Reads each profile file with runtime-cu's own parser (`wmfix::host::parse_profile_text`, host code
 /// built with nvcc in `dir`; no GPU needed): one line per file, `patch_size=N` and each variant's
 /// ` sequence=... seq_len=N seq_bits=X spread=N` (separated by ` |`), or `error: ...`.
 fn read_with_runtime(dir: &Path, files: &[PathBuf]) -> String {
     let main = format!(
-        r#"#include "{}/runtime-cu/wmfix.cuh"
+        r#"#include "{}/runtime-cu/wmfix_plan.h"
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -218,9 +218,9 @@ int main(int argc, char** argv) {{
     std::ifstream in(argv[i]);
     std::stringstream text;
     text << in.rdbuf();
-    wmfix::Profile p;
+    wmfix::host::Profile p;
     std::string err;
-    if (!in || !wmfix::parse_profile_text(text.str(), &p, &err)) {{
+    if (!in || !wmfix::host::parse_profile_text(text.str(), &p, &err)) {{
       std::printf("error: %s\n", err.c_str());
       status = 1;
       continue;

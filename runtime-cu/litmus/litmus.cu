@@ -1,5 +1,5 @@
 // wmfix litmus engine: MP, LB and SB over global memory, many instances per launch, with
-// stressing blocks in the same launch (paper 000, Sec. 3). Compiled at run time by `wmfix tune`
+// stressing blocks in the same launch (Sorensen & Donaldson, PLDI 2016, Sec. 3). Compiled at run time by `wmfix tune`
 // and `wmfix litmus` (nvcc -cubin for the device's architecture) and launched through the
 // driver API; the host side is src/litmus/engine.rs, which mirrors `LitmusArgs` field by field.
 //
@@ -115,7 +115,7 @@ __device__ __forceinline__ void pre_stress(const LitmusArgs &a) {
     for (unsigned k = 0; k < a.prestress; k++) *p = k;
 }
 
-// General bank conflicts (paper 001, Sec. 4.2): every lane of a warp hits the same shared-memory
+// General bank conflicts (Alglave et al., ASPLOS 2015, Sec. 4.2): every lane of a warp hits the same shared-memory
 // bank at a different address, so the accesses serialise, before the test.
 __device__ __forceinline__ void bank_conflicts(const LitmusArgs &a) {
     __shared__ unsigned banked[32 * 32];

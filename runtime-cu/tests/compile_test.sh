@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds every wmfix runtime test with and without -rdc (no GPU needed) and runs the host-only
-# unit tests. Usage: runtime-cu/tests/compile_test.sh [BUILD_DIR]   (default: a temporary dir)
+# Builds the host library and every wmfix runtime test with and without -rdc (no GPU needed),
+# runs the host-only unit tests and checks that a program loads the library (on the CPU). Usage: runtime-cu/tests/compile_test.sh [BUILD_DIR]   (default: a temporary dir)
 # Uses nvcc from PATH; from the repo, `source scripts/nvcc-env.sh` first.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${1:-$(mktemp -d)}"
 mkdir -p "$build"
 NVCC="${NVCC:-nvcc}"
+CXX="${CXX:-g++}"
 flags=(-arch=sm_90 -std=c++17 -O2 -Werror all-warnings -Xcompiler -Wall,-Wextra)
 fail=0
 step() {  # step NAME CMD...
@@ -17,6 +18,10 @@ step() {  # step NAME CMD...
     printf '%-44s FAILED (%s)\n' "$name" "$build/$name.log"; sed 's/^/    /' "$build/$name.log" | head -40; fail=1
   fi
 }
+# The host library, as `wmfix build` makes it (src/app/host_lib.rs), warnings as errors.
+lib="$build/libwmfix_host.so"
+step "host library" "$CXX" -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
+  -fvisibility-inlines-hidden -o "$lib" "$here/../wmfix_host.cpp"
 for rdc in false true; do
   for t in interface_compile host_test mapping_test overhead_bench; do
     step "$t -rdc=$rdc" "$NVCC" "${flags[@]}" -rdc=$rdc "$here/$t.cu" -o "$build/${t}_rdc_$rdc"
@@ -40,6 +45,16 @@ for scope in 0 2; do
     '$NVCC' ${flags[*]} '$build/ic_scope$scope.cu' -o '$build/ic_scope$scope'"
 done
 step "default prologue" bash -c "printf '#include \"%s\"\n__global__ void k(int* p) { WMFIX_KERNEL_ENTRY(); p[wmfix_threadIdx().x] = 1; WMFIX_FENCE(0); }\nint main() { k<<<wmfix_launch(1, 0), 32>>>(nullptr); return 0; }\n' '$here/../wmfix.cuh' > '$build/default.cu' && '$NVCC' ${flags[*]} '$build/default.cu' -o '$build/default'"
+# What instrumented TUs include is C++11 and later.
+for std in c++11 c++14 c++20; do
+  step "default prologue -std=$std" bash -c "'$NVCC' -arch=sm_90 -std=$std -O2 -Werror all-warnings '$build/default.cu' -o '$build/default_$std'"
+  step "two_tu -rdc=true -std=$std" "$NVCC" -arch=sm_90 -std=$std -O2 -Werror all-warnings -rdc=true "$here/two_tu/main.cu" \
+    "$here/two_tu/kern.cu" "$here/two_tu/helper.cu" -o "$build/two_tu_$std"
+done
+# The glue loads the library and the library reads the environment (no GPU needed): a bad
+# WMFIX_ENV is exit 3, and so is a WMFIX_HOST_LIB that cannot be loaded.
+step "library loaded (bad WMFIX_ENV: exit 3)" bash -c "WMFIX_HOST_LIB='$lib' WMFIX_ENV=bogus '$build/default_c++11' 2>&1; [ \$? = 3 ]"
+step "missing WMFIX_HOST_LIB: exit 3" bash -c "WMFIX_HOST_LIB=/nonexistent.so '$build/default_c++11' 2>&1; [ \$? = 3 ]"
 step "host_test (run)" "$build/host_test_rdc_false" "$here/../profiles/hopper-default.toml"
 tail -n 1 "$build/host_test (run).log" | sed 's/^/    /'
 exit $fail

@@ -4,6 +4,7 @@
 #define WMFIX_NUM_FENCES 12
 #define WMFIX_FENCE_SCOPE 1
 #include "../wmfix.cuh"
+#include "../wmfix_plan.h"
 #line 7
 
 #include <sys/wait.h>
@@ -42,7 +43,7 @@ static bool is_bijection(unsigned n, const std::function<unsigned(unsigned)>& f)
 }
 
 static void test_permute() {
-  wmfix::Rng rng(42);
+  wmfix::host::Rng rng(42);
   unsigned non_identity = 0, sizes = 0;
   for (unsigned n = 1; n <= 3000; ++n) {
     unsigned k[4] = {rng.next32(), rng.next32(), rng.next32(), rng.next32()};
@@ -76,7 +77,7 @@ static void test_permute() {
 }
 
 static void test_map_warp() {
-  wmfix::Rng rng(7);
+  wmfix::host::Rng rng(7);
   for (unsigned nthreads = 1; nthreads <= 1024; ++nthreads) {
     unsigned k[4];
     wmfix::warp_keys(rng.next32(), rng.next32(), k);
@@ -98,10 +99,10 @@ static void test_div_small() {
 static const char* kEnvs[] = {"no-str-",    "no-str+",    "sys-str-", "sys-str+", "rand-str-",
                               "rand-str+",  "cache-str-", "cache-str+", "aim-str-", "aim-str+"};
 
-static wmfix::Settings settings_for(const char* env) {
-  wmfix::Settings s;
+static wmfix::host::Settings settings_for(const char* env) {
+  wmfix::host::Settings s;
   s.env = env;
-  CHECK(wmfix::parse_env_name(env, &s.stress, &s.rand_threads), "%s", env);
+  CHECK(wmfix::host::parse_env_name(env, &s.stress, &s.rand_threads), "%s", env);
   s.active = s.stress != wmfix::kNoStress || s.rand_threads;
   return s;
 }
@@ -109,23 +110,23 @@ static wmfix::Settings settings_for(const char* env) {
 // Every physical block is an application block (virtual ids a bijection onto [0, G)) or a
 // stressing block (indices a bijection onto [0, S)); S in range; `-` keeps application order.
 static void check_plan(const char* env, dim3 grid, unsigned long long index, bool keep_order = false) {
-  wmfix::Settings s = settings_for(env);
+  wmfix::host::Settings s = settings_for(env);
   s.keep_block_order = keep_order;
-  wmfix::ScratchInfo sc;
+  wmfix::host::ScratchInfo sc;
   static unsigned fake_scratch;
   sc.scratch = &fake_scratch;
   sc.scratch_words = 12u << 20;
   sc.cache_words = 12u << 20;
   sc.aim_pages = 30;
   wmfix::LaunchTable t;
-  CHECK(wmfix::plan_launch(s, grid, index, sc, &t), "%s", env);
+  CHECK(wmfix::host::plan_launch(s, grid, index, sc, &t), "%s", env);
   const unsigned G = grid.x * grid.y * grid.z;
   CHECK(t.app_blocks == G && t.phys_blocks == G + t.stress_blocks, "%s G=%u", env, G);
   if (s.stress == wmfix::kNoStress) {
     CHECK(t.stress_blocks == 0, "%s", env);
   } else {
     unsigned long long lo, hi;
-    wmfix::stress_block_range(G, &lo, &hi);
+    wmfix::host::stress_block_range(G, &lo, &hi);
     CHECK(t.stress_blocks >= lo && t.stress_blocks <= hi, "%s G=%u S=%u", env, G, t.stress_blocks);
     CHECK(t.stress_blocks >= 1 && (G < 2 || 2ULL * t.stress_blocks <= G) && (100ULL * t.stress_blocks + 99 >= 15ULL * G),
           "%s G=%u S=%u", env, G, t.stress_blocks);
@@ -158,7 +159,7 @@ static void check_plan(const char* env, dim3 grid, unsigned long long index, boo
   }
   // Same seed and launch index: same plan, byte for byte.
   wmfix::LaunchTable again;
-  wmfix::plan_launch(s, grid, index, sc, &again);
+  wmfix::host::plan_launch(s, grid, index, sc, &again);
   CHECK(std::memcmp(&t, &again, sizeof t) == 0, "%s: plan not deterministic", env);
 }
 
@@ -174,85 +175,85 @@ static void test_plans() {
       }
   }
   // S covers its whole range over many launches, and successive launches differ.
-  const wmfix::Settings s = settings_for("sys-str-");
+  const wmfix::host::Settings s = settings_for("sys-str-");
   unsigned smin = ~0U, smax = 0;
-  wmfix::ScratchInfo sc;
+  wmfix::host::ScratchInfo sc;
   for (unsigned long long i = 0; i < 2000; ++i) {
     wmfix::LaunchTable t;
-    wmfix::plan_launch(s, dim3(100), i, sc, &t);
+    wmfix::host::plan_launch(s, dim3(100), i, sc, &t);
     smin = std::min(smin, t.stress_blocks);
     smax = std::max(smax, t.stress_blocks);
   }
   CHECK(smin == 15 && smax == 50, "S over 2000 launches of 100 blocks: %u..%u", smin, smax);
   wmfix::LaunchTable a, b;
-  wmfix::Settings s2 = settings_for("sys-str+");
-  wmfix::plan_launch(s2, dim3(100), 0, sc, &a);
-  wmfix::plan_launch(s2, dim3(100), 1, sc, &b);
+  wmfix::host::Settings s2 = settings_for("sys-str+");
+  wmfix::host::plan_launch(s2, dim3(100), 0, sc, &a);
+  wmfix::host::plan_launch(s2, dim3(100), 1, sc, &b);
   CHECK(std::memcmp(a.block_keys, b.block_keys, sizeof a.block_keys) != 0, "launches 0 and 1 have the same keys");
   s2.seed = 2;
-  wmfix::plan_launch(s2, dim3(100), 0, sc, &b);
+  wmfix::host::plan_launch(s2, dim3(100), 0, sc, &b);
   CHECK(std::memcmp(a.block_keys, b.block_keys, sizeof a.block_keys) != 0, "seeds 1 and 2 have the same keys");
   // Ungridable launches are left alone.
   wmfix::LaunchTable t;
-  CHECK(!wmfix::plan_launch(s, dim3(65535, 65535, 2), 0, sc, &t) && t.phys_blocks == 0, "huge grid remapped");
+  CHECK(!wmfix::host::plan_launch(s, dim3(65535, 65535, 2), 0, sc, &t) && t.phys_blocks == 0, "huge grid remapped");
 }
 
 static void test_parsers(const char* profile_path) {
   wmfix::StressKind k;
   bool r;
-  for (const char* e : kEnvs) CHECK(wmfix::parse_env_name(e, &k, &r), "%s", e);
-  CHECK(wmfix::parse_env_name("cache-str+", &k, &r) && k == wmfix::kCacheStress && r, "cache-str+");
-  CHECK(wmfix::parse_env_name("aim-str-", &k, &r) && k == wmfix::kAimStress && !r, "aim-str-");
-  CHECK(wmfix::parse_env_name("no-str-", &k, &r) && k == wmfix::kNoStress && !r, "no-str-");
+  for (const char* e : kEnvs) CHECK(wmfix::host::parse_env_name(e, &k, &r), "%s", e);
+  CHECK(wmfix::host::parse_env_name("cache-str+", &k, &r) && k == wmfix::kCacheStress && r, "cache-str+");
+  CHECK(wmfix::host::parse_env_name("aim-str-", &k, &r) && k == wmfix::kAimStress && !r, "aim-str-");
+  CHECK(wmfix::host::parse_env_name("no-str-", &k, &r) && k == wmfix::kNoStress && !r, "no-str-");
   for (const char* e : {"", "sys-str", "sys-str*", "SYS-STR+", "str+", "+", "no-str--"})
-    CHECK(!wmfix::parse_env_name(e, &k, &r), "accepted \"%s\"", e);
+    CHECK(!wmfix::host::parse_env_name(e, &k, &r), "accepted \"%s\"", e);
 
   std::vector<bool> on;
   std::string err;
-  CHECK(wmfix::parse_fence_list("all", 12, &on, &err) && on == std::vector<bool>(12, true), "all");
-  CHECK(wmfix::parse_fence_list("none", 12, &on, &err) && on == std::vector<bool>(12, false), "none");
-  CHECK(wmfix::parse_fence_list("", 12, &on, &err) && on == std::vector<bool>(12, false), "empty");
-  CHECK(wmfix::parse_fence_list(" 0, 3,7-9 ", 12, &on, &err), "list");
+  CHECK(wmfix::host::parse_fence_list("all", 12, &on, &err) && on == std::vector<bool>(12, true), "all");
+  CHECK(wmfix::host::parse_fence_list("none", 12, &on, &err) && on == std::vector<bool>(12, false), "none");
+  CHECK(wmfix::host::parse_fence_list("", 12, &on, &err) && on == std::vector<bool>(12, false), "empty");
+  CHECK(wmfix::host::parse_fence_list(" 0, 3,7-9 ", 12, &on, &err), "list");
   CHECK(on == std::vector<bool>({1, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 0}), "list contents");
-  CHECK(wmfix::parse_fence_list("0-11", 12, &on, &err) && on == std::vector<bool>(12, true), "full range");
+  CHECK(wmfix::host::parse_fence_list("0-11", 12, &on, &err) && on == std::vector<bool>(12, true), "full range");
   for (const char* bad : {"12", "3-2", "a", "1,,2", "-1", "1-", "0-12", "1;2", "all,1"}) {
     err.clear();
-    CHECK(!wmfix::parse_fence_list(bad, 12, &on, &err) && !err.empty(), "accepted \"%s\"", bad);
+    CHECK(!wmfix::host::parse_fence_list(bad, 12, &on, &err) && !err.empty(), "accepted \"%s\"", bad);
   }
-  wmfix::parse_fence_list("12", 12, &on, &err);
+  wmfix::host::parse_fence_list("12", 12, &on, &err);
   CHECK(err.find("out of range") != std::string::npos, "message: %s", err.c_str());
   // WMFIX_FENCES_IN_LOOP has the same syntax; its messages name it.
-  CHECK(wmfix::parse_fence_list("3,5", 12, &on, &err, "WMFIX_FENCES_IN_LOOP") && on[3] && on[5] && !on[4],
+  CHECK(wmfix::host::parse_fence_list("3,5", 12, &on, &err, "WMFIX_FENCES_IN_LOOP") && on[3] && on[5] && !on[4],
         "in-loop list");
   err.clear();
-  CHECK(!wmfix::parse_fence_list("x", 12, &on, &err, "WMFIX_FENCES_IN_LOOP") &&
+  CHECK(!wmfix::host::parse_fence_list("x", 12, &on, &err, "WMFIX_FENCES_IN_LOOP") &&
             err.rfind("WMFIX_FENCES_IN_LOOP=", 0) == 0,
         "in-loop message: %s", err.c_str());
 
   unsigned long long v;
-  CHECK(wmfix::parse_u64("18446744073709551615", &v) && v == ~0ULL, "max u64");
-  CHECK(wmfix::parse_u64("0x10", &v) && v == 16, "hex");
+  CHECK(wmfix::host::parse_u64("18446744073709551615", &v) && v == ~0ULL, "max u64");
+  CHECK(wmfix::host::parse_u64("0x10", &v) && v == 16, "hex");
   for (const char* bad : {"", "-1", "+1", "1x", "18446744073709551616", "one"})
-    CHECK(!wmfix::parse_u64(bad, &v), "accepted \"%s\"", bad);
+    CHECK(!wmfix::host::parse_u64(bad, &v), "accepted \"%s\"", bad);
 
-  wmfix::Profile p;
-  CHECK(wmfix::parse_profile_text("# c\n\npatch_size = 32  # x\nsequence = \"ld3 st ld\"\nspread=8\nname=\"a # b\"\n", &p, &err),
+  wmfix::host::Profile p;
+  CHECK(wmfix::host::parse_profile_text("# c\n\npatch_size = 32  # x\nsequence = \"ld3 st ld\"\nspread=8\nname=\"a # b\"\n", &p, &err),
         "%s", err.c_str());
-  const wmfix::Variant& pv = p.variants[0];
+  const wmfix::host::Variant& pv = p.variants[0];
   CHECK(p.variants.size() == 1 && p.patch_size == 32 && pv.spread == 8 && pv.seq_len == 5 && pv.seq_bits == 0x8,
         "profile values %zu %u %u %u %x", p.variants.size(), p.patch_size, pv.spread, pv.seq_len, pv.seq_bits);
   for (const char* bad : {"patch = 3", "patch_size = \"3\"", "patch_size = 0", "spread = 65", "sequence = ld st",
                           "sequence = \"ld xx\"", "sequence = \"\"", "sequence = \"ld33\"", "[chip]", "spread = -1"}) {
-    wmfix::Profile q;
+    wmfix::host::Profile q;
     err.clear();
-    CHECK(!wmfix::parse_profile_text(bad, &q, &err) && !err.empty(), "accepted \"%s\"", bad);
+    CHECK(!wmfix::host::parse_profile_text(bad, &q, &err) && !err.empty(), "accepted \"%s\"", bad);
   }
   if (profile_path) {  // the shipped profile says what the built-in default says
     std::ifstream in(profile_path);
     std::stringstream text;
     text << in.rdbuf();
-    wmfix::Profile q, def;
-    CHECK(in && wmfix::parse_profile_text(text.str(), &q, &err), "%s: %s", profile_path, err.c_str());
+    wmfix::host::Profile q, def;
+    CHECK(in && wmfix::host::parse_profile_text(text.str(), &q, &err), "%s: %s", profile_path, err.c_str());
     CHECK(q.patch_size == def.patch_size && q.variants.size() == 1 && q.variants[0].seq_bits == def.variants[0].seq_bits &&
               q.variants[0].seq_len == def.variants[0].seq_len && q.variants[0].spread == def.variants[0].spread,
           "%s differs from the built-in default", profile_path);
@@ -262,8 +263,8 @@ static void test_parsers(const char* profile_path) {
 // Profiles with several stress variants: arrays of sequences and spreads, and what is refused.
 static void test_profile_variants() {
   std::string err;
-  wmfix::Profile p;
-  CHECK(wmfix::parse_profile_text(
+  wmfix::host::Profile p;
+  CHECK(wmfix::host::parse_profile_text(
             "patch_size = 64\nsequence = [\"st st st st\", \"ld st st ld\"]  # two\nspread = [5, 2]\n", &p, &err),
         "%s", err.c_str());
   CHECK(p.variants.size() == 2 && p.variants[0].sequence == "st st st st" && p.variants[0].seq_bits == 0xf &&
@@ -271,19 +272,19 @@ static void test_profile_variants() {
             p.variants[1].seq_bits == 0x6 && p.variants[1].seq_len == 4 && p.variants[1].spread == 2,
         "two variants: %zu", p.variants.size());
   // One value (or a 1-element array) applies to every variant, whichever key comes first.
-  wmfix::Profile q;
-  CHECK(wmfix::parse_profile_text("sequence = \"ld2\"\nspread = [1, 3, 64,]\n", &q, &err), "%s", err.c_str());
+  wmfix::host::Profile q;
+  CHECK(wmfix::host::parse_profile_text("sequence = \"ld2\"\nspread = [1, 3, 64,]\n", &q, &err), "%s", err.c_str());
   CHECK(q.variants.size() == 3 && q.variants[0].spread == 1 && q.variants[1].spread == 3 && q.variants[2].spread == 64,
         "spreads: %zu", q.variants.size());
-  for (const wmfix::Variant& v : q.variants) CHECK(v.seq_len == 2 && v.seq_bits == 0 && v.sequence == "ld2", "ld2");
-  wmfix::Profile r;
-  CHECK(wmfix::parse_profile_text("spread = [7]\nsequence = [\"st\", \"ld st\"]\n", &r, &err), "%s", err.c_str());
+  for (const wmfix::host::Variant& v : q.variants) CHECK(v.seq_len == 2 && v.seq_bits == 0 && v.sequence == "ld2", "ld2");
+  wmfix::host::Profile r;
+  CHECK(wmfix::host::parse_profile_text("spread = [7]\nsequence = [\"st\", \"ld st\"]\n", &r, &err), "%s", err.c_str());
   CHECK(r.variants.size() == 2 && r.variants[0].seq_bits == 1 && r.variants[0].seq_len == 1 &&
             r.variants[1].seq_bits == 2 && r.variants[1].seq_len == 2 && r.variants[0].spread == 7 &&
             r.variants[1].spread == 7,
         "sequences: %zu", r.variants.size());
-  wmfix::Profile eight;
-  CHECK(wmfix::parse_profile_text("spread = [1, 2, 3, 4, 5, 6, 7, 8]", &eight, &err) && eight.variants.size() == 8,
+  wmfix::host::Profile eight;
+  CHECK(wmfix::host::parse_profile_text("spread = [1, 2, 3, 4, 5, 6, 7, 8]", &eight, &err) && eight.variants.size() == 8,
         "eight variants: %s", err.c_str());
   const char* bad[][2] = {
       {"sequence = [\"st\", \"ld\"]\nspread = [1, 2, 3]", "line 2: sequence has 2 values but spread has 3"},
@@ -306,30 +307,30 @@ static void test_profile_variants() {
       {"sequence = ld st", "line 1: sequence must be a quoted string"},
   };
   for (const auto& b : bad) {
-    wmfix::Profile x;
+    wmfix::host::Profile x;
     err.clear();
-    CHECK(!wmfix::parse_profile_text(b[0], &x, &err) && err.find(b[1]) != std::string::npos,
+    CHECK(!wmfix::host::parse_profile_text(b[0], &x, &err) && err.find(b[1]) != std::string::npos,
           "\"%s\": got \"%s\", want \"%s\"", b[0], err.c_str(), b[1]);
   }
   // The settings line shows every variant; one variant reads as before.
-  wmfix::Settings s;
-  CHECK(wmfix::describe(s).find(" (patch_size=64 sequence=\"ld st st ld\" spread=2) stress_max_us=100000") !=
+  wmfix::host::Settings s;
+  CHECK(wmfix::host::describe(s).find(" (patch_size=64 sequence=\"ld st st ld\" spread=2) stress_max_us=100000") !=
             std::string::npos,
-        "%s", wmfix::describe(s).c_str());
+        "%s", wmfix::host::describe(s).c_str());
   s.profile = p;
-  CHECK(wmfix::describe(s).find("(patch_size=64 2 variants, one per launch: [0] sequence=\"st st st st\" spread=5, "
+  CHECK(wmfix::host::describe(s).find("(patch_size=64 2 variants, one per launch: [0] sequence=\"st st st st\" spread=5, "
                                 "[1] sequence=\"ld st st ld\" spread=2) ") != std::string::npos,
-        "%s", wmfix::describe(s).c_str());
+        "%s", wmfix::host::describe(s).c_str());
 }
 
 // A fold of 100 launch plans (sizes 100..199, seed 7) under `env` with the profile `text`
 // (nullptr: the built-in default), pointers left out.
 static unsigned long long plan_fold(const char* env, const char* text) {
-  wmfix::Settings s = settings_for(env);
+  wmfix::host::Settings s = settings_for(env);
   s.seed = 7;
   std::string err;
-  if (text) CHECK(wmfix::parse_profile_text(text, &s.profile, &err), "%s", err.c_str());
-  wmfix::ScratchInfo sc;
+  if (text) CHECK(wmfix::host::parse_profile_text(text, &s.profile, &err), "%s", err.c_str());
+  wmfix::host::ScratchInfo sc;
   sc.scratch_words = 12u << 20;
   sc.cache_words = 12u << 20;
   sc.aim_pages = 30;
@@ -338,7 +339,7 @@ static unsigned long long plan_fold(const char* env, const char* text) {
   auto fold = [&h](unsigned long long v) { h = wmfix::mix64(h ^ v); };
   for (unsigned long long i = 0; i < 100; ++i) {
     wmfix::LaunchTable t;
-    wmfix::plan_launch(s, dim3(100 + (unsigned)i), i, sc, &t);
+    wmfix::host::plan_launch(s, dim3(100 + (unsigned)i), i, sc, &t);
     for (unsigned v : {t.stress_blocks, t.phys_blocks, t.block_keys[0], t.block_keys[1], t.block_keys[2],
                        t.block_keys[3], t.warp_key, t.seg_m, t.seg_r, t.seq_bits, t.seq_len, t.spread,
                        t.stress_quota_threads})
@@ -364,26 +365,26 @@ static void test_variant_plans() {
     CHECK(plan_fold(g.env, "sequence = [\"ld st st ld\"]\nspread = [2]") == g.def, "%s: 1-element arrays", g.env);
     for (const char* text : p5) CHECK(plan_fold(g.env, text) == g.p5, "%s: plans changed for %s", g.env, text);
   }
-  wmfix::Settings one = settings_for("sys-str+"), two = one;
+  wmfix::host::Settings one = settings_for("sys-str+"), two = one;
   std::string err;
-  CHECK(wmfix::parse_profile_text("sequence = [\"st st st st\", \"ld st st ld\"]\nspread = [5, 2]", &two.profile, &err),
+  CHECK(wmfix::host::parse_profile_text("sequence = [\"st st st st\", \"ld st st ld\"]\nspread = [5, 2]", &two.profile, &err),
         "%s", err.c_str());
-  wmfix::ScratchInfo sc;
+  wmfix::host::ScratchInfo sc;
   static unsigned fake_scratch;
   sc.scratch = &fake_scratch;
   sc.scratch_words = 12u << 20;
   unsigned chosen[2] = {0, 0};
   for (unsigned long long i = 0; i < 1000; ++i) {
     wmfix::LaunchTable t, again, single;
-    wmfix::plan_launch(two, dim3(100), i, sc, &t);
-    const unsigned v = wmfix::variant_of(two, i);
+    wmfix::host::plan_launch(two, dim3(100), i, sc, &t);
+    const unsigned v = wmfix::host::variant_of(two, i);
     CHECK(v < 2 && t.seq_bits == two.profile.variants[v].seq_bits && t.spread == two.profile.variants[v].spread,
           "launch %llu: variant %u, table %x/%u", i, v, t.seq_bits, t.spread);
     chosen[v & 1]++;
-    wmfix::plan_launch(two, dim3(100), i, sc, &again);
+    wmfix::host::plan_launch(two, dim3(100), i, sc, &again);
     CHECK(std::memcmp(&t, &again, sizeof t) == 0, "launch %llu: plan not deterministic", i);
     // The other draws do not depend on the variants.
-    wmfix::plan_launch(one, dim3(100), i, sc, &single);
+    wmfix::host::plan_launch(one, dim3(100), i, sc, &single);
     CHECK(t.stress_blocks == single.stress_blocks && t.rng_seed == single.rng_seed &&
               std::memcmp(t.block_keys, single.block_keys, sizeof t.block_keys) == 0,
           "launch %llu: draws differ from a single-variant plan", i);
@@ -391,12 +392,12 @@ static void test_variant_plans() {
   CHECK(chosen[0] >= 350 && chosen[0] <= 650 && chosen[0] + chosen[1] == 1000, "variants chosen %u and %u times of 1000",
         chosen[0], chosen[1]);
   std::printf("host_test: 2 variants over 1000 launches: chosen %u and %u times\n", chosen[0], chosen[1]);
-  wmfix::Settings other = two;
+  wmfix::host::Settings other = two;
   other.seed = 2;
   unsigned differ = 0;
-  for (unsigned long long i = 0; i < 64; ++i) differ += wmfix::variant_of(two, i) != wmfix::variant_of(other, i);
+  for (unsigned long long i = 0; i < 64; ++i) differ += wmfix::host::variant_of(two, i) != wmfix::host::variant_of(other, i);
   CHECK(differ > 0, "seeds 1 and 2 pick the same variants");
-  CHECK(wmfix::variant_of(one, 5) == 0, "one variant");
+  CHECK(wmfix::host::variant_of(one, 5) == 0, "one variant");
 }
 
 // Runs fn in a child process with the given environment; returns its exit status (-1: signal).
@@ -418,7 +419,7 @@ static int run_child(const std::vector<std::pair<const char*, const char*>>& env
 }
 
 static void test_env_errors() {
-  auto read_env = [] { wmfix::settings_from_env(); };
+  auto read_env = [] { wmfix::host::settings_from_env(); };
   const std::vector<std::vector<std::pair<const char*, const char*>>> bad = {
       {{"WMFIX_ENV", "bogus"}},          {{"WMFIX_ENV", "sys-str"}},           {{"WMFIX_SEED", "abc"}},
       {{"WMFIX_SEED", "-3"}},            {{"WMFIX_PROFILE", "/nonexistent.toml"}}, {{"WMFIX_STRESS_MAX_US", "0"}},
@@ -435,26 +436,38 @@ static void test_env_errors() {
   // Fence ids are checked against this TU's WMFIX_NUM_FENCES (12) when its mask is built, before
   // any CUDA call.
   auto build_mask = [] {
-    const wmfix::Settings s = wmfix::settings_from_env();
-    const wmfix::TuConst c{};
-    wmfix::tu_init(c, s, nullptr);
+    const wmfix::host::Settings s = wmfix::host::settings_from_env();
+    std::vector<unsigned> off, in_loop_off;
+    wmfix::host::fence_masks(s, 12, &off, &in_loop_off);
   };
   CHECK(run_child({{"WMFIX_FENCES", "0,12"}}, build_mask) == 3, "fence 12 of 12 accepted");
   CHECK(run_child({{"WMFIX_FENCES", "x"}}, build_mask) == 3, "malformed fence list accepted");
   CHECK(run_child({{"WMFIX_FENCES_IN_LOOP", "12"}}, build_mask) == 3, "in-loop fence 12 of 12 accepted");
   CHECK(run_child({{"WMFIX_FENCES_IN_LOOP", "0,11"}}, build_mask) == 0, "good in-loop list rejected");
 
+  // The masks a TU gets: bit set = off, a word per 32 fences.
+  {
+    wmfix::host::Settings s;
+    s.fences = "0,3,33-39";
+    s.fences_in_loop = "none";
+    std::vector<unsigned> off, in_loop_off;
+    wmfix::host::fence_masks(s, 40, &off, &in_loop_off);
+    CHECK(off.size() == 2 && off[0] == ~0x9U && off[1] == 0x1U, "fence mask %x %x", off[0], off.size() > 1 ? off[1] : 0);
+    CHECK(in_loop_off.size() == 2 && in_loop_off[0] == ~0U && in_loop_off[1] == 0xffU, "in-loop mask %x %x",
+          in_loop_off[0], in_loop_off.size() > 1 ? in_loop_off[1] : 0);
+  }
+
   // A race trace's size: a share of free device memory unless a number of records is given.
   CHECK(run_child({{"WMFIX_RACE_EVENTS", "auto"}, {"WMFIX_RACE_MEMORY", "0.5"}}, read_env) == 0, "auto rejected");
   setenv("WMFIX_RACE_EVENTS", "123", 1);
   setenv("WMFIX_RACE_MEMORY", "0.1", 1);
-  const wmfix::Settings sized = wmfix::settings_from_env();
+  const wmfix::host::Settings sized = wmfix::host::settings_from_env();
   CHECK(sized.race_events == 123 && sized.race_memory == 0.1, "race sizes %llu %g", sized.race_events, sized.race_memory);
   unsetenv("WMFIX_RACE_EVENTS");
   unsetenv("WMFIX_RACE_MEMORY");
 
   unsetenv("WMFIX_ENV");
-  const wmfix::Settings d = wmfix::settings_from_env();
+  const wmfix::host::Settings d = wmfix::host::settings_from_env();
   CHECK(d.env == "no-str-" && !d.active && d.seed == 1 && d.max_us == 100000 && d.fences == "all" &&
             d.fences_in_loop == "all" &&
             d.profile.patch_size == 64 && d.profile.variants.size() == 1 && d.profile.variants[0].seq_len == 4 &&
@@ -521,13 +534,13 @@ static void test_coverage() {
   CHECK(!wmfix::cover_site(nullptr, device, host, 33, true, plain_or), "site 33 again");
   // Sites 16 apart share a word, not bits.
   CHECK(wmfix::cover_site(block0, device, host, 21, true, plain_or), "site 21 after site 5");
-  const std::string text = wmfix::coverage_text(host, 64);
+  const std::string text = wmfix::host::coverage_text(host, 64);
   CHECK(text == "wmfix-coverage 1\nfences 64\nexecuted 5,21,33\nglobal 5,21,33\n", "%s", text.c_str());
   unsigned char runs[2 * 6] = {1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0};
-  CHECK(wmfix::coverage_text(runs, 6) == "wmfix-coverage 1\nfences 6\nexecuted 0-2,4\nglobal 0,2\n", "%s",
-        wmfix::coverage_text(runs, 6).c_str());
+  CHECK(wmfix::host::coverage_text(runs, 6) == "wmfix-coverage 1\nfences 6\nexecuted 0-2,4\nglobal 0,2\n", "%s",
+        wmfix::host::coverage_text(runs, 6).c_str());
   unsigned char none[4] = {};
-  CHECK(wmfix::coverage_text(none, 2) == "wmfix-coverage 1\nfences 2\nexecuted none\nglobal none\n", "empty");
+  CHECK(wmfix::host::coverage_text(none, 2) == "wmfix-coverage 1\nfences 2\nexecuted none\nglobal none\n", "empty");
 }
 
 // split and words read as std::getline and `stream >> word` did before them.
@@ -539,15 +552,15 @@ static void test_split_like_streams() {
       std::vector<std::string> want;
       std::stringstream in(t);
       for (std::string item; std::getline(in, item, sep);) want.push_back(item);
-      CHECK(wmfix::split(t, sep) == want, "split(\"%s\", %d)", t, sep);
+      CHECK(wmfix::host::split(t, sep) == want, "split(\"%s\", %d)", t, sep);
     }
     std::vector<std::string> want;
     std::stringstream in(t);
     for (std::string w; in >> w;) want.push_back(w);
-    CHECK(wmfix::words(t) == want, "words(\"%s\")", t);
+    CHECK(wmfix::host::words(t) == want, "words(\"%s\")", t);
   }
   std::string text;
-  CHECK(!wmfix::read_file("/nonexistent/wmfix-profile.toml", &text), "read_file of a missing file");
+  CHECK(!wmfix::host::read_file("/nonexistent/wmfix-profile.toml", &text), "read_file of a missing file");
 }
 
 int main(int argc, char** argv) {

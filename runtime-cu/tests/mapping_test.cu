@@ -439,7 +439,7 @@ int main(int argc, char** argv) {
   bool all_ok = true;
   for (const std::string& env : envs) {
     set_env(env);
-    std::printf("  %s: %s\n", env.c_str(), wmfix::describe(wmfix::current_settings()).c_str());
+    std::printf("  %s: %s\n", env.c_str(), wmfix::settings_text());
     std::fflush(stdout);
     for (size_t si = 0; si < sizeof kShapes / sizeof kShapes[0]; ++si) {
       const Shape& sh = kShapes[si];

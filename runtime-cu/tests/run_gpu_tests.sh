@@ -4,7 +4,7 @@
 #
 #   runtime-cu/tests/run_gpu_tests.sh OUT_DIR          (from the repo root, nvcc on PATH)
 #
-# Environment: NVCC (default nvcc), LAUNCHES (mapping_test launches per environment and shape,
+# Environment: NVCC (default nvcc), CXX (the host library's compiler, default g++), LAUNCHES (mapping_test launches per environment and shape,
 # default 200), SANITIZE=0 to skip the compute-sanitizer memcheck run, TEST_TIMEOUT (seconds per
 # test, default 900: a hang counts as a failure), BUILD_DIR (default OUT_DIR/build).
 set -uo pipefail
@@ -40,6 +40,13 @@ run() {  # run NAME EXPECTED_RC CMD...   (output to OUT_DIR/NAME.txt and to the 
 { nvidia-smi -L; "$NVCC" --version | tail -n 2; } 2>&1 | tee "$out/device.txt"
 
 echo "== building into $build"
+# The host library every test program loads (what `wmfix build` makes, src/app/host_lib.rs).
+if ${CXX:-g++} -std=c++17 -O2 -shared -fPIC -fvisibility=hidden -fvisibility-inlines-hidden \
+  -o "$build/libwmfix_host.so" "$here/../wmfix_host.cpp" >"$build/libwmfix_host.log" 2>&1; then
+  export WMFIX_HOST_LIB="$build/libwmfix_host.so"
+else
+  cat "$build/libwmfix_host.log"; record "build libwmfix_host.so" 1 0
+fi
 build_one host_test "$here/host_test.cu" &&
   run host_test 0 "$build/host_test" "$here/../profiles/hopper-default.toml"
 build_one mapping_test "$here/mapping_test.cu" &&

@@ -30,7 +30,10 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
 pub fn build(app: &App, out: &OutDir, scope: FenceScope) -> Result<Built> {
     crate::app::claim::claim(out);
     let input = walk::collect(std::slice::from_ref(&app.root), out.root())?;
-    let stamp = fingerprint(app, &input, scope)?;
+    // Every run of the build loads the runtime's host library (`host_lib`): made once per
+    // compiler, and named in the instrumented tree, so a new one is a new build.
+    let host_library = crate::app::host_lib::ensure()?;
+    let stamp = fingerprint(app, &input, scope, &host_library)?;
     let stamp_path = out.build_stamp();
     let original = out.original();
     let instrumented = out.tree();
@@ -63,7 +66,9 @@ pub fn build(app: &App, out: &OutDir, scope: FenceScope) -> Result<Built> {
     let step = spinner("building the original program");
     run_build(app, &original, &out.build_log("original"))?;
     step.set_message("instrumenting the sources");
-    let summary = insert::run(&insert_options(app, out.root(), scope), out)?;
+    let mut opts = insert_options(app, out.root(), scope);
+    opts.host_library = Some(host_library);
+    let summary = insert::run(&opts, out)?;
     step.suspend(|| {
         for w in &summary.warnings {
             eprintln!("{w}");
@@ -97,6 +102,19 @@ pub fn spinner(step: &str) -> indicatif::ProgressBar {
     bar
 }
 
+/// The macros `insert` is given: those the build defines outside the application's folder
+/// (`build_macros.rs`), then wmfix.toml's.
+fn macros(app: &App) -> Vec<(String, String)> {
+    let mut all = crate::app::build_macros::learnt(app);
+    all.extend(
+        app.config
+            .macros
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    all
+}
+
 /// How `build` and `reduce` instrument an application: its `sources` only, into `out`.
 pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Options {
     insert::Options {
@@ -111,12 +129,8 @@ pub fn insert_options(app: &App, out: &Path, scope: FenceScope) -> insert::Optio
                 .map(|s| app.root.join(s))
                 .collect(),
         ),
-        macros: app
-            .config
-            .macros
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        macros: macros(app),
+        host_library: None,
         preprocess: app
             .config
             .preprocess
@@ -147,14 +161,16 @@ pub fn run_build(app: &App, dir: &Path, log: &Path) -> Result<()> {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(30).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let hint = toolchain::missing_nvcc(&text).then_some(toolchain::NO_NVCC);
         return Err(fail(
             exit_code::BUILD_FAILED,
             format!(
-                "build failed in {} ({}); log {}:\n{}",
+                "build failed in {} ({}); log {}:\n{}{}",
                 dir.display(),
                 f.exit,
                 log.display(),
-                tail.join("\n")
+                tail.join("\n"),
+                hint.map(|h| format!("\nwmfix: {h}")).unwrap_or_default()
             ),
         ));
     }
@@ -181,12 +197,18 @@ fn library_headers(dir: &Path) -> Option<(String, String)> {
     Some(("CPATH".to_string(), joined.to_string_lossy().into_owned()))
 }
 
-/// A digest of everything a build depends on: wmfix's version, the options, the config and
-/// every input file.
-fn fingerprint(app: &App, input: &walk::InputTree, scope: FenceScope) -> Result<String> {
+/// A digest of everything a build depends on: wmfix's version, the options, the config, the
+/// host library it names and every input file.
+fn fingerprint(
+    app: &App,
+    input: &walk::InputTree,
+    scope: FenceScope,
+    host_library: &Path,
+) -> Result<String> {
     let mut h = Fnv::default();
     h.add(env!("CARGO_PKG_VERSION").as_bytes());
-    h.add(format!("{scope:?}{:?}", app.config).as_bytes());
+    h.add(host_library.as_os_str().as_encoded_bytes());
+    h.add(format!("{scope:?}{:?}{:?}", app.config, macros(app)).as_bytes());
     for (name, text) in crate::rewrite::runtime_headers::RUNTIME_FILES {
         h.add(name.as_bytes());
         h.add(text.as_bytes());
@@ -215,7 +237,7 @@ mod tests {
     fn stamp(dir: &Path) -> String {
         let app = App::load(dir).unwrap();
         let input = walk::collect(std::slice::from_ref(&app.root), &dir.join("out")).unwrap();
-        fingerprint(&app, &input, FenceScope::Device).unwrap()
+        fingerprint(&app, &input, FenceScope::Device, Path::new("/lib.so")).unwrap()
     }
 
     #[test]

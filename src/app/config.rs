@@ -43,8 +43,9 @@ pub struct Config {
     /// `nvcc -E -x cu -O3 -arch=sm_90`. `reduce`'s patch is not made in this mode yet.
     #[serde(default)]
     pub preprocess: Option<String>,
-    /// Macros wmfix cannot learn from the tree's `#define`s (those of headers outside it, or
-    /// defined on the build's command line): name to expansion, `MY_DEVICE = "__device__"`.
+    /// Macros wmfix cannot learn from the tree's `#define`s nor from the build command's `-D`
+    /// flags and `-I` folders (`build_macros.rs`; a build through `make` shows none): name to
+    /// expansion, `MY_DEVICE = "__device__"`.
     /// Qualifier and namespace macros only (`rewrite/macros.rs`); others are ignored.
     #[serde(default)]
     pub macros: std::collections::BTreeMap<String, String>,
@@ -227,6 +228,44 @@ fn spans(text: &str) -> Option<Spans> {
     toml::from_str(text).ok()
 }
 
+/// Every unknown top-level key, in file order, where toml names one of them (its message lists
+/// the keys it expected).
+fn unknown_keys(text: &str, message: &str) -> Option<ConfigError> {
+    let expected = message.split_once("expected one of ")?.1;
+    let known: Vec<&str> = expected.split(", ").map(|k| k.trim_matches('`')).collect();
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let line = |key: &str| {
+        text.lines().position(|l| {
+            let l = l.trim_start();
+            let rest = l
+                .strip_prefix(key)
+                .or_else(|| l.strip_prefix(&format!("[{key}")));
+            rest.is_some_and(|r| r.trim_start().starts_with(['=', ']', '.']))
+        })
+    };
+    let mut unknown: Vec<(Option<usize>, &str)> = (table.keys())
+        .filter(|k| !known.contains(&k.as_str()))
+        .map(|k| (line(k).map(|l| l + 1), k.as_str()))
+        .collect();
+    unknown.sort();
+    let first = unknown.first()?.0;
+    let named: Vec<String> = unknown
+        .iter()
+        .map(|(l, k)| match l {
+            Some(l) => format!("`{k}` (line {l})"),
+            None => format!("`{k}`"),
+        })
+        .collect();
+    Some(ConfigError {
+        line: first,
+        message: format!(
+            "unknown key{} {}; the keys are {expected}",
+            if named.len() > 1 { "s" } else { "" },
+            named.join(", ")
+        ),
+    })
+}
+
 fn line_of(text: &str, byte: usize) -> usize {
     text.as_bytes()[..byte.min(text.len())]
         .iter()
@@ -237,9 +276,12 @@ fn line_of(text: &str, byte: usize) -> usize {
 
 pub fn parse(text: &str) -> Result<Config, ConfigError> {
     // toml's own messages name the line and column already.
-    let config: Config = toml::from_str(text).map_err(|e| ConfigError {
-        line: None,
-        message: e.to_string().trim_end().to_string(),
+    let config: Config = toml::from_str(text).map_err(|e| {
+        let message = e.to_string().trim_end().to_string();
+        unknown_keys(text, &message).unwrap_or(ConfigError {
+            line: None,
+            message,
+        })
     })?;
     let spans = spans(text);
     let line =
@@ -385,9 +427,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("line 3") && e.contains("unknown field `timeout`"),
+            e.starts_with("line 3: unknown key `timeout` (line 3); the keys are `sources`"),
             "{e}"
         );
+        // A table key too, and its line.
+        let e = parse("build = \"make\"\nrun = \"./a\"\n[extra]\nx = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown key `extra` (line 3)"), "{e}");
     }
 
     #[test]

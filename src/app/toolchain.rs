@@ -4,6 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
+/// What to do when a build's shell finds no nvcc.
+pub const NO_NVCC: &str = "nvcc is not on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or a .venv-nvcc in or above the application's folder or this one: put it on PATH, set CUDA_HOME, or run `source scripts/nvcc-env.sh` in a wmfix checkout (it installs nvcc 13.0 from PyPI into .venv-nvcc)";
+
+/// Whether a build log says the shell found no nvcc (`sh: 1: nvcc: not found`, bash's
+/// `nvcc: command not found`).
+pub fn missing_nvcc(log: &str) -> bool {
+    log.lines()
+        .any(|l| l.contains("nvcc: not found") || l.contains("nvcc: command not found"))
+}
+
 /// Environment variables that put nvcc on the build command's PATH (none if it already is).
 /// `app`: the application's folder.
 pub fn build_env(app: Option<&Path>) -> Vec<(String, String)> {

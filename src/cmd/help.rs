@@ -50,6 +50,17 @@ const ADVANCED: &[&str] = &[
     "cache",
 ];
 
+/// The command line, with `help -h` (or `--help`), which clap's help subcommand refuses, read
+/// as the help it asks for: `help`'s own, that is the command list.
+pub fn args() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let asks = |a: &std::ffi::OsString| a == "-h" || a == "--help";
+    if args.get(1).is_some_and(|a| a == "help") && args[2..].iter().any(asks) {
+        args.truncate(2);
+    }
+    args
+}
+
 /// `cmd` with every subcommand's `-h` screen-sized.
 pub fn screen_sized(cmd: Command) -> Command {
     cmd.mut_subcommands(|sub| {

@@ -29,10 +29,10 @@ pub struct Args {
     /// and warnings go to stderr.
     #[arg(long, conflicts_with = "dump_tree")]
     json: bool,
-    /// Preprocessed mode: run each `.cu` file through this command (the build's front end,
-    /// for example "nvcc -E -x cu -arch=sm_90 -I include"; the file's path is appended) and
-    /// instrument the translation unit, headers and library code included; fences map back to
-    /// the file:line they came from, those in library headers are listed as findings
+    /// Instrument each `.cu` file as this preprocessor command gives it (the build's front end,
+    /// for example "nvcc -E -x cu -arch=sm_90 -I include"; the file's path is appended): the
+    /// translation unit, headers and library code included; fences map back to the file:line
+    /// they came from, those in library headers are listed as findings
     #[arg(long, value_name = "COMMAND")]
     preprocess: Option<String>,
     /// A qualifier or namespace macro defined outside the tree (a header elsewhere, the build's
@@ -46,6 +46,9 @@ pub struct Args {
 pub struct InsertJson {
     /// Files in the input tree.
     pub files: usize,
+    /// Of those, CUDA sources and C/C++ headers (which the rewriter reads).
+    #[serde(default)]
+    pub cuda_files: usize,
     /// Files instrumented (the others are copied as they are).
     pub instrumented: usize,
     pub fences: usize,
@@ -102,6 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         on_parse_error: args.on_parse_error,
         only: None,
         macros: args.macros.into_iter().map(|m| (m.0, m.1)).collect(),
+        host_library: None,
         preprocess: args.preprocess.map(|c| insert::Preprocessor {
             command: c.split_whitespace().map(str::to_string).collect(),
             env: crate::app::toolchain::build_env(near.as_deref()),
@@ -112,10 +116,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         eprintln!("{w}");
     }
     let mut human = format!(
-        "wmfix: {} fences in {} of {} files; instrumented tree in {}, fence list in {}\n",
+        "wmfix: {} fences in {} of {} CUDA files; instrumented tree in {}, fence list in {}\n",
         s.fences,
         s.instrumented,
-        s.files,
+        s.cuda_files,
         s.tree.display(),
         s.fences_json.display()
     );
@@ -153,6 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let doc = InsertJson {
         files: s.files,
+        cuda_files: s.cuda_files,
         instrumented: s.instrumented,
         fences: s.fences,
         unreachable: s.unreachable,

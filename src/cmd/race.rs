@@ -74,6 +74,8 @@ struct Document<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let app = crate::app::config::App::load(&args.app.dir)?.with_steps(Some(args.steps))?;
+    // Before anything is written: no output folder for a run that cannot start.
+    super::needs_gpu(&app, "race")?;
     let out = crate::out_dir::OutDir::open(&args.app.out(), std::slice::from_ref(&app.root))?;
     // Bad ids are refused before a build when an earlier one listed the fences; the list is
     // read again after the build, which may have changed it.
@@ -81,7 +83,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(f) = &fences {
         args.fences.check_ids("--fences", f.total)?;
     }
-    super::needs_gpu(&app, "wmfix race")?;
     let built = crate::app::builder::build(&app, &out, args.app.fence)?;
     let fences = crate::fences::record::FenceList::load(&out.fences_json())?;
     args.fences.check_ids("--fences", fences.total)?;

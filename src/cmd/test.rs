@@ -1,5 +1,5 @@
 //! `wmfix test`: build, check the original program passes, then run the instrumented program
-//! many times under each testing environment and report error rates (paper 000, Sec. 4).
+//! many times under each testing environment and report error rates (Sorensen & Donaldson, PLDI 2016, Sec. 4).
 
 use crate::app::builder;
 use crate::app::config::App;
@@ -490,7 +490,7 @@ pub fn table_rows(s: &Summary) -> Vec<TableRow> {
     s.rows.iter().map(|r| TableRow::new(r, s.steps)).collect()
 }
 
-/// The result table (paper 000, Tab. 5, for one application).
+/// The result table (Sorensen & Donaldson, PLDI 2016, Tab. 5, for one application).
 pub fn table(s: &Summary) -> String {
     let mut out = format!(
         "{:<11} {:>6} {:>6} {:>6} {:>7} {:>6} {:>7} {:>17} {:>9} {:>9}\n",

@@ -1,5 +1,5 @@
 //! The litmus engine: MP, LB and SB test instances run by the thousand per launch on the GPU,
-//! with stressing blocks in the same launch, outcomes counted on the GPU (paper 000, Sec. 3).
+//! with stressing blocks in the same launch, outcomes counted on the GPU (Sorensen & Donaldson, PLDI 2016, Sec. 3).
 //!
 //! The kernels are `runtime-cu/litmus/litmus.cu`, embedded in the binary with the runtime's
 //! stress headers it includes (its stressing blocks run the applications' stress code),
@@ -143,7 +143,7 @@ pub struct Settings {
     /// Bound on how long a stressing block stresses, in microseconds (it stops earlier, as the
     /// runtime's do, once the test blocks are done).
     pub max_us: u64,
-    /// The thread-synchronisation incantation (paper 001, Sec. 4.3.4): an instance's two
+    /// The thread-synchronisation incantation (Alglave et al., ASPLOS 2015, Sec. 4.3.4): an instance's two
     /// threads meet at a bounded spin barrier before the test.
     pub sync: bool,
     /// Dense packing: 0 keeps each instance in its own `stride` words with y = x + d; `p`
@@ -154,7 +154,7 @@ pub struct Settings {
     /// Pre-stress incantation: stores by each test thread to a stressed location before its
     /// test (0: none; needs stress locations).
     pub prestress: u32,
-    /// Bank-conflict incantation (paper 001, Sec. 4.2): conflicting shared-memory accesses by
+    /// Bank-conflict incantation (Alglave et al., ASPLOS 2015, Sec. 4.2): conflicting shared-memory accesses by
     /// each test thread before its test (0: none).
     pub banks: u32,
     /// Grid barrier incantation: all test blocks meet (bounded spin) before the test.

@@ -52,7 +52,7 @@ fn auto_instances_fill_the_gpu_beside_the_stress() {
 
 #[test]
 fn sequences_are_encoded_as_the_runtime_parses_them() {
-    // wmfix_profile.cuh's parse_sequence: bit i set = access i is a store.
+    // wmfix_profile.h's parse_sequence: bit i set = access i is a store.
     let b = |s: &str| sequence_bits(&Sequence::parse(s).unwrap());
     assert_eq!(b("ld"), (0, 1));
     assert_eq!(b("st"), (1, 1));

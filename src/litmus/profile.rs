@@ -55,7 +55,7 @@ fn comment(s: &str) -> String {
 }
 
 impl Profile {
-    /// The TOML text, in the subset `runtime-cu/wmfix_profile.cuh` parses: `key = value` lines,
+    /// The TOML text, in the subset `runtime-cu/wmfix_profile.h` parses: `key = value` lines,
     /// integers and quoted strings without escapes, `#` comments.
     pub fn to_toml(&self) -> String {
         let mut out = String::new();

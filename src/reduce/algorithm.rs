@@ -1,4 +1,4 @@
-//! Empirical fence insertion (paper 000, Alg. 1): from all fences, binary then linear reduction
+//! Empirical fence insertion (Sorensen & Donaldson, PLDI 2016, Alg. 1): from all fences, binary then linear reduction
 //! with `I` runs per check, a stability check, and a restart with `2I` when that fails. Options
 //! add a cache of checked sets, ddmin and structure-aware splitting (`split`), adaptive check
 //! sizes (`checks`), and a statistical stability criterion, after whose failure the needed

@@ -21,6 +21,8 @@ pub struct DeviceFunction<'t> {
     pub host: bool,
     /// Returns a reference (`T&`, `auto&&`, a `reference` typedef): what it returns is not read.
     pub returns_ref: bool,
+    /// Returns `void`, as written before its name (a kernel does; a lambda says nothing).
+    pub returns_void: bool,
     /// Declared through a qualifier macro (`MY_DEVICE int f()`), or an extended lambda.
     pub by_macro: bool,
 }
@@ -84,6 +86,7 @@ pub fn device_functions<'t>(
             kernel: kernels.contains(&body.id()) || meaning == Some(Meaning::Kernel),
             host: host.contains(&body.id()) || meaning == Some(Meaning::Device { host: true }),
             returns_ref: returns_ref(function, text),
+            returns_void: returns_void(function, text),
             by_macro: meaning.is_some() || by_macro(body).is_some(),
         });
     }
@@ -96,6 +99,15 @@ pub fn device_functions<'t>(
 fn returns_ref(function: Node, text: &str) -> bool {
     let head = &text[function.start_byte()..function_name(function, text).start_byte()];
     head.contains('&') || head.contains("reference") || head.contains("decltype(auto)")
+}
+
+/// Whether a function definition's return type is `void` as written before its name: the word
+/// `void` and no pointer, reference or template argument list in the head (`__device__ void f()`,
+/// `template <int N> static __device__ void f()`; not `void* f()`).
+fn returns_void(function: Node, text: &str) -> bool {
+    let head = &text[function.start_byte()..function_name(function, text).start_byte()];
+    let head = head.rsplit('>').next().unwrap_or(head);
+    head.split_whitespace().any(|w| w == "void") && !head.contains(['*', '&', '(', ':'])
 }
 
 /// Whether a few levels up from `node` is a `return` statement (the returned expression's
@@ -140,6 +152,7 @@ struct Fields {
     left: NonZeroU16,
     value: NonZeroU16,
     name: NonZeroU16,
+    field: NonZeroU16,
 }
 
 fn fields() -> &'static Fields {
@@ -157,6 +170,7 @@ fn fields() -> &'static Fields {
             left: id("left"),
             value: id("value"),
             name: id("name"),
+            field: id("field"),
         }
     })
 }
@@ -171,7 +185,11 @@ enum Via {
 
 /// The nodes of a file by what they do on the way from an access to its variable (accesses.scm:
 /// @access, @access.atomic and the @via captures).
-struct Ways {
+struct Ways<'s> {
+    /// Members declared in this text (and the pieces before it): `s.w`, `w` an array member,
+    /// as a pointer value is inside `s`.
+    members: Members<'s>,
+    text: &'s str,
     /// Subscripts (`a[i]`, which have indices) and dereferences (`*p`, `p->f`).
     access: IdSet,
     atomic: IdSet,
@@ -182,9 +200,57 @@ struct Ways {
     cast: IdSet,
 }
 
-impl Ways {
-    fn new(caps: &Captures) -> Ways {
+/// Member names a text declares: as arrays, and otherwise. `s.w` is inside `s` only where `w`
+/// is declared as an array and never otherwise (another struct's pointer member `w`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Members<'s> {
+    pub arrays: HashSet<&'s str>,
+    pub others: HashSet<&'s str>,
+}
+
+impl<'s> Members<'s> {
+    pub fn of(caps: &Captures, text: &'s str) -> Members<'s> {
+        let name = |n: &Node| &text[name_node(*n).byte_range()];
+        let arrays = caps.ids(Capture::FieldArray);
+        let all = caps.get(Capture::FieldDecl);
+        Members {
+            arrays: caps.get(Capture::FieldArray).iter().map(name).collect(),
+            others: all
+                .iter()
+                .filter(|n| !arrays.contains(&n.id()))
+                .map(name)
+                .collect(),
+        }
+    }
+
+    pub fn extend(&mut self, other: &Members<'s>) {
+        self.arrays.extend(other.arrays.iter().copied());
+        self.others.extend(other.others.iter().copied());
+    }
+
+    pub fn is_array(&self, name: &str) -> bool {
+        self.arrays.contains(name) && !self.others.contains(name)
+    }
+
+    /// The member names used after `.` in a text (what a piece's plan depends on).
+    pub fn used(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
+        let members = caps.get(Capture::ViaMember).iter();
+        let field = |m: &Node| {
+            m.child_by_field_id(fields().field.get())
+                .map(|f| f.byte_range())
+        };
+        members.filter_map(field).map(|r| &text[r]).collect()
+    }
+}
+
+impl<'s> Ways<'s> {
+    /// `imported`: members the other pieces of a big file declare (`piece_facts.rs`).
+    fn new(caps: &Captures, text: &'s str, imported: &Members<'s>) -> Ways<'s> {
+        let mut members = Members::of(caps, text);
+        members.extend(imported);
         Ways {
+            members,
+            text,
             access: caps.ids(Capture::Access),
             atomic: caps.ids(Capture::AccessAtomic),
             member: caps.ids(Capture::ViaMember),
@@ -215,7 +281,8 @@ impl Ways {
             } else if self.atomic.contains(&id) && via == Via::Object {
                 let args = node.child_by_field_id(f.arguments.get());
                 (args.and_then(first_named), Via::Pointer)
-            } else if (self.member.contains(&id) && via == Via::Object)
+            } else if (self.member.contains(&id)
+                && (via == Via::Object || self.is_array_member(node)))
                 || (self.address.contains(&id) && via == Via::Pointer)
             {
                 // `s.f` is in `s`; `&x` points into `x`.
@@ -232,6 +299,14 @@ impl Ways {
             node = next?;
             via = then;
         }
+    }
+}
+
+impl Ways<'_> {
+    /// Whether the member `s.f` names an array member (`f` declared only as an array here).
+    fn is_array_member(&self, member: Node) -> bool {
+        let field = member.child_by_field_id(fields().field.get());
+        field.is_some_and(|f| self.members.is_array(&self.text[f.byte_range()]))
     }
 }
 
@@ -259,7 +334,7 @@ pub fn bodies(functions: &[DeviceFunction]) -> Nested {
 /// such a name is bound, so that a parameter or inner variable of the same name hides it.
 fn locality<'s>(
     scopes: &Scopes,
-    ways: &Ways,
+    ways: &Ways<'_>,
     caps: &Captures,
     text: &'s str,
     params: &[Node],
@@ -309,7 +384,7 @@ fn locality<'s>(
 /// ways it was found through.
 pub struct Locality<'s> {
     scopes: Scopes,
-    ways: Ways,
+    ways: Ways<'s>,
     bindings: Bindings<'s, bool>,
     text: &'s str,
     /// Pointer parameters taken as local (every call passes local memory).
@@ -319,15 +394,16 @@ pub struct Locality<'s> {
 impl<'s> Locality<'s> {
     /// `params`: pointer parameters (their names) known to point into local memory;
     /// `imported`: names bound local at file scope before this text (`piece_facts.rs`), each
-    /// with the byte it is visible from.
+    /// with the byte it is visible from; `members`: those the other pieces declare.
     pub fn new(
         caps: &Captures,
         text: &'s str,
         params: &[Node],
         imported: &[(&'s str, usize)],
+        members: &Members<'s>,
     ) -> Locality<'s> {
         let scopes = Scopes::new(caps);
-        let ways = Ways::new(caps);
+        let ways = Ways::new(caps, text, members);
         let bindings = locality(&scopes, &ways, caps, text, params, imported);
         Locality {
             scopes,
@@ -372,7 +448,7 @@ struct LocalDeclarators<'t> {
 fn local_declarators<'t>(
     scopes: &Scopes,
     caps: &Captures<'t>,
-    ways: &Ways,
+    ways: &Ways<'_>,
 ) -> LocalDeclarators<'t> {
     let mut names: Vec<Node> = Vec::new();
     for decl in caps.get(Capture::SharedDecl) {

@@ -44,10 +44,14 @@ pub struct Options {
     pub preprocess: Option<Preprocessor>,
     /// Macros given besides those learnt from the tree (wmfix.toml's `macros`): name, expansion.
     pub macros: Vec<(String, String)>,
+    /// The runtime's host library that `runtime/wmfix_site.h` names (`wmfix build`'s), if any.
+    pub host_library: Option<PathBuf>,
 }
 
 pub struct Summary {
     pub files: usize,
+    /// Files the rewriter may parse (`walk::is_cuda_candidate`: sources and headers).
+    pub cuda_files: usize,
     pub instrumented: usize,
     pub fences: usize,
     /// Fences in functions no launched kernel reaches (`rewrite/reach.rs`).
@@ -146,12 +150,21 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
         overlays,
         fences,
     };
-    write_output(out, &input, &copies, &mut done, opts.fence)?;
+    write_output(
+        out,
+        &input,
+        &copies,
+        &mut done,
+        (opts.fence, opts.host_library.as_deref()),
+    )?;
     let done = Instrumented {
         fences: done.fences,
     };
     let summary = Summary {
         files: input.files.len(),
+        cuda_files: (input.files.iter())
+            .filter(|f| walk::is_cuda_candidate(f))
+            .count(),
         instrumented,
         fences: done.fences.len(),
         unreachable: done.fences.iter().filter(|f| f.unreachable).count(),
@@ -376,15 +389,16 @@ fn unplaced_warning(w: &write_back::WrittenBack, total: usize) -> Option<String>
 
 /// Writes the new output beside the old (`OutDir::staging`) and switches it in whole, so that
 /// an insert stopped part way leaves the old output, or a folder marked incomplete.
+/// `how`: the fence scope and the host library `runtime/wmfix_site.h` names.
 fn write_output(
     out: &OutDir,
     input: &walk::InputTree,
     copies: &[PathBuf],
     done: &mut Written,
-    scope: FenceScope,
+    how: (FenceScope, Option<&Path>),
 ) -> Result<()> {
     let staged = out.staging()?;
-    write_staged(&staged, input, copies, done, scope)?;
+    write_staged(&staged, input, copies, done, how)?;
     out.switch_in(staged)
 }
 
@@ -393,7 +407,7 @@ fn write_staged(
     input: &walk::InputTree,
     copies: &[PathBuf],
     done: &mut Written,
-    scope: FenceScope,
+    (scope, host_library): (FenceScope, Option<&Path>),
 ) -> Result<()> {
     let cant =
         |p: &Path, e: std::io::Error| fail(exit_code::CANT_WRITE, format!("{}: {e}", p.display()));
@@ -421,7 +435,7 @@ fn write_staged(
         std::fs::write(&dest, bytes).map_err(|e| cant(&dest, e))?;
     }
     walk::make_links(input, &out.tree()).map_err(|e| cant(&out.tree(), e))?;
-    crate::rewrite::runtime_headers::write_to(&out.runtime())
+    crate::rewrite::runtime_headers::write_to(&out.runtime(), host_library)
         .map_err(|e| cant(&out.runtime(), e))?;
     // The records are moved in and back out: a list of a big file's fences is hundreds of MB.
     let json = FenceList {

@@ -589,6 +589,15 @@ fn strip_comments(body: &str) -> String {
 /// The `#define NAME BODY` lines of `text` (continued lines joined), as (NAME, BODY): the
 /// object-like ones, and the function-like ones with BODY after the parameters.
 type Defines = Vec<(String, String)>;
+
+/// The object-like `#define`s of a text: name and expansion.
+pub fn object_defines(text: &str) -> Defines {
+    if text.contains("define") {
+        defines(text).0
+    } else {
+        Vec::new()
+    }
+}
 fn defines(text: &str) -> (Defines, Defines) {
     let mut out = Vec::new();
     let mut functions = Vec::new();

@@ -1,6 +1,7 @@
 //! What the pieces of a big file (`pieces.rs`) tell each other: the facts a plan of one piece
 //! takes from the rest of its file, and those it gives. A file planned whole takes none.
 
+use crate::rewrite::device_code::Members;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -18,6 +19,8 @@ pub struct Imports<'s> {
     /// The pointer parameters (function name, parameter index) that every call in the whole
     /// file passes local memory; `None`: as this piece's own calls say.
     pub local_params: Option<Vec<(&'s str, usize)>>,
+    /// The struct members the other pieces declare (arrays, and otherwise).
+    pub members: Arc<Members<'s>>,
 }
 
 /// What one piece tells the other pieces of its file.
@@ -41,4 +44,7 @@ pub struct Exports<'s> {
     pub calls: Vec<(&'s str, Vec<bool>)>,
     /// The pointer parameters its own calls alone pass local memory (function, index).
     pub local_params: Vec<(&'s str, usize)>,
+    /// The struct members it declares, and the member names it uses after `.`.
+    pub members: Members<'s>,
+    pub member_uses: HashSet<&'s str>,
 }

@@ -13,7 +13,7 @@
 //! A piece with a syntax error, or nested too deep, sends the file back to be parsed whole.
 
 use crate::rewrite::cuts;
-use crate::rewrite::device_code::{self, Precision, Program};
+use crate::rewrite::device_code::{self, Members, Precision, Program};
 use crate::rewrite::parallel;
 use crate::rewrite::parse::{self, MaskedText};
 use crate::rewrite::piece_facts::{Exports, Imports};
@@ -126,6 +126,7 @@ struct Part<'s> {
 struct Told<'s> {
     globals: Arc<HashSet<&'s str>>,
     hiding: Arc<HashSet<&'s str>>,
+    members: Arc<Members<'s>>,
     /// By piece, what the pieces that bind names at file scope bind.
     file_scope: BTreeMap<usize, Vec<(&'s str, usize, bool)>>,
     #[cfg(test)]
@@ -142,6 +143,9 @@ impl<'s> Told<'s> {
         };
         more(&mut self.globals, &mut e.globals.iter());
         more(&mut self.hiding, &mut e.hiding.iter());
+        if !e.members.arrays.is_empty() || !e.members.others.is_empty() {
+            Arc::make_mut(&mut self.members).extend(&e.members);
+        }
         if !e.file_scope.is_empty() {
             self.file_scope.insert(piece, e.file_scope.clone());
         }
@@ -161,6 +165,7 @@ impl<'s> Told<'s> {
             hiding: self.hiding.clone(),
             local_names: local_names(&last),
             local_params: None,
+            members: self.members.clone(),
         }
     }
 }
@@ -202,6 +207,11 @@ fn reconcile<'s>(
     };
     let globals = all(|e| e.globals.iter().copied().collect());
     let hiding = all(|e| e.hiding.clone());
+    let mut members = Members::default();
+    for p in parts.iter() {
+        members.extend(&p.plan.exports.members);
+    }
+    let members = Arc::new(members);
     // Each round settles at least the first piece still wrong: what a piece is told depends
     // on the pieces before it only, but for the parameters, which are settled last.
     for _ in 0..parts.len() + 2 {
@@ -221,6 +231,7 @@ fn reconcile<'s>(
                 hiding: hiding.clone(),
                 local_names: local_names(&last),
                 local_params: (mine != e.local_params).then_some(mine),
+                members: members.clone(),
             };
             if differ(&part.used, &exact, e) {
                 wrong.push((i, exact));
@@ -270,6 +281,7 @@ fn differ<'s>(used: &Imports<'s>, exact: &Imports<'s>, e: &Exports<'s>) -> bool 
         || less(&used.hiding, &exact.hiding, &|n| e.hiding.contains(&n))
         || u.symmetric_difference(&x).any(named)
         || params(used) != params(exact)
+        || (e.member_uses.iter()).any(|n| used.members.is_array(n) != exact.members.is_array(n))
 }
 
 /// The pointer parameters that every call in the whole file passes local memory.

@@ -34,6 +34,9 @@ pub struct Function {
     /// `__host__ __device__`: compiled for the host too.
     pub host: bool,
     pub kernel: bool,
+    /// Returns `void` (`device_code.rs`): a hardened fence after its `return f(a[i]);` is a
+    /// comma, not a lambda returning the value.
+    pub returns_void: bool,
     pub body: Range<usize>,
     /// Where its name stands when that is a plain identifier, so that only a mention of the
     /// name reaches it; None for a method, an operator, a qualified or specialised name.
@@ -110,7 +113,8 @@ pub fn plan_piece<'s>(
     }
     // Pointer parameters that every call passes local memory are local too: found with what
     // is local without them, then locality again with them.
-    let first = Locality::new(&caps, text, &[], &imports.local_names);
+    let members = &imports.members;
+    let first = Locality::new(&caps, text, &[], &imports.local_names, members);
     let source = file.rel.extension().is_some_and(|e| e == "cu");
     let params = if !source {
         Vec::new()
@@ -128,11 +132,13 @@ pub fn plan_piece<'s>(
     let local = if params.is_empty() {
         first
     } else {
-        Locality::new(&caps, text, &params, &imports.local_names)
+        Locality::new(&caps, text, &params, &imports.local_names, members)
     };
     let found = device_code::accesses(&functions, &caps, text, program, &local, &imports.globals);
     if export {
         exports.file_scope = local.file_scope();
+        exports.members = device_code::Members::of(&caps, text);
+        exports.member_uses = device_code::Members::used(&caps, text);
         exports.globals = found.globals;
         exports.top = found.top;
         exports.global_uses = found.global_uses;
@@ -167,7 +173,7 @@ pub fn plan_piece<'s>(
     for f in &mut fixed {
         f.retain(|e| !errors.overlaps(e.start..e.end));
     }
-    let (qualifiers, hiding) = macro_warnings(&bodies, &caps, file, imports, &mut exports);
+    let (qualifiers, hiding) = macro_warnings(&bodies, &caps, file, program, imports, &mut exports);
     let [coop_launches, coop_grids] = grid_sync_warnings(&caps, file);
     let warnings = [
         unplaced,
@@ -217,6 +223,7 @@ fn plain_functions(functions: &[DeviceFunction], caps: &Captures) -> Vec<Functio
             name: f.name.clone(),
             host: f.host,
             kernel: f.kernel,
+            returns_void: f.returns_void,
             body: f.body.byte_range(),
             plain_name_at: idents.contains(&name.id()).then(|| name.start_byte()),
             reachable: true,
@@ -379,13 +386,15 @@ fn grid_sync_warnings(caps: &Captures, file: &SourceFile) -> [Vec<String>; 2] {
     })
 }
 
-/// Macros that hide CUDA qualifiers, then uses of those that hide memory accesses (defined in
-/// the text or, `imports`, another piece of its file) from the rewriter, are reported, not
-/// guessed at; the latter defined here go to `exports`.
+/// Macros that hide CUDA qualifiers and were not learnt (`macros.rs`; functions declared with a
+/// learnt one are instrumented), then uses of those that hide memory accesses (defined in the
+/// text or, `imports`, another piece of its file) from the rewriter, are reported, not guessed
+/// at; the latter defined here go to `exports`.
 fn macro_warnings<'s>(
     bodies: &Nested,
     caps: &Captures,
     file: &'s SourceFile,
+    program: &Program,
     imports: &Imports,
     exports: &mut Exports<'s>,
 ) -> (Vec<String>, Vec<String>) {
@@ -403,7 +412,8 @@ fn macro_warnings<'s>(
             .iter()
             .any(|q| body.contains(q))
         {
-            if text.match_indices(name).nth(1).is_some() {
+            let learnt = program.macros.by_name.contains_key(name);
+            if !learnt && text.match_indices(name).nth(1).is_some() {
                 out.push(format!(
                     "{}: warning: macro `{name}` expands to a CUDA qualifier; functions declared with it are not instrumented",
                     file.location(value.start_byte())

@@ -83,6 +83,9 @@ pub enum Capture {
     CoopGrid,
     CoopLaunch,
     DeviceBody,
+    /// Every member declarator, and those declaring arrays.
+    FieldArray,
+    FieldDecl,
     /// Every function body (`rewrite/macros.rs`: a device qualifier macro in its head).
     FunctionBody,
     FunctionName,
@@ -129,7 +132,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 58] = [
+    pub const ALL: [Capture; 60] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
@@ -149,6 +152,8 @@ impl Capture {
         Capture::CoopGrid,
         Capture::CoopLaunch,
         Capture::DeviceBody,
+        Capture::FieldArray,
+        Capture::FieldDecl,
         Capture::FunctionBody,
         Capture::FunctionName,
         Capture::GlobalArray,
@@ -211,6 +216,8 @@ impl Capture {
             Capture::CoopGrid => "coop.grid",
             Capture::CoopLaunch => "coop.launch",
             Capture::DeviceBody => "device.body",
+            Capture::FieldArray => "field.array",
+            Capture::FieldDecl => "field.decl",
             Capture::FunctionBody => "function.body",
             Capture::FunctionName => "function.name",
             Capture::GlobalArray => "global.array",

@@ -364,7 +364,8 @@ pub fn hardened_groups(
                 site.kind(),
                 plan::one_line(&file.text[site.range.clone()])
             );
-            let host = plan.functions[site.function].host;
+            let function = &plan.functions[site.function];
+            let (host, void) = (function.host, function.returns_void);
             // A loop condition's fence: its placement at the top of the body dropped.
             let body = after_loop.contains(&id).then(|| {
                 site.spots
@@ -373,7 +374,7 @@ pub fn hardened_groups(
                     .map(|s| s.at)
             });
             let mut edits: Vec<Edit> =
-                hardened_edits(site, scope.call(), &note.replace("*/", "* /"), host)
+                hardened_edits(site, scope.call(), &note.replace("*/", "* /"), host, void)
                     .filter(|e| body.flatten() != Some(e.start))
                     .collect();
             edits.extend(site.braces.iter().cloned());
@@ -388,13 +389,16 @@ pub fn hardened_groups(
 }
 
 /// Plain CUDA fences. In `__host__ __device__` functions the fence exists only in the device
-/// pass, so it goes between `#ifdef __CUDA_ARCH__` lines.
+/// pass, so it goes between `#ifdef __CUDA_ARCH__` lines. A `return` in a function returning
+/// `void` (`return f(a[i]);`) returns a comma: the lambda's `auto` value cannot be void.
 fn hardened_edits<'s>(
     site: &'s Site,
     call: &'s str,
     note: &'s str,
     host: bool,
+    void: bool,
 ) -> impl Iterator<Item = Edit> + 's {
+    let returns_void = void && site.spots.iter().any(|s| s.piece == Piece::ReturnOpen);
     let guard = move |code: String| {
         if host {
             format!("\n#ifdef __CUDA_ARCH__\n{code}\n#endif\n")
@@ -406,6 +410,10 @@ fn hardened_edits<'s>(
         let text = match s.piece {
             Piece::Fence | Piece::LoopFence => guard(format!(" {call}; /* {note} */")),
             Piece::CommaFence => guard(format!(", {call}")),
+            Piece::ReturnOpen if returns_void => "(void)(".to_string(),
+            Piece::WrapClose if returns_void => {
+                format!("){} /* {note} */", guard(format!(", {call}")))
+            }
             Piece::WrapOpen | Piece::ReturnOpen => "[&] { auto wmfix_value = (".to_string(),
             Piece::WrapClose => format!(
                 "); {} return wmfix_value; }}()",
@@ -566,6 +574,21 @@ mod tests {
             kept.matches("__threadfence(); /* wmfix fence 0").count(),
             2,
             "{kept}"
+        );
+    }
+
+    #[test]
+    fn a_void_functions_return_is_hardened_as_a_comma() {
+        // `auto wmfix_value = (sink(g[0]))` cannot be void: the fence follows the call instead.
+        let text = "__device__ void sink(int v);\n__device__ void relay(int *g) { return sink(g[0]); }\n__device__ int get(int *g) { return g[1]; }\n";
+        let out = hardened(text, &[0, 1], &[]);
+        assert!(
+            out.contains("return (void)(sink(g[0])), __threadfence() /* wmfix fence 0"),
+            "{out}"
+        );
+        assert!(
+            out.contains("return [&] { auto wmfix_value = (g[1]);"),
+            "{out}"
         );
     }
 }

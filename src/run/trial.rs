@@ -183,6 +183,9 @@ pub fn run_maybe_warm(
     let cfg = &app.config;
     let timeout = Duration::from_secs_f64(cfg.timeout_s);
     let mut env = extra_env.to_vec();
+    // The runtime's host library, which the build named (`app::host_lib`): a run that cannot
+    // load it exits 3 rather than running without stress.
+    env.extend(crate::app::host_lib::run_env());
     if cfg.keep_block_order {
         env.push(("WMFIX_BLOCK_ORDER".to_string(), "keep".to_string()));
     }

@@ -1,4 +1,4 @@
-//! `wmfix tune` on a GPU: the paper's patch, sequence and spread phases (paper 000, Sec. 3.2-3.4)
+//! `wmfix tune` on a GPU: the paper's patch, sequence and spread phases (Sorensen & Donaldson, PLDI 2016, Sec. 3.2-3.4)
 //! run through the litmus engine. The raw counts are rewritten after every phase, so an
 //! interrupted tune keeps what it measured, and the analysis (`tune::analysis`) turns them into
 //! the profile, `analysis.json` and the plots.

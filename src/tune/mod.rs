@@ -1,5 +1,5 @@
 //! The CPU side of `wmfix tune`: from the raw counts of the three micro-benchmark phases of
-//! paper 000 (Sorensen & Donaldson, PLDI 2016, Sec. 3.2 to 3.4) to a chip profile for `sys-str`.
+//! Sorensen & Donaldson, PLDI 2016 (Sec. 3.2 to 3.4) to a chip profile for `sys-str`.
 //!
 //! - **Patch finding** (Sec. 3.2): `counts[test][d][l]`, the weak behaviours in C executions of
 //!   `<T_d, l>`; [`critical_patch_size`] finds the epsilon-patches and the critical patch size P.

@@ -1,4 +1,4 @@
-//! Patch finding (paper 000, Sec. 3.2): epsilon-patches and the critical patch size.
+//! Patch finding (Sorensen & Donaldson, PLDI 2016, Sec. 3.2): epsilon-patches and the critical patch size.
 
 use crate::litmus::vocabulary::{PerTest, Test};
 use crate::tune::raw::check_table;

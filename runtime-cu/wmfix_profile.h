@@ -1,8 +1,8 @@
-// wmfix runtime: chip profiles (included by wmfix_host.cuh): the stress variants a profile sets
-// and the parser of its TOML subset. Host code only; README.md, "Chip profiles", describes the
-// format.
-#ifndef WMFIX_PROFILE_CUH_INCLUDED
-#define WMFIX_PROFILE_CUH_INCLUDED
+// wmfix runtime: chip profiles (the host library's, wmfix_plan.h): the stress variants a profile
+// sets and the parser of its TOML subset. Host code only; README.md, "Chip profiles", describes
+// the format.
+#ifndef WMFIX_PROFILE_H_INCLUDED
+#define WMFIX_PROFILE_H_INCLUDED
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +13,7 @@
 #include "wmfix_common.cuh"
 
 namespace wmfix {
+namespace host {
 
 // One stress variant of a profile: what stressing threads do and on how many locations.
 struct Variant {
@@ -36,8 +37,8 @@ inline std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-// The runtime avoids <sstream>, <fstream> and <mutex>: every instrumented translation unit
-// includes it, and those headers cost nvcc about half a second each.
+// Text splitting as std::getline and `>>` do it (kept from when every instrumented translation
+// unit included this parser, and <sstream> cost each of them half a second).
 
 // `text` cut at each `sep`, as std::getline reads it: no empty last item after a final `sep`.
 inline std::vector<std::string> split(const std::string& text, char sep) {
@@ -292,6 +293,7 @@ inline std::string describe_variants(const Profile& p) {
   return out;
 }
 
+}  // namespace host
 }  // namespace wmfix
 
-#endif  // WMFIX_PROFILE_CUH_INCLUDED
+#endif  // WMFIX_PROFILE_H_INCLUDED
