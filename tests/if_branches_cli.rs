@@ -32,11 +32,12 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[9] = v;",
             "a[11] = v;",
             "a[12] = n;",
+            "y[1] = 3;",
         ],
     ),
     (
         "loops.cu",
-        "-DREPEAT",
+        "-DREPEAT -DGUARD",
         &[
             "atomicAdd(&a[j], b[i]);",
             "int v = a[0];",
@@ -45,6 +46,7 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[9] = v;",
             "a[11] = v;",
             "a[12] = n;",
+            "y[1] = 3;",
         ],
     ),
     (
@@ -58,6 +60,7 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[9] = v;",
             "a[11] = v;",
             "a[12] = n;",
+            "y[1] = 3;",
         ],
     ),
     (
@@ -71,6 +74,7 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[9] = v;",
             "a[11] = v;",
             "a[12] = n;",
+            "y[1] = 3;",
         ],
     ),
     (
@@ -85,6 +89,7 @@ const CONFIGS: &[(&str, &str, &[&str])] = &[
             "a[9] = v;",
             "a[11] = v;",
             "a[12] = n;",
+            "y[1] = 3;",
         ],
     ),
     (
@@ -179,7 +184,8 @@ fn every_branch_of_every_if_group_is_fenced_and_builds_in_each_configuration() {
     // that split statements, each holding a fence.
     assert_eq!(json["if_branches"], 6, "{json}");
     // What differs between configurations is left out, said at its line: a condition split by
-    // a group (its fence would follow the whole `if`, outside the group), and the read of a
+    // a group (its fence would follow the whole `if`, outside the group), an unbraced body that
+    // is one statement in one configuration and the next in the other, and the read of a
     // name that only one branch declares `__device__`. A header's such name (`limits.cuh`) is
     // no `__device__` variable to other files: their reads of it get no fence, unsaid.
     let warnings: Vec<&str> = json["warnings"]
@@ -192,6 +198,8 @@ fn every_branch_of_every_if_group_is_fenced_and_builds_in_each_configuration() {
         "limit.cu:12:3: warning: the fence after `int x = limit;` differs",
         "loops.cu:35:6: warning: the fence after `(a[7] > 0)` differs",
         "loops.cu:37:6: warning: the fence after `(a[8] > 0 && b[i] > 0)` differs",
+        "loops.cu:75:5: warning: the fence after `x[0] = 1;` differs",
+        "loops.cu:77:3: warning: the fence after `y[0] = 2;` differs",
     ];
     assert_eq!(warnings.len(), expected.len(), "{warnings:#?}");
     for (w, e) in warnings.iter().zip(expected) {

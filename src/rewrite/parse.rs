@@ -21,6 +21,9 @@ pub struct Masked {
     /// Where the first `#else`/`#elif` branch was left out because the text parses only with
     /// each `#if` group's first branch (a group that splits a statement).
     pub first_branch_only: Option<usize>,
+    /// Whether the tree is of the text with each `#if` group's first branch alone (and no
+    /// directive lines), which parses better: with or without an `#else` left out.
+    pub first_branches: bool,
     /// Uses of device qualifier macros blanked without a qualifier in their place.
     pub qualified: Vec<mask::Qualified>,
 }
@@ -47,21 +50,22 @@ pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
 /// `parse_masked` of a text already masked.
 pub fn parse_whole(m: &MaskedText) -> Masked {
     let masked = &m.text;
-    let (tree, first_branch_only) = branches_parsed(masked);
+    let parsed = branches_parsed(masked);
     // Macros that open a body (test-case macros) are masked only where that leaves no error.
-    let (tree, first_branch_only) = match first_error(&tree)
+    let (tree, first_branches, first_branch_only) = match first_error(&parsed.0)
         .is_some()
         .then(|| mask::body_macros(masked))
         .flatten()
         .map(|m| branches_parsed(&m))
     {
-        Some((t, at)) if first_error(&t).is_none() => (t, at),
-        _ => (tree, first_branch_only),
+        Some(other) if first_error(&other.0).is_none() => other,
+        _ => parsed,
     };
     Masked {
         tree,
         attribute: m.attribute,
         first_branch_only,
+        first_branches,
         qualified: m.qualified.clone(),
     }
 }
@@ -190,18 +194,18 @@ pub fn parse_range(text: &str, range: Range<usize>, start: Point, end: Point) ->
 /// `masked` parsed, or, when that leaves a syntax error and the file has `#if` groups, with only
 /// each group's first branch and no directive lines (an `#if` inside an argument list, a
 /// condition the grammar cannot read: `#if _CCCL_COMPILER(NVHPC, <, 26)`), if that has fewer
-/// unparsed bytes (then the offset of the first `#else`/`#elif` left out, if any).
-fn branches_parsed(masked: &str) -> (Tree, Option<usize>) {
+/// unparsed bytes (then true, and the offset of the first `#else`/`#elif` left out, if any).
+fn branches_parsed(masked: &str) -> (Tree, bool, Option<usize>) {
     let tree = parse_blanked(masked);
     if !tree.root_node().has_error() || !masked.contains("#if") {
-        return (tree, None);
+        return (tree, false, None);
     }
     let (first, at) = mask::first_branches(masked);
     let retry = parse_blanked(&first);
     if unparsed(&retry) < unparsed(&tree) {
-        (retry, at)
+        (retry, true, at)
     } else {
-        (tree, None)
+        (tree, false, None)
     }
 }
 

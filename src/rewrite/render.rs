@@ -66,12 +66,14 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
         tree,
         attribute: _,
         first_branch_only,
+        first_branches,
         qualified,
     } = parse::parse_whole(&masked);
-    // Where a group splits a statement (the file parses only with the first branches), or a
-    // name is declared per branch: every configuration planned, the plans merged.
-    if let Some(groups) = groups.filter(|_| per_branch || first_branch_only.is_some()) {
-        let split = first_branch_only.is_some();
+    // Where a group splits a statement (the file parses better with the first branches alone:
+    // an `#else` left out, or a group without one that holds an unbraced body), or a name is
+    // declared per branch: every configuration planned, the plans merged.
+    if let Some(groups) = groups.filter(|_| per_branch || first_branches) {
+        let split = first_branches;
         if file.text.len() > BIG_TREE {
             parallel::drop_later(tree);
         } else {
