@@ -163,6 +163,7 @@ impl Groups {
         if groups.iter().all(|g| g.branches.len() < 2) {
             return None;
         }
+        choiceless(text, &groups, &mut branches);
         let (keep, count) = assign(&groups, &branches)?;
         let explicit: Vec<usize> = (0..branches.len())
             .filter(|&b| !branches[b].implicit)
@@ -264,6 +265,74 @@ impl Groups {
         }
         out
     }
+}
+
+/// Marks as never kept the branches no configuration needs: the empty `#else` of an include
+/// guard (`#ifndef X` then `#define X`), and every branch but the first kept one of a group whose
+/// branches hold no code (`#  pragma GCC system_header` per compiler, `#define`s of one value
+/// or another), which every configuration parses alike.
+fn choiceless(text: &str, groups: &[Group], branches: &mut [Branch]) {
+    for g in groups {
+        let first = &branches[g.branches[0]];
+        let head = text[..first.body.start].trim_end_matches(['\n', '\r']);
+        let directive = head.rsplit('\n').next().unwrap_or("").trim_start();
+        let guard = directive
+            .strip_prefix('#')
+            .map(str::trim_start)
+            .and_then(|d| d.strip_prefix("ifndef"))
+            .and_then(|d| crate::rewrite::macros::identifiers(d).next())
+            .map(|(_, name)| name);
+        let defines = |name: &str| {
+            let body = &text[first.body.clone()];
+            let line = body.lines().map(str::trim).find(|l| !l.is_empty());
+            line.and_then(|l| l.strip_prefix('#'))
+                .map(str::trim_start)
+                .and_then(|l| l.strip_prefix("define"))
+                .and_then(|l| crate::rewrite::macros::identifiers(l).next())
+                .is_some_and(|(_, n)| n == name)
+        };
+        if guard.is_some_and(defines) {
+            for &b in &g.branches {
+                branches[b].dead |= branches[b].implicit;
+            }
+        }
+        let free = g
+            .branches
+            .iter()
+            .all(|&b| code_free(&text[branches[b].body.clone()]));
+        if free && let Some(kept) = g.branches.iter().position(|&b| !branches[b].dead) {
+            for &b in &g.branches[kept + 1..] {
+                branches[b].dead = true;
+            }
+        }
+    }
+}
+
+/// Whether `body` holds only directives (not a `#define` naming a thread-id built-in, which
+/// `plan.rs` rewrites), comments and blank lines.
+fn code_free(body: &str) -> bool {
+    let (mut comment, mut continued) = (false, false);
+    body.lines().all(|l| {
+        let t = l.trim();
+        let was_continued = std::mem::replace(&mut continued, t.ends_with('\\'));
+        if comment {
+            comment = !t.contains("*/");
+            return true;
+        }
+        if t.is_empty() || t.starts_with("//") || was_continued || t.starts_with('#') {
+            return !["threadIdx", "blockIdx", "gridDim"]
+                .iter()
+                .any(|w| t.contains(w));
+        }
+        if t.starts_with("/*") {
+            if let Some(end) = t.find("*/") {
+                return t[end + 2..].trim().is_empty();
+            }
+            comment = true;
+            return true;
+        }
+        false
+    })
 }
 
 /// The names that lines declaring a `__device__` variable (not a function) declare: the last

@@ -117,3 +117,20 @@ fn a_device_variable_named_in_another_branch_is_declared_per_branch() {
     let other = "#ifdef D\n__device__ int a;\n#else\n__device__ int b;\n#endif\n";
     assert!(!Groups::scan(other).unwrap().declared_per_branch(other));
 }
+
+#[test]
+fn include_guards_and_groups_without_code_need_no_configuration_of_their_own() {
+    let guarded = "#ifndef K_H\n#define K_H\n#ifdef A\nx;\n#else\ny;\n#endif\n#endif\n";
+    assert_eq!(
+        kept(guarded),
+        [vec!["#define K_H", "x;"], vec!["#define K_H", "y;"]]
+    );
+    let pragmas = "#if defined(G)\n#  pragma GCC system_header\n#elif defined(C)\n/* clang */\n#  pragma clang system_header\n#endif\n#ifdef A\nx;\n#else\ny;\n#endif\n";
+    let g = Groups::scan(pragmas).unwrap();
+    assert_eq!(g.count, 2, "the pragma group keeps its first branch");
+    // A `#define` naming a thread id is planned (`plan.rs` rewrites it): a choice.
+    let ids = "#ifdef A\n#define I threadIdx.x\n#else\n#define I 0\n#endif\n";
+    assert_eq!(Groups::scan(ids).unwrap().count, 2);
+    let code = "#ifdef A\n/* a */ x;\n#endif\n";
+    assert_eq!(Groups::scan(code).unwrap().count, 2);
+}
