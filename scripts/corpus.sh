@@ -12,8 +12,9 @@
 # other warnings that leave code uninstrumented (an access with no place for its fence, a launch
 # from device code, a qualifier macro not instrumented, a macro's accesses, `#if` branches after
 # the first, a link outside the input); fences; seconds; device functions declared through
-# qualifier macros (or extended lambdas) and how many of them got a fence. OUT/<name>.errors lists
-# each file's first parse error, one a line.
+# qualifier macros (or extended lambdas) and how many of them got a fence; `#elif`/`#else`
+# branches instrumented that only each group's first branch was before (issue 45). OUT/<name>.errors
+# lists each file's first parse error, one a line.
 set -euo pipefail
 W=$1 MIRRORS=$2 OUT=$3
 mkdir -p "$OUT"
@@ -44,7 +45,7 @@ declare -A MACROS=(
   ["rapidsai+cuvs"]="DI=inline __device__;HDI=inline __host__ __device__;HD=__host__ __device__;_RAFT_DEVICE=__device__;_RAFT_HOST_DEVICE=__host__ __device__;_RAFT_FORCEINLINE=__forceinline__;RAFT_INLINE_FUNCTION=__host__ __device__ __forceinline__;RAFT_DEVICE_INLINE_FUNCTION=__device__ __forceinline__;RAFT_WEAK_FUNCTION="
   ["ginkgo-project+ginkgo"]="GKO_ATTRIBUTES=__host__ __device__;GKO_INLINE=__forceinline__;GKO_KERNEL=__device__"
 )
-printf '%-24s %-12s %8s %8s %6s %6s %9s %7s %s\n' repo commit parsed errors "err%" other fences seconds "macro-declared functions (with fences)"
+printf '%-24s %-12s %8s %8s %6s %6s %9s %7s %11s %s\n' repo commit parsed errors "err%" other fences seconds "if-branches" "macro-declared functions (with fences)"
 for entry in "${REPOS[@]}"; do
   read -r repo folders <<< "$entry"
   git_dir=$MIRRORS/$repo/repo
@@ -101,6 +102,6 @@ for w in d["warnings"]:
 open(errors, "w").write("".join(w + "\n" for w in first))
 n = d["instrumented"]
 macro = f"{d['macro_functions']} ({d['macro_functions_fenced']})" if "macro_functions" in d else "-"
-print(f"{repo:<24} {commit:<12} {n:>8} {len(err):>8} {100 * len(err) / max(n, 1):>5.1f}% {n_other:>6} {d['fences']:>9} {d['seconds']:>7.1f} {macro}")
+print(f"{repo:<24} {commit:<12} {n:>8} {len(err):>8} {100 * len(err) / max(n, 1):>5.1f}% {n_other:>6} {d['fences']:>9} {d['seconds']:>7.1f} {d.get('if_branches', 0):>11} {macro}")
 PY
 done

@@ -74,6 +74,11 @@ pub struct InsertJson {
     pub macro_functions: usize,
     #[serde(default)]
     pub macro_functions_fenced: usize,
+    /// `#elif`/`#else` branches holding a fence that only the first branch of each `#if` group
+    /// would have left uninstrumented (a group splitting a statement: every configuration of
+    /// the file's groups planned).
+    #[serde(default)]
+    pub if_branches: usize,
     /// Preprocessed mode: fences inside library headers, `path:line (fence N)`.
     #[serde(default)]
     pub library_fences: Vec<String>,
@@ -166,6 +171,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         local_params: s.precision.local_params,
         macro_functions: s.precision.macro_functions,
         macro_functions_fenced: s.precision.macro_functions_fenced,
+        if_branches: s.precision.if_branches,
     };
     super::report(args.json, &doc, &human);
     Ok(exit_code::OK)

@@ -541,6 +541,10 @@ pub struct Precision {
     /// them with a fence.
     pub macro_functions: usize,
     pub macro_functions_fenced: usize,
+    /// `#elif`/`#else` branches (and branches inside them) that hold a fence because each
+    /// configuration of the file's `#if` groups was planned (`configs.rs`): where a group splits
+    /// a statement, only the first branches were before.
+    pub if_branches: usize,
 }
 
 /// What `accesses` found.

@@ -9,7 +9,7 @@ use std::ops::Range;
 /// Where an insertion sits among others at the same byte: everything that closes a construct
 /// (deepest first) precedes everything that opens one (shallowest first), and both precede a
 /// replacement that starts there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Slot {
     /// Closes the node at this depth; `second` orders two closings of one node (a fence, then
     /// the brace around it).
@@ -39,7 +39,7 @@ impl Slot {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Edit {
     pub start: usize,
     /// Equal to `start` for an insertion.

@@ -174,6 +174,7 @@ pub fn run(opts: &Options, out: &OutDir) -> Result<Summary> {
             macro_functions: a.macro_functions + p.plan.precision.macro_functions,
             macro_functions_fenced: a.macro_functions_fenced
                 + p.plan.precision.macro_functions_fenced,
+            if_branches: a.if_branches + p.plan.precision.if_branches,
         }),
         warnings,
         library_fences,

@@ -1,7 +1,9 @@
 //! `wmfix insert`: CUDA sources to the instrumented tree and `fences.json`.
 
 pub mod aim;
+pub mod branches;
 pub mod calls;
+pub mod configs;
 pub mod cuts;
 pub mod device_code;
 pub mod dump;

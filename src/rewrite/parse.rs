@@ -21,6 +21,9 @@ pub struct Masked {
     /// Where the first `#else`/`#elif` branch was left out because the text parses only with
     /// each `#if` group's first branch (a group that splits a statement).
     pub first_branch_only: Option<usize>,
+    /// Whether the tree is of the text with each `#if` group's first branch alone (and no
+    /// directive lines), which parses better: with or without an `#else` left out.
+    pub first_branches: bool,
     /// Uses of device qualifier macros blanked without a qualifier in their place.
     pub qualified: Vec<mask::Qualified>,
 }
@@ -42,43 +45,54 @@ pub struct MaskedText<'a> {
 /// `;` blanked, each kept if that leaves fewer bytes unparsed; and, when the file has `#if`
 /// groups, with only each group's first branch, kept if it has fewer unparsed bytes.
 pub fn parse_masked(text: &str, macros: &Macros) -> Masked {
-    parse_whole(mask(text, macros))
+    parse_whole(&mask(text, macros))
 }
 
-/// `parse_masked` of a text already masked.
-pub fn parse_whole(m: MaskedText) -> Masked {
-    let MaskedText {
-        text: masked,
-        attribute,
-        qualified,
-    } = m;
-    // Where that leaves a syntax error: macros that open a body (test-case macros), nested
-    // template argument lists closed by `>>`, statements of macro calls without a `;`, each
-    // masked in turn and kept where that leaves fewer bytes unparsed.
-    let mut parsed = branches_parsed(&masked);
-    let mut text = masked;
-    for retry in [
-        mask::body_macros,
-        mask_forms::nested_template_closers,
-        mask_forms::statement_macro_calls,
-    ] {
-        if first_error(&parsed.0).is_none() {
+/// The masks retried, in turn, where a parse leaves a syntax error: macros that open a body
+/// (test-case macros), nested template argument lists closed by `>>`, statements of macro calls
+/// without a `;`; each kept where it leaves fewer bytes unparsed.
+const RETRIES: [fn(&str) -> Option<String>; 3] = [
+    mask::body_macros,
+    mask_forms::nested_template_closers,
+    mask_forms::statement_macro_calls,
+];
+
+/// `parse` of `text` and then of each of `RETRIES` that leaves fewer bytes unparsed.
+fn with_retries<T>(text: &str, parse: impl Fn(&str) -> T, tree: impl Fn(&T) -> &Tree) -> T {
+    let mut parsed = parse(text);
+    let mut current = std::borrow::Cow::Borrowed(text);
+    for retry in RETRIES {
+        if first_error(tree(&parsed)).is_none() {
             break;
         }
-        if let Some(m) = retry(&text) {
-            let again = branches_parsed(&m);
-            if unparsed(&again.0) < unparsed(&parsed.0) {
-                (text, parsed) = (m.into(), again);
+        if let Some(m) = retry(&current) {
+            let again = parse(&m);
+            if unparsed(tree(&again)) < unparsed(tree(&parsed)) {
+                (current, parsed) = (m.into(), again);
             }
         }
     }
-    let (tree, first_branch_only) = parsed;
+    parsed
+}
+
+/// `parse_masked` of a text already masked.
+pub fn parse_whole(m: &MaskedText) -> Masked {
+    let (tree, first_branches, first_branch_only) =
+        with_retries(&m.text, branches_parsed, |p| &p.0);
     Masked {
         tree,
-        attribute,
+        attribute: m.attribute,
         first_branch_only,
-        qualified,
+        first_branches,
+        qualified: m.qualified.clone(),
     }
+}
+
+/// One configuration's text of a file's `#if` groups (`branches.rs`: directive lines and the
+/// branches it leaves out blanked) parsed as `parse_whole` parses a text: with the masks of
+/// `RETRIES` kept where they leave fewer bytes unparsed.
+pub fn parse_config(text: &str) -> Tree {
+    with_retries(text, parse_blanked, |t| t)
 }
 
 /// `text` with the masks of `parse_masked` that need no parse.
@@ -190,18 +204,18 @@ pub fn parse_range(text: &str, range: Range<usize>, start: Point, end: Point) ->
 /// `masked` parsed, or, when that leaves a syntax error and the file has `#if` groups, with only
 /// each group's first branch and no directive lines (an `#if` inside an argument list, a
 /// condition the grammar cannot read: `#if _CCCL_COMPILER(NVHPC, <, 26)`), if that has fewer
-/// unparsed bytes (then the offset of the first `#else`/`#elif` left out, if any).
-fn branches_parsed(masked: &str) -> (Tree, Option<usize>) {
+/// unparsed bytes (then true, and the offset of the first `#else`/`#elif` left out, if any).
+fn branches_parsed(masked: &str) -> (Tree, bool, Option<usize>) {
     let tree = parse_blanked(masked);
     if !tree.root_node().has_error() || !masked.contains("#if") {
-        return (tree, None);
+        return (tree, false, None);
     }
     let (first, at) = mask::first_branches(masked);
     let retry = parse_blanked(&first);
     if unparsed(&retry) < unparsed(&tree) {
-        (retry, at)
+        (retry, true, at)
     } else {
-        (tree, None)
+        (tree, false, None)
     }
 }
 

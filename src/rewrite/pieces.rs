@@ -349,6 +349,7 @@ fn add(a: Precision, b: Precision) -> Precision {
         local_params: a.local_params + b.local_params,
         macro_functions: a.macro_functions + b.macro_functions,
         macro_functions_fenced: a.macro_functions_fenced + b.macro_functions_fenced,
+        if_branches: a.if_branches + b.if_branches,
     }
 }
 

@@ -5,6 +5,8 @@ use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::{AccessKind, FenceRecord, How, Placement};
 use crate::fences::scope::FenceScope;
 use crate::rewrite::aim::AimForm;
+use crate::rewrite::branches::Groups;
+use crate::rewrite::configs;
 use crate::rewrite::device_code::{self, Program};
 use crate::rewrite::edits::{self, Edit};
 use crate::rewrite::macros::Macros;
@@ -46,7 +48,13 @@ const BIG_TREE: usize = 1 << 20;
 /// Parses and plans one file that sees `program`.
 pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
     let masked = parse::mask(&file.text, &program.macros);
-    if let Some(plan) = crate::rewrite::pieces::plan(&file, &masked, program) {
+    // `#if` groups with more than one branch; where one declares a `__device__` variable that
+    // another names (`constexpr int n` in the other), each configuration is planned (`configs`).
+    let groups = Groups::scan(&masked.text);
+    let per_branch = groups
+        .as_ref()
+        .is_some_and(|g| masked.text.contains("__device__") && g.declared_per_branch(&masked.text));
+    if !per_branch && let Some(plan) = crate::rewrite::pieces::plan(&file, &masked, program) {
         drop(masked);
         return Planned {
             plan,
@@ -58,14 +66,58 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
         tree,
         attribute: _,
         first_branch_only,
+        first_branches,
         qualified,
-    } = parse::parse_whole(masked);
+    } = parse::parse_whole(&masked);
+    // Where a group splits a statement (the file parses better with the first branches alone:
+    // an `#else` left out, or a group without one that holds an unbraced body), or a name is
+    // declared per branch: every configuration planned, the plans merged.
+    if let Some(groups) = groups.filter(|_| per_branch || first_branches) {
+        let split = first_branches;
+        if file.text.len() > BIG_TREE {
+            parallel::drop_later(tree);
+        } else {
+            drop(tree);
+        }
+        let (plan, syntax_error) = match configs::plan(&file, &masked, program, &groups, split) {
+            Some(m) => (m.plan, m.syntax_error),
+            // Nested too deep: parsed whole again, as the file was planned before.
+            None => {
+                let tree = parse::parse_whole(&masked).tree;
+                plan_tree(&file, tree, program, &qualified, first_branch_only)
+            }
+        };
+        drop(masked);
+        return Planned {
+            plan,
+            syntax_error,
+            file,
+        };
+    }
+    let (plan, syntax_error) = plan_tree(&file, tree, program, &qualified, first_branch_only);
+    drop(masked);
+    Planned {
+        plan,
+        syntax_error,
+        file,
+    }
+}
+
+/// The plan of `file` parsed as `tree`, and its first syntax error; `first_branch_only`: where
+/// the first `#else` left out is, said in a warning.
+fn plan_tree(
+    file: &SourceFile,
+    tree: tree_sitter::Tree,
+    program: &Program,
+    qualified: &[crate::rewrite::mask::Qualified],
+    first_branch_only: Option<usize>,
+) -> (FilePlan, Option<SyntaxError>) {
     let syntax_error = parse::syntax_error(&tree, &file.text);
     // Too deep a tree is not queried at all: tree-sitter's query cursor takes time quadratic in
     // its depth (200,000 nested blocks ran past 300 s).
     let mut plan = match &syntax_error {
         Some(e) if e.too_deep => plan::FilePlan::none(),
-        _ => plan::plan(&file, &tree, program, &qualified),
+        _ => plan::plan(file, &tree, program, qualified),
     };
     // A big file's tree takes a while to free (tree-sitter frees node by node): on another
     // thread, while this one renders.
@@ -74,15 +126,12 @@ pub fn plan_file(file: SourceFile, program: &Program) -> Planned {
     }
     if let Some(at) = first_branch_only {
         plan.warnings.push(format!(
-            "{}: warning: `#if`/`#else` splits a statement; only the first branch of each `#if` in this file is instrumented",
-            file.location(at)
+            "{}: warning: `#if`/`#else` splits a statement and the file's `#if` groups need more than {} configurations; only the first branch of each `#if` in this file is instrumented",
+            file.location(at),
+            crate::rewrite::branches::MAX_CONFIGS
         ));
     }
-    Planned {
-        plan,
-        syntax_error,
-        file,
-    }
+    (plan, syntax_error)
 }
 
 /// Parses and plans every file on all cores, in input order: fences are numbered afterwards,
@@ -96,6 +145,21 @@ pub fn plan_files(files: Vec<SourceFile>, macros: Macros) -> Vec<Planned> {
         .filter(|f| !is_source(f) && f.text.contains("__device__"))
         .collect();
     let names = parallel::map(headers, |f| {
+        // A name declared `__device__` in one `#if` branch and otherwise in another is no
+        // header global: which it is depends on the configuration, which the header's own plan
+        // resolves per configuration (`configs.rs`); another file's uses of it get no fence.
+        if let Some(per_branch) = Groups::scan(&f.text).map(|g| g.per_branch_names(&f.text))
+            && !per_branch.is_empty()
+        {
+            let tree = parse::parse(&f.text);
+            let caps = Captures::run(queries::all(), tree.root_node(), f.text.as_bytes());
+            let scopes = Scopes::new(&caps);
+            return device_code::global_variables(&caps, &f.text, &scopes)
+                .into_iter()
+                .filter(|n| !per_branch.contains(n))
+                .map(str::to_string)
+                .collect();
+        }
         if let Some(names) = crate::rewrite::pieces::header_globals(f) {
             return names;
         }

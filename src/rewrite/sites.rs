@@ -37,7 +37,7 @@ const ROLES: &[(Capture, Role)] = &[
 ];
 
 /// What goes at one position once the fence has an id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Piece {
     /// `WMFIX_FENCE(id);` as a statement.
     Fence,
@@ -115,6 +115,11 @@ impl Sites {
 
     pub fn iter(&self) -> impl Iterator<Item = &Site> {
         self.0.iter().flatten()
+    }
+
+    /// The sites in one list.
+    pub fn into_vec(self) -> Vec<Site> {
+        self.0.into_iter().flatten().collect()
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Site> {
