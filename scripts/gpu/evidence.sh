@@ -11,8 +11,8 @@
 # set, else the newest results/*-<gpu>), FROM_RESULTS (where completed_study finds reductions, default
 # RESULTS), TEST_OPTS (more `wmfix test` options for completed_study).
 #
-# Run from the repo root on the GPU machine with a release build of wmfix at carry/wmfix (and
-# carry/VERSION, the commit it was built from). Steps run in priority order until BUDGET_S
+# Run from the repo root on the GPU machine with a release build of wmfix at carry/wmfix (or
+# carry/wmfix.xz: `xz -T0 carry/wmfix`) and carry/VERSION (the commit it was built from). Steps run in priority order until BUDGET_S
 # seconds (default 530) are spent; each is bounded with `timeout --foreground -s INT`, so wmfix
 # still writes complete records when a bound is reached. The steps: issue 13's stress (the tune,
 # the fence-less case studies under each candidate stress, the fenced ones, cbe-ht natively),
@@ -31,6 +31,8 @@
 set -uo pipefail
 ROOT=$PWD
 W=${W:-$ROOT/carry/wmfix}
+# The binary may travel compressed (the device tool's 64 MiB holds the tree and what is carried).
+if [ ! -x "$W" ] && [ -f "$W.xz" ]; then xz -dc "$W.xz" >"$W" && chmod +x "$W"; fi
 OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 START=$(date +%s)
