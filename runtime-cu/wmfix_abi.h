@@ -13,7 +13,7 @@
 #define WMFIX_ABI_H_INCLUDED
 
 /* Bumped whenever a struct below changes: a library of another version refuses to open. */
-#define WMFIX_ABI_VERSION 2
+#define WMFIX_ABI_VERSION 3
 /* The symbol the library exports (a wmfix_host_open_fn). */
 #define WMFIX_HOST_OPEN_SYMBOL "wmfix_host_open"
 
@@ -49,6 +49,8 @@ struct wmfix_cuda {
   int (*stream_create)(void** stream);
   /* cudaThreadExchangeStreamCaptureMode: *mode (a cudaStreamCaptureMode) in, the old one out. */
   int (*exchange_capture_mode)(int* mode);
+  /* cudaGetLastError: the error it returns, which it clears. */
+  int (*get_last_error)(void);
 };
 
 /* One instrumented translation unit (one per TU, static storage in the TU), linked newest first

@@ -88,6 +88,7 @@ inline int cu_mem_get_info(unsigned long long* free_bytes, unsigned long long* t
   return (int)e;
 }
 inline int cu_device_synchronize() { return (int)cudaDeviceSynchronize(); }
+inline int cu_get_last_error() { return (int)cudaGetLastError(); }
 inline const char* cu_error_string(int e) { return cudaGetErrorString((cudaError_t)e); }
 inline int cu_stream_create(void** stream) {
   cudaStream_t st = nullptr;
@@ -109,7 +110,7 @@ inline const wmfix_cuda* cuda_table() {
       &cu_memset,              &cu_memset_async,     &cu_copy_to_device_async, &cu_copy_to_host,
       &cu_stream_wait_event,   &cu_stream_synchronize, &cu_stream_capturing, &cu_event_create,
       &cu_event_record,        &cu_host_register_mapped, &cu_mem_get_info,  &cu_device_synchronize,
-      &cu_error_string,        &cu_stream_create,    &cu_exchange_capture_mode};
+      &cu_error_string,        &cu_stream_create,    &cu_exchange_capture_mode, &cu_get_last_error};
   return &table;
 }
 

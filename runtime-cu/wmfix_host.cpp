@@ -7,6 +7,8 @@
 // It makes no CUDA call of its own and includes no CUDA header: every call goes through the
 // table of the program's CUDA runtime that the glue hands over (a second CUDA runtime in the
 // process would have its own error state and default streams). Plain C++17.
+#include <dlfcn.h>
+
 #include <mutex>
 #include <string>
 #include <vector>
@@ -452,6 +454,30 @@ void before_device_reset() {
   rt.race.device = RaceLog{};  // freed by the reset: later launches record nothing
 }
 
+// A warm process's health after a run (src/run/warm.rs asks through runtime-cu/warm/wmfix_warm.c,
+// which this library tells where to ask): 1 after a sticky CUDA error (a kernel fault, which only
+// a new context clears), else 0, with the device's free and total memory (a run that left
+// through exit() before its cudaFree leaves its allocations behind). A non-sticky error is
+// cleared: a fresh process starts with none.
+int warm_health(unsigned long long* free_bytes, unsigned long long* total_bytes) {
+  *free_bytes = *total_bytes = 0;
+  if (cu->device_synchronize() != 0) {
+    cu->get_last_error();
+    if (cu->device_synchronize() != 0) return 1;
+  }
+  cu->get_last_error();
+  cu->mem_get_info(free_bytes, total_bytes);
+  return 0;
+}
+
+// In a warm process (its server preloaded, exporting wmfix_warm_health): hands it warm_health.
+void offer_warm_health() {
+  typedef void (*offer_fn)(int (*)(unsigned long long*, unsigned long long*));
+  if (!std::getenv("WMFIX_WARM_RUN")) return;
+  const offer_fn offer = (offer_fn)dlsym(RTLD_DEFAULT, "wmfix_warm_health");
+  if (offer) offer(&warm_health);
+}
+
 const wmfix_host kHost = {WMFIX_ABI_VERSION, &launch, &launched_on, &reset_for_tests, &last_launch,
                           &describe_settings, &before_device_reset};
 
@@ -467,6 +493,7 @@ extern "C" __attribute__((visibility("default"))) const wmfix_host* wmfix_host_o
   if (wmfix::host::cu == nullptr) {
     wmfix::host::cu = cuda;
     wmfix::host::tu_registry = registry;
+    wmfix::host::offer_warm_health();
   }
   return &wmfix::host::kHost;
 }

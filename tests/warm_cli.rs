@@ -77,20 +77,35 @@ fn warm_runs_record_what_cold_runs_record_in_fewer_processes() {
         ((8, 0), (4, 0))
     );
     assert!(stderr(&warm).contains("--warm: warm runs agree with cold ones"));
-    // A process serves runs until one fails: at most one per failure, plus one per worker (the
-    // check's process goes on serving the test's runs).
+    // The check's runs after errors: 8 without fences, some of which failed, each followed by
+    // one with every fence, which passed; so processes serve on after a failed run.
+    let rec = &check["recovery"];
+    assert_eq!(rec["serves_on"], true, "{check}");
+    let (unfenced, erred) = runs_errs(&rec["unfenced"]);
+    assert_eq!(unfenced, 8);
+    assert!(erred > 0, "{check}");
+    assert_eq!(rec["served_on"].as_u64(), Some(erred));
+    assert_eq!(runs_errs(&rec["fenced_after_error"]), (erred, 0));
+    assert!(stderr(&warm).contains("a process serves on after a run that failed"));
+    // One process a worker serves every run, the failing ones too (the check's process goes on
+    // serving the test's runs): 8 + 16 of the check and 40 of the test.
+    let served_on = erred as usize + fails;
     let line = stderr(&warm)
         .lines()
-        .find(|l| l.contains("warm: 48 runs in "))
+        .find(|l| l.contains("warm: 64 runs in "))
         .map(str::to_string)
         .unwrap_or_else(|| panic!("no warm line in {}", stderr(&warm)));
+    assert!(
+        line.ends_with(&format!("processes ({served_on} erring runs served on)")),
+        "{line} with {fails} failures"
+    );
     let processes: usize = line
         .rsplit("in ")
         .next()
         .and_then(|w| w.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap();
-    assert!(processes <= fails + 2, "{line} with {fails} failures");
+    assert!(processes <= 2, "{line} with {fails} failures");
     // A kept log of a failing run holds that run's output alone.
     let logs = warm_out.join("test/logs");
     let log = std::fs::read_dir(&logs).unwrap().next().unwrap().unwrap();
@@ -179,6 +194,110 @@ fn warm_runs_that_err_where_cold_ones_pass_fall_back_to_cold_runs() {
         let served = stderr(&o).lines().any(|l| l.starts_with("wmfix: warm: "));
         assert!(!served, "no warm runs: {}", stderr(&o));
     }
+}
+
+/// `test --warm` of the stand-in with `vars` set: its output folder's outcomes, warm runs, the
+/// check, and the "warm: N runs in P processes" line.
+fn warm_test_with(
+    app: &Path,
+    out: &Path,
+    vars: &[(&str, &str)],
+) -> (BTreeMap<u64, String>, usize, Value, String) {
+    let o = wmfix()
+        .current_dir(app)
+        .envs(vars.iter().copied())
+        .args([
+            "test",
+            ".",
+            "--out",
+            out.to_str().unwrap(),
+            "--env",
+            "sys-str+",
+        ])
+        .args(["--runs", "40", "--seed", "1", "--jobs", "2", "--warm"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let (runs, warm) = outcomes(out);
+    let line = stderr(&o)
+        .lines()
+        .find(|l| l.starts_with("wmfix: warm: "))
+        .unwrap_or_else(|| panic!("no warm line in {}", stderr(&o)))
+        .to_string();
+    (runs, warm, warm_check(out), line)
+}
+
+fn processes(line: &str) -> usize {
+    line.rsplit("runs in ")
+        .next()
+        .and_then(|w| w.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"))
+}
+
+#[test]
+fn a_failed_run_that_leaves_the_program_broken_ends_its_process() {
+    let (tmp, app) = fixture("warm-standin");
+    let cold_out = tmp.path().join("cold");
+    let cold = test(&app, &cold_out, &[]);
+    assert_eq!(cold.status.code(), Some(2), "{}", stderr(&cold));
+    let (cold_runs, _) = outcomes(&cold_out);
+    let fails = cold_runs.values().filter(|o| *o == "fail").count();
+    // After a failing call every later one in the process fails: the check sees the fenced runs
+    // after erring ones fail, and each failing run ends its process, so the outcomes are the
+    // cold ones.
+    let out = tmp.path().join("poison");
+    let (runs, warm, check, line) = warm_test_with(&app, &out, &[("STANDIN_POISON", "1")]);
+    assert_eq!(runs, cold_runs);
+    assert_eq!(warm, 40);
+    assert_eq!(check["kept_warm"], true, "{check}");
+    let rec = &check["recovery"];
+    assert_eq!(rec["serves_on"], false, "{check}");
+    let (n, errs) = runs_errs(&rec["fenced_after_error"]);
+    assert!(n > 0 && errs == n, "{check}");
+    // Only the check's runs were served on after an error.
+    let check_served = rec["served_on"].as_u64().unwrap();
+    assert!(
+        line.ends_with(&format!("({check_served} erring runs served on)")),
+        "{line}"
+    );
+    assert!(processes(&line) > fails, "{line} with {fails} failures");
+}
+
+#[test]
+fn a_crashing_run_ends_its_process_while_failing_ones_are_served_on() {
+    let (tmp, app) = fixture("warm-standin");
+    let cold_out = tmp.path().join("cold");
+    let o = wmfix()
+        .current_dir(&app)
+        .env("STANDIN_FAIL_BY", "abort")
+        .args([
+            "test",
+            ".",
+            "--out",
+            cold_out.to_str().unwrap(),
+            "--env",
+            "sys-str+",
+        ])
+        .args(["--runs", "40", "--seed", "1", "--jobs", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let (cold_runs, _) = outcomes(&cold_out);
+    let crashes = cold_runs.values().filter(|o| *o == "crash").count();
+    assert!(crashes > 0, "{cold_runs:?}");
+    let out = tmp.path().join("abort");
+    let (runs, _, check, line) = warm_test_with(&app, &out, &[("STANDIN_FAIL_BY", "abort")]);
+    assert_eq!(runs, cold_runs);
+    // The check's erring runs crashed: serving on after one was not seen.
+    assert_eq!(check["recovery"]["serves_on"], false, "{check}");
+    assert_eq!(check["recovery"]["served_on"], 0, "{check}");
+    // Each crash of the test's runs (and of the check's) took a new process.
+    let check_crashes = runs_errs(&check["recovery"]["unfenced"]).1 as usize;
+    assert!(
+        processes(&line) > crashes + check_crashes,
+        "{line} with {crashes} crashes"
+    );
 }
 
 /// The stand-in with `n` fence sites in kernel.cu, its bug fixed by the fences `3,7`.

@@ -6,7 +6,10 @@
 // Requests come on stdin, one item a line; replies go to the stdout wmfix reads:
 //   set NAME=VALUE   unset NAME   log PATH (the run's stdout and stderr)   run   quit
 // After `run`: "exit N", N being main's return value or what it passed to exit(), as a process's
-// exit status (0-255). A signal kills the process, and wmfix sees it die.
+// exit status (0-255); then "health none" for a program without wmfix's host library, or
+// "health S FREE TOTAL" from it (S 1: a sticky CUDA error; the device's free and total bytes),
+// which tells wmfix whether the process can serve another run. A signal kills the process, and
+// wmfix sees it die.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,6 +32,11 @@ static jmp_buf run_end;
 static volatile int in_run;
 static volatile int run_status;
 static pthread_t server;
+
+// wmfix's host library, loaded into the program at its first launch, offers its health check.
+typedef int (*health_fn)(unsigned long long *, unsigned long long *);
+static health_fn health;
+__attribute__((visibility("default"))) void wmfix_warm_health(health_fn fn) { health = fn; }
 
 // exit() during a run ends the run, not the process: its atexit handlers (the CUDA runtime's
 // context teardown among them) stay for the process's real end.
@@ -100,6 +108,13 @@ static int serve(int argc, char **argv, char **envp) {
       dup2(null, 1);
       dup2(own_err, 2);
       dprintf(replies, "exit %d\n", status);
+      if (health) {
+        unsigned long long free_bytes = 0, total_bytes = 0;
+        const int sticky = health(&free_bytes, &total_bytes);
+        dprintf(replies, "health %d %llu %llu\n", sticky, free_bytes, total_bytes);
+      } else {
+        dprintf(replies, "health none\n");
+      }
     } else if (strcmp(line, "quit") == 0) {
       break;
     }

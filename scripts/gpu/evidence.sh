@@ -94,12 +94,13 @@ bounded() {
 # A study is built once: each cell starts from a copy of its first build (wmfix sees it is up
 # to date: the build stamp does not depend on the folder), which saves a build per cell.
 BUILT="build.stamp fences.json original tree runtime"
+# BUILD_TAG keeps apart the builds of another wmfix (the issue-48 steps' `before` binary).
 prebuilt() { # prebuilt STUDY OUT: seed OUT with the study's build, if there is one
-  local cache=$WORK/build-$1 out=$2 f
+  local cache=$WORK/build-${BUILD_TAG:-}$1 out=$2 f
   [ -d "$out" ] || [ ! -f "$cache/build.stamp" ] || { mkdir -p "$out" && for f in $BUILT; do cp -r "$cache/$f" "$out/"; done; }
 }
 keep_build() { # keep_build STUDY OUT: keep OUT's build for the study's other cells
-  local cache=$WORK/build-$1 out=$2 f
+  local cache=$WORK/build-${BUILD_TAG:-}$1 out=$2 f
   [ -f "$cache/build.stamp" ] || [ ! -f "$out/build.stamp" ] || { mkdir -p "$cache" && for f in $BUILT; do cp -r "$out/$f" "$cache/"; done; }
 }
 
@@ -965,6 +966,36 @@ add trust-reduce-race-sdk-red-nf trust_reduce_full
 trust_module_state() { STUDY_DIR=tests/gpu-programs/module-state test_cell module-state sys-str+ 100 -- --fences all "$@"; }
 add trust-cold-module-state trust_module_state
 add trust-warm-module-state trust_module_state --warm
+
+# Issue 48: warm processes that serve on after a run that failed its post-condition. `before` is
+# wmfix as it was (carry/wmfix-old[.xz] and carry/VERSION-old: a run that erred ended its process),
+# `after` this one. Fence-less runs (nearly every one errs) of three studies: cold (the error
+# rates), warm before on one GPU, warm after on one GPU and on two (runs/h: summary.json's
+# runs_per_hour); then stress reductions (--warm) and the race oracle's reductions with their warm
+# stress confirmation, before and after (wall time: reduce.json's wall_seconds).
+OLD_W=$ROOT/carry/wmfix-old
+if [ ! -x "$OLD_W" ] && [ -f "$OLD_W.xz" ]; then xz -dc "$OLD_W.xz" >"$OLD_W" && chmod +x "$OLD_W"; fi
+before() { # before FUNCTION ARGS...: FUNCTION with the old wmfix, its own builds and provenance
+  [ -x "$OLD_W" ] || { echo "no $OLD_W" >> "$STEP_DIR/log.txt"; return 1; }
+  W=$OLD_W COMMIT=$(cat "$ROOT/carry/VERSION-old" 2>/dev/null || echo unknown) BUILD_TAG=old- "$@"
+}
+unfenced_runs() { # unfenced_runs STUDY GPUS RUNS [wmfix test options]
+  JOBS=$((8 * $2)) LIMIT=${LIMIT:-120} test_cell "$1" sys-str+ "$3" -- --fences none --gpus "$(gpu_list "$2")" "${@:4}"
+}
+for s in cbe-dot cbe-ht tpo-tm; do
+  add "serve-on-cold-$s" unfenced_runs "$s" 1 200
+  add "serve-on-before-1-$s" before unfenced_runs "$s" 1 200 --warm
+  add "serve-on-after-1-$s" unfenced_runs "$s" 1 2400 --warm
+  add "serve-on-after-2-$s" unfenced_runs "$s" 2 4800 --warm
+done
+for s in cbe-dot cbe-ht tpo-tm sdk-red-nf cub-scan-nf ls-bh-nf ct-octree; do
+  add "serve-on-before-reduce-$s" before gpus_reduce "$s" 1 --warm
+  add "serve-on-after-reduce-$s" gpus_reduce "$s" 1 --warm
+done
+for s in cbe-dot cbe-ht tpo-tm cub-scan-nf ls-bh-nf ct-octree; do
+  add "serve-on-before-reduce-race-$s" before race_reduce_warm "$s"
+  add "serve-on-after-reduce-race-$s" race_reduce_warm "$s"
+done
 # Issue 44, item 4: public programs (cuda-samples' and HeteroSync's, scripts/public_programs.py's
 # table), prepared on the workstation into carry/public (`python3 scripts/public_programs.py
 # prepare /work/.mirror carry/public`: no third-party code in the repository). `wmfix build` on

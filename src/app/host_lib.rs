@@ -36,6 +36,8 @@ const FLAGS: [&str; 8] = [
     "-o",
     "libwmfix_host.so",
 ];
+/// After the source: dlsym (a warm process's server, `run::warm`) is in libdl before glibc 2.34.
+const LIBS: [&str; 1] = ["-ldl"];
 
 static CURRENT: OnceLock<PathBuf> = OnceLock::new();
 
@@ -127,6 +129,7 @@ fn key(compiler: &Path, version: &[u8]) -> String {
     h.add(compiler.as_os_str().as_encoded_bytes());
     h.add(version);
     h.add(FLAGS.join(" ").as_bytes());
+    h.add(LIBS.join(" ").as_bytes());
     h.hex()
 }
 
@@ -166,6 +169,7 @@ fn compile(compiler: &Path, work: &Path) -> Result<()> {
         .current_dir(work)
         .args(FLAGS)
         .arg("wmfix_host.cpp")
+        .args(LIBS)
         .output()
         .with_context(|| format!("running {}", compiler.display()))?;
     if !o.status.success() {

@@ -4,7 +4,7 @@ use crate::app::child::{self, Exit};
 use crate::app::config::App;
 use crate::fences::set::FenceSet;
 use crate::run::environment::TestEnv;
-use crate::run::warm::Pool;
+use crate::run::warm::{End, Pool};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -211,7 +211,11 @@ pub fn run_maybe_warm(
         return Ok(None);
     };
     if let Some(lease) = lease {
-        lease.done(outcome == Outcome::Pass);
+        lease.done(match outcome {
+            Outcome::Pass => End::Passed,
+            Outcome::Fail => End::Failed,
+            Outcome::Crash | Outcome::Timeout => End::Broke,
+        });
     }
     Ok(Some(Ran {
         outcome,

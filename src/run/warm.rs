@@ -7,8 +7,12 @@
 //!
 //! What carries over from one run to the next is the program's own process state: its
 //! module-scope `__device__` variables and host globals keep the values the last run left. So a
-//! process serves at most `RUNS_A_PROCESS` runs, and only after runs that passed: a run that
-//! erred, timed out or crashed ends its process, and the next run starts a fresh one.
+//! process serves at most `RUNS_A_PROCESS` runs; a run that timed out or crashed ends it, and so
+//! does one after which the process is not healthy: a sticky CUDA error (only a new context
+//! clears it), or device memory that runs leaving through `exit()` before their `cudaFree` left
+//! behind (`LEAK_SHARE` of the GPU). A run whose post-condition failed ends it too unless the
+//! pool serves on after errors (`Pool::serve_on_errors`), which `run::warm_check` decides for
+//! the program: that spares a buggy program's runs, nearly all of which err, a process each.
 
 use crate::app::child::{self, Exit, Finished};
 use crate::exit_code::{UNAVAILABLE, USAGE, fail};
@@ -17,7 +21,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -27,6 +31,52 @@ const SOURCE: &str = include_str!("../../runtime-cu/warm/wmfix_warm.c");
 pub const RUN_VAR: &str = "WMFIX_WARM_RUN";
 /// Runs one process serves at most before a fresh one replaces it.
 pub const RUNS_A_PROCESS: usize = 1000;
+/// A process whose device's free memory fell by more than this share of the GPU's memory since
+/// its first run ended is replaced: runs left allocations behind.
+pub const LEAK_SHARE: u64 = 8;
+
+/// How a run served by a warm process ended, for whether the process serves another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Passed,
+    /// The post-condition failed (a wrong result, or a non-zero exit status of the program).
+    Failed,
+    /// A crash or a time-out.
+    Broke,
+}
+
+/// What the process said of itself after a run (`runtime-cu/warm/wmfix_warm.c`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Health {
+    /// No word (a program without wmfix's host library, or a process that ended).
+    Unknown,
+    /// A sticky CUDA error.
+    Sticky,
+    Device {
+        free: u64,
+        total: u64,
+    },
+}
+
+impl Health {
+    /// "health none", "health 1 F T" or "health 0 F T".
+    fn parse(line: &str) -> Option<Health> {
+        let rest = line.strip_prefix("health ")?;
+        if rest == "none" {
+            return Some(Health::Unknown);
+        }
+        let n: Vec<u64> = rest
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        match n[..] {
+            [1, _, _] => Some(Health::Sticky),
+            [0, free, total] => Some(Health::Device { free, total }),
+            _ => None,
+        }
+    }
+}
 
 /// The run command as the words a process is started with: only a simple command (words of
 /// letters, digits and `./_-=,.:+/`) can be started without a shell, and a shell would be the
@@ -50,6 +100,9 @@ pub fn refusal(run: &str, launcher: Option<&str>) -> Option<String> {
         format!("--warm needs a run command of plain words (a program and its arguments, no quotes or shell syntax), not `{run}`")
     })
 }
+
+/// How long a process may take at least to say its health after a run's end.
+const HEALTH_WAIT: Duration = Duration::from_secs(5);
 
 /// The compiled server library (`<dir>/libwmfix_warm.so`), rebuilt when its source changed.
 fn library(dir: &Path) -> Result<PathBuf> {
@@ -103,6 +156,12 @@ pub struct Pool {
     idle: Mutex<Vec<(Key, Server)>>,
     runs: AtomicU64,
     started: AtomicU64,
+    /// Whether a process serves on after a run whose post-condition failed.
+    serve_on_errors: AtomicBool,
+    /// Erring runs whose process served on.
+    served_on: AtomicU64,
+    /// Processes replaced after a sticky CUDA error or leaked device memory.
+    unhealthy: AtomicU64,
 }
 
 impl Pool {
@@ -114,7 +173,31 @@ impl Pool {
             idle: Mutex::new(Vec::new()),
             runs: AtomicU64::new(0),
             started: AtomicU64::new(0),
+            serve_on_errors: AtomicBool::new(false),
+            served_on: AtomicU64::new(0),
+            unhealthy: AtomicU64::new(0),
         })
+    }
+
+    /// From now on, whether a process serves on after a run whose post-condition failed (set by
+    /// `run::warm_check`); off until then.
+    pub fn serve_on_errors(&self, on: bool) {
+        self.serve_on_errors.store(on, Ordering::SeqCst);
+    }
+
+    /// Ends the idle processes (those that served on after the check's errors, when the check
+    /// finds the program's state broken by them).
+    pub fn end_idle(&self) {
+        self.idle.lock().unwrap().clear();
+    }
+
+    pub fn serves_on_errors(&self) -> bool {
+        self.serve_on_errors.load(Ordering::SeqCst)
+    }
+
+    /// Erring runs so far whose process served on.
+    pub fn served_on(&self) -> u64 {
+        self.served_on.load(Ordering::SeqCst)
     }
 
     /// Processes started so far.
@@ -122,10 +205,27 @@ impl Pool {
         self.started.load(Ordering::SeqCst)
     }
 
-    /// "warm: 240 runs in 12 processes".
+    /// "warm: 240 runs in 12 processes (90 erring runs served on; 1 process replaced after a
+    /// sticky CUDA error or leaked device memory)".
     pub fn describe(&self) -> String {
+        let mut notes = vec![];
+        let on = self.served_on();
+        if on > 0 {
+            notes.push(format!("{on} erring runs served on"));
+        }
+        let sick = self.unhealthy.load(Ordering::SeqCst);
+        if sick > 0 {
+            notes.push(format!(
+                "{sick} processes replaced after a sticky CUDA error or leaked device memory"
+            ));
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
+        };
         format!(
-            "warm: {} runs in {} processes",
+            "warm: {} runs in {} processes{notes}",
             self.runs.load(Ordering::SeqCst),
             self.started()
         )
@@ -192,8 +292,8 @@ impl Pool {
     }
 }
 
-/// A process that just served a run: back to the pool if the run passed, else killed (also
-/// when the lease is dropped).
+/// A process that just served a run: back to the pool if it can serve another (`done`), else
+/// killed (also when the lease is dropped).
 pub struct Lease<'a> {
     pool: &'a Pool,
     key: Key,
@@ -201,17 +301,27 @@ pub struct Lease<'a> {
 }
 
 impl Lease<'_> {
-    pub fn done(mut self, passed: bool) {
+    pub fn done(mut self, end: End) {
         let Some(server) = self.server.take() else {
             return;
         };
-        if passed && server.alive() && server.runs < RUNS_A_PROCESS {
-            self.pool
-                .idle
-                .lock()
-                .unwrap()
-                .push((self.key.clone(), server));
+        let pool = self.pool;
+        let serve_on = match end {
+            End::Passed => true,
+            End::Failed => pool.serves_on_errors(),
+            End::Broke => false,
+        };
+        if !serve_on || !server.alive() || server.runs >= RUNS_A_PROCESS {
+            return;
         }
+        if !server.healthy() {
+            pool.unhealthy.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+        if end == End::Failed {
+            pool.served_on.fetch_add(1, Ordering::SeqCst);
+        }
+        pool.idle.lock().unwrap().push((self.key.clone(), server));
     }
 }
 
@@ -224,6 +334,10 @@ struct Server {
     set: Vec<String>,
     runs: usize,
     dead: bool,
+    /// What it said after its last run.
+    health: Health,
+    /// The device's free memory after its first run that said.
+    first_free: Option<u64>,
 }
 
 impl Server {
@@ -258,11 +372,52 @@ impl Server {
             set: vec![],
             runs: 0,
             dead: false,
+            health: Health::Unknown,
+            first_free: None,
         })
     }
 
     fn alive(&self) -> bool {
         !self.dead
+    }
+
+    /// No sticky CUDA error, and no more than `LEAK_SHARE` of the GPU's memory gone since the
+    /// first run.
+    fn healthy(&self) -> bool {
+        match (self.health, self.first_free) {
+            (Health::Sticky, _) => false,
+            (Health::Device { free, total }, Some(first)) => {
+                first.saturating_sub(free) <= total / LEAK_SHARE
+            }
+            _ => true,
+        }
+    }
+
+    /// The health line that follows a run's exit line, waited for until `deadline`; a process
+    /// that does not say is killed (a kernel still running after main ended, say).
+    fn read_health(&mut self, deadline: Instant) {
+        self.health = Health::Unknown;
+        loop {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            match self
+                .replies
+                .recv_timeout(wait.max(Duration::from_millis(1)))
+            {
+                Ok(line) => {
+                    if let Some(h) = Health::parse(&line) {
+                        self.health = h;
+                        if let Health::Device { free, .. } = h {
+                            self.first_free.get_or_insert(free);
+                        }
+                        return;
+                    }
+                }
+                Err(_) => {
+                    self.kill();
+                    return;
+                }
+            }
+        }
     }
 
     fn request(&mut self, env: &[(String, String)], log: &Path) -> std::io::Result<()> {
@@ -304,9 +459,11 @@ impl Server {
             match self.replies.recv_timeout(wait) {
                 Ok(line) => {
                     if let Some(code) = line.strip_prefix("exit ").and_then(|c| c.parse().ok()) {
+                        let duration = start.elapsed();
+                        self.read_health(start + timeout.max(HEALTH_WAIT));
                         return Ok(Finished {
                             exit: Exit::Code(code),
-                            duration: start.elapsed(),
+                            duration,
                         });
                     }
                     if let Some(e) = line.strip_prefix("error ") {

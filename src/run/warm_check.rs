@@ -7,11 +7,18 @@
 //! the warm runs err more often than the cold ones, the command runs cold: a false alarm costs
 //! speed, a missed one a wrong answer.
 //!
-//! After the check, a warm run that errs is taken as the program's error. Its process ends with
-//! the error, so the next run starts from a fresh process as a cold one does; and the program
-//! passed its 2nd to 8th calls in one process in the check, so the error is not the one a second
-//! call of `main` gives. A program whose state breaks only after many more calls (a leak filling
-//! the GPU) is not ruled out: the check stays small so that `--warm` stays cheap.
+//! After the check, a warm run that errs is taken as the program's error: the program passed
+//! its 2nd to 8th calls in one process in the check, so the error is not the one a second call
+//! of `main` gives. Whether the run after an error may share its process is checked too
+//! (`Recovery`): in one process, `RECOVERY_PAIRS` runs without fences (which a buggy program
+//! fails), each followed by a run with every fence; where the fenced runs after erring ones err
+//! no more often than cold ones, processes serve on after runs that failed their post-condition
+//! (`Pool::serve_on_errors`), which spares a buggy program's runs a process each. Where no run
+//! without fences erred, or the fenced runs after them erred, an erring run ends its process and
+//! the next starts fresh, as a cold one does. A program whose state breaks only after many more
+//! calls (a leak filling the GPU) is not ruled out by the check, which stays small so that
+//! `--warm` stays cheap; the pool replaces processes whose device memory shrank
+//! (`warm::LEAK_SHARE`) or whose context holds a sticky error.
 
 use crate::fences::set::FenceSet;
 use crate::run::batch::{self, Batch, Budget};
@@ -27,6 +34,8 @@ use std::path::Path;
 pub const WARM_RUNS: usize = 8;
 /// Cold runs of the check: the first of the warm runs' seeds, a process each.
 pub const COLD_RUNS: usize = 4;
+/// Pairs of runs of the check after an error: one without fences, then one with every fence.
+pub const RECOVERY_PAIRS: usize = 8;
 /// The seed stream of the check's runs (`rng::seed`): apart from the command's own runs.
 const SEEDS: u64 = u64::MAX;
 
@@ -56,6 +65,50 @@ pub struct Agreement {
     /// The command's runs were warm: the check's warm runs erred no more often than its cold
     /// ones. False: they ran cold.
     pub kept_warm: bool,
+    /// Whether a process serves on after an erring run; absent where the runs went cold (and in
+    /// records of wmfix before the check had it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+}
+
+/// The check's runs after errors, all in one process where it serves on: runs without fences,
+/// each followed by one with every fence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// The runs without fences.
+    pub unfenced: Counts,
+    /// Erring runs of the check (without fences, or with every fence after an error) whose
+    /// process served the next run.
+    pub served_on: u64,
+    /// The runs with every fence that followed an erring run.
+    pub fenced_after_error: Counts,
+    /// Processes serve on after runs that failed their post-condition: some erring run was
+    /// served on, and the fenced runs after erring ones erred no more often than the cold runs.
+    pub serves_on: bool,
+}
+
+impl Recovery {
+    /// The clause the check's line gets.
+    fn clause(&self) -> String {
+        let (u, f) = (&self.unfenced, &self.fenced_after_error);
+        let seen = format!(
+            "{} of {} runs without fences in one process erred, {} erring runs were served on by their process, and {} of the {} runs with every fence after an erring one erred",
+            u.errors(),
+            u.runs,
+            self.served_on,
+            f.errors(),
+            f.runs
+        );
+        if self.serves_on {
+            format!("a process serves on after a run that failed ({seen})")
+        } else if self.served_on == 0 {
+            format!("an erring run ends its process, as serving on after one was not seen ({seen})")
+        } else {
+            format!(
+                "an erring run ends its process, as runs after an error erred where cold ones did not ({seen})"
+            )
+        }
+    }
 }
 
 impl Agreement {
@@ -72,8 +125,12 @@ impl Agreement {
             c.runs
         );
         if self.kept_warm {
+            let after = self
+                .recovery
+                .as_ref()
+                .map_or(String::new(), |r| format!("; {}", r.clause()));
             return format!(
-                "--warm: warm runs agree with cold ones ({seen}; {:.3} s a warm run, {:.3} s a cold one)",
+                "--warm: warm runs agree with cold ones ({seen}; {:.3} s a warm run, {:.3} s a cold one){after}",
                 self.warm.seconds_a_run, self.cold.seconds_a_run
             );
         }
@@ -139,11 +196,83 @@ fn check(pool: &Pool, batch: &Batch, logs: &Path, env: TestEnv, seed: u64) -> Re
     let cold = side(&cold_batch, COLD_RUNS, WARM_RUNS, &spec)?;
     let (w, c) = (&warm.counts, &cold.counts);
     let kept_warm = w.errors() * c.runs <= c.errors() * w.runs;
+    let recovery = match kept_warm {
+        true => Some(recovery(pool, &warm_batch, env, seed, c)?),
+        false => None,
+    };
     Ok(Agreement {
         fences: FenceSet::All,
         warm,
         cold,
         kept_warm,
+        recovery,
+    })
+}
+
+/// The runs after errors (`Recovery`), in the pool's processes with serving on after errors;
+/// the pool keeps doing so only where the check says it may.
+fn recovery(
+    pool: &Pool,
+    warm_batch: &Batch,
+    env: TestEnv,
+    seed: u64,
+    cold: &Counts,
+) -> Result<Recovery> {
+    let fences = |i: usize| match i % 2 {
+        0 => FenceSet::none(),
+        _ => FenceSet::All,
+    };
+    let runs = 2 * RECOVERY_PAIRS;
+    let first_id = WARM_RUNS + COLD_RUNS;
+    // Seeds after the warm runs' (whose first ones the cold runs had).
+    let spec =
+        |i: usize| TrialSpec::new(env, crate::rng::seed(seed, SEEDS, first_id + i), &fences(i));
+    pool.serve_on_errors(true);
+    let served_before = pool.served_on();
+    let mut records: Vec<RunRecord> = Vec::new();
+    batch::run(
+        warm_batch,
+        Budget::Runs(runs),
+        first_id,
+        &spec,
+        &mut |r: RunRecord| {
+            records.push(r);
+            true
+        },
+    )?;
+    if records.len() < runs {
+        pool.serve_on_errors(false);
+        return Err(crate::interrupt::stopped(
+            "during the check of runs after an error in one warm process",
+        ));
+    }
+    records.sort_by_key(|r| r.id);
+    let new_counts = || Counts {
+        env: env.to_string(),
+        ..Counts::default()
+    };
+    let (mut unfenced, mut fenced_after_error) = (new_counts(), new_counts());
+    let mut erred = false;
+    for r in &records {
+        if (r.id - first_id).is_multiple_of(2) {
+            unfenced.add(r.outcome);
+            erred = r.outcome.is_error();
+        } else if erred {
+            fenced_after_error.add(r.outcome);
+        }
+    }
+    let served_on = pool.served_on() - served_before;
+    let f = &fenced_after_error;
+    let serves_on = served_on > 0 && f.runs > 0 && f.errors() * cold.runs <= cold.errors() * f.runs;
+    pool.serve_on_errors(serves_on);
+    if !serves_on {
+        pool.end_idle();
+    }
+    Ok(Recovery {
+        unfenced,
+        served_on,
+        fenced_after_error,
+        serves_on,
     })
 }
 
@@ -205,6 +334,7 @@ mod tests {
             warm: side("sys-str+", 4, 4, 0.02),
             cold: side("sys-str+", 4, 0, 0.36),
             kept_warm: false,
+            recovery: None,
         };
         let line = a.line();
         assert!(line.starts_with("--warm: running cold"), "{line}");

@@ -1,13 +1,26 @@
 use super::*;
 
 /// A C program standing for a GPU program: prints (unbuffered) its pid, a call count and SEED,
-/// then ends as SEED says (exit(), a return value, abort, a hang).
+/// then ends as SEED says (exit(), a return value, abort, a hang). It offers the warm server a
+/// health check as wmfix's host library does, answering as HEALTH says ("sticky", or the
+/// device's free bytes of 8000).
 const APP: &str = r#"
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 static int calls;
+static int health(unsigned long long *free_bytes, unsigned long long *total_bytes) {
+  const char *h = getenv("HEALTH");
+  *total_bytes = 8000;
+  *free_bytes = h ? strtoull(h, 0, 10) : 8000;
+  return h && strcmp(h, "sticky") == 0;
+}
 int main(int argc, char **argv) {
+  void (*offer)(int (*)(unsigned long long *, unsigned long long *)) = dlsym(RTLD_DEFAULT, "wmfix_warm_health");
+  if (offer && getenv("HEALTH")) offer(health);
   calls++;
   const char *s = getenv("SEED");
   const char *extra = getenv("EXTRA");
@@ -27,6 +40,7 @@ fn app(tmp: &Path) -> PathBuf {
         .arg("-o")
         .arg(tmp.join("app"))
         .arg(&src)
+        .arg("-ldl")
         .status()
         .unwrap()
         .success();
@@ -43,13 +57,13 @@ struct Ran {
     out: String,
 }
 
-fn go(pool: &Pool, dir: &Path, env: &[(String, String)], passed: bool) -> Ran {
+fn go(pool: &Pool, dir: &Path, env: &[(String, String)], end: End) -> Ran {
     let log = dir.join("run.log");
     let (f, lease) = pool
         .run("./app hi", dir, env, &log, Duration::from_secs(2))
         .expect("can be warm")
         .unwrap();
-    lease.done(passed);
+    lease.done(end);
     Ran {
         exit: f.exit,
         out: std::fs::read_to_string(&log).unwrap_or_default(),
@@ -71,21 +85,21 @@ fn one_process_serves_runs_that_pass_each_with_its_own_variables_and_log() {
         &pool,
         &dir,
         &[seed("2"), vec![("EXTRA".into(), "x".into())]].concat(),
-        true,
+        End::Passed,
     );
     assert_eq!(a.exit, Exit::Code(0));
     assert_eq!(field(&a.out, "call"), "1");
     assert_eq!(field(&a.out, "extra"), "x");
     assert_eq!(field(&a.out, "arg"), "hi");
     // Same process, main called again; EXTRA, not sent this time, is unset.
-    let b = go(&pool, &dir, &seed("1"), true);
+    let b = go(&pool, &dir, &seed("1"), End::Passed);
     assert_eq!(b.exit, Exit::Code(1));
     assert_eq!(field(&b.out, "pid"), field(&a.out, "pid"));
     assert_eq!(field(&b.out, "call"), "2");
     assert_eq!(field(&b.out, "seed"), "1");
     assert_eq!(field(&b.out, "extra"), "-");
     // exit() ends the run, not the process.
-    let c = go(&pool, &dir, &seed("3"), true);
+    let c = go(&pool, &dir, &seed("3"), End::Passed);
     assert_eq!(c.exit, Exit::Code(7));
     assert_eq!(field(&c.out, "pid"), field(&a.out, "pid"));
     assert_eq!(pool.started(), 1);
@@ -93,12 +107,85 @@ fn one_process_serves_runs_that_pass_each_with_its_own_variables_and_log() {
 }
 
 #[test]
+fn a_run_that_failed_ends_its_process_unless_the_pool_serves_on_after_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let a = go(&pool, &dir, &seed("1"), End::Failed);
+    let b = go(&pool, &dir, &seed("2"), End::Passed);
+    assert_ne!(field(&b.out, "pid"), field(&a.out, "pid"));
+    pool.serve_on_errors(true);
+    // Every other run fails: one process serves them all.
+    for i in 0..10 {
+        let (s, end) = if i % 2 == 0 {
+            ("1", End::Failed)
+        } else {
+            ("2", End::Passed)
+        };
+        let r = go(&pool, &dir, &seed(s), end);
+        assert_eq!(field(&r.out, "pid"), field(&b.out, "pid"));
+        assert_eq!(field(&r.out, "call"), (i + 2).to_string());
+    }
+    // exit() in a failing run too.
+    let c = go(&pool, &dir, &seed("3"), End::Failed);
+    assert_eq!(c.exit, Exit::Code(7));
+    assert_eq!(field(&c.out, "pid"), field(&b.out, "pid"));
+    assert_eq!(pool.started(), 2);
+    assert_eq!(pool.served_on(), 6);
+    assert_eq!(
+        pool.describe(),
+        "warm: 13 runs in 2 processes (6 erring runs served on)"
+    );
+    // A crash still ends its process.
+    let crash = go(&pool, &dir, &seed("4"), End::Broke);
+    assert_eq!(crash.exit, Exit::Signal(libc::SIGABRT));
+    let d = go(&pool, &dir, &seed("1"), End::Failed);
+    assert_eq!(field(&d.out, "call"), "1");
+    assert_eq!(pool.started(), 3);
+}
+
+fn health(h: &str, s: &str) -> Vec<(String, String)> {
+    [seed(s), vec![("HEALTH".to_string(), h.to_string())]].concat()
+}
+
+#[test]
+fn a_sticky_cuda_error_or_leaked_device_memory_ends_the_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    pool.serve_on_errors(true);
+    // Free memory after the first run: 8000 of 8000; falling by up to an eighth is served on.
+    let a = go(&pool, &dir, &health("8000", "1"), End::Failed);
+    let b = go(&pool, &dir, &health("7000", "1"), End::Failed);
+    assert_eq!(field(&b.out, "pid"), field(&a.out, "pid"));
+    let c = go(&pool, &dir, &health("6999", "2"), End::Passed);
+    assert_eq!(field(&c.out, "pid"), field(&a.out, "pid"));
+    // 1001 bytes gone: replaced, even after a run that passed.
+    let d = go(&pool, &dir, &health("8000", "2"), End::Passed);
+    assert_ne!(field(&d.out, "pid"), field(&a.out, "pid"));
+    assert_eq!(field(&d.out, "call"), "1");
+    // A sticky error: replaced.
+    let e = go(&pool, &dir, &health("sticky", "2"), End::Passed);
+    assert_eq!(field(&e.out, "pid"), field(&d.out, "pid"));
+    let f = go(&pool, &dir, &health("8000", "2"), End::Passed);
+    assert_ne!(field(&f.out, "pid"), field(&d.out, "pid"));
+    assert_eq!(pool.started(), 3);
+    assert!(
+        pool.describe().ends_with(
+            "(2 erring runs served on; 2 processes replaced after a sticky CUDA error or leaked device memory)"
+        ),
+        "{}",
+        pool.describe()
+    );
+}
+
+#[test]
 fn a_run_that_erred_ends_its_process() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = app(tmp.path());
     let pool = Pool::new(&tmp.path().join("warm")).unwrap();
-    let a = go(&pool, &dir, &seed("2"), false);
-    let b = go(&pool, &dir, &seed("2"), true);
+    let a = go(&pool, &dir, &seed("2"), End::Failed);
+    let b = go(&pool, &dir, &seed("2"), End::Passed);
     assert_ne!(field(&b.out, "pid"), field(&a.out, "pid"));
     assert_eq!(field(&b.out, "call"), "1");
     assert_eq!(pool.started(), 2);
@@ -109,15 +196,15 @@ fn a_crash_and_a_timeout_are_the_runs_and_the_next_run_gets_a_fresh_process() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = app(tmp.path());
     let pool = Pool::new(&tmp.path().join("warm")).unwrap();
-    let a = go(&pool, &dir, &seed("2"), true);
-    let crash = go(&pool, &dir, &seed("4"), true);
+    let a = go(&pool, &dir, &seed("2"), End::Passed);
+    let crash = go(&pool, &dir, &seed("4"), End::Passed);
     assert_eq!(crash.exit, Exit::Signal(libc::SIGABRT));
     let t0 = Instant::now();
-    let hang = go(&pool, &dir, &seed("5"), true);
+    let hang = go(&pool, &dir, &seed("5"), End::Passed);
     assert_eq!(hang.exit, Exit::Timeout);
     assert!(t0.elapsed() < Duration::from_secs(10));
     let pid: i32 = field(&hang.out, "pid").parse().unwrap_or(0);
-    let after = go(&pool, &dir, &seed("2"), true);
+    let after = go(&pool, &dir, &seed("2"), End::Passed);
     assert_eq!(after.exit, Exit::Code(0));
     assert_eq!(field(&after.out, "call"), "1");
     assert_ne!(field(&after.out, "pid"), field(&a.out, "pid"));
