@@ -983,10 +983,10 @@ unfenced_runs() { # unfenced_runs STUDY GPUS RUNS [wmfix test options]
   JOBS=$((8 * $2)) LIMIT=${LIMIT:-120} test_cell "$1" sys-str+ "$3" -- --fences none --gpus "$(gpu_list "$2")" "${@:4}"
 }
 for s in cbe-dot cbe-ht tpo-tm; do
-  add "serve-on-cold-$s" unfenced_runs "$s" 1 200
-  add "serve-on-before-1-$s" before unfenced_runs "$s" 1 200 --warm
-  add "serve-on-after-1-$s" unfenced_runs "$s" 1 2400 --warm
-  add "serve-on-after-2-$s" unfenced_runs "$s" 2 4800 --warm
+  add "serve-on-cold-$s" unfenced_runs "$s" 1 100
+  add "serve-on-before-1-$s" before unfenced_runs "$s" 1 100 --warm
+  add "serve-on-after-1-$s" unfenced_runs "$s" 1 1600 --warm
+  add "serve-on-after-2-$s" unfenced_runs "$s" 2 3200 --warm
 done
 for s in cbe-dot cbe-ht tpo-tm sdk-red-nf cub-scan-nf ls-bh-nf ct-octree; do
   add "serve-on-before-reduce-$s" before gpus_reduce "$s" 1 --warm
