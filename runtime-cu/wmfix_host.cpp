@@ -346,13 +346,16 @@ struct RelaxedCapture {
   }
 };
 
-// The stream set-up work goes on: the launch's own, unless that stream is capturing (a CUDA
-// graph being recorded), where the work would become nodes of the program's graph: then a
-// stream of wmfix's own that does not synchronise with the capturing one.
-void* setup_stream(DeviceState& d, void* stream, bool capturing) {
-  if (!capturing) return stream;
-  if (!d.setup_stream && !cuda_ok(cu->stream_create(&d.setup_stream), "cudaStreamCreate(set-up)")) return nullptr;
-  return d.setup_stream;
+// The stream set-up work goes on (in *out): the launch's own, which is null for the legacy
+// default stream, unless that stream is capturing (a CUDA graph being recorded), where the work
+// would become nodes of the program's graph: then a stream of wmfix's own that does not
+// synchronise with the capturing one. False when that stream cannot be made.
+bool setup_stream(DeviceState& d, void* stream, bool capturing, void** out) {
+  *out = stream;
+  if (!capturing) return true;
+  if (!d.setup_stream && !cuda_ok(cu->stream_create(&d.setup_stream), "cudaStreamCreate(set-up)")) return false;
+  *out = d.setup_stream;
+  return true;
 }
 
 int launch(const unsigned grid[3], void* stream, int remappable, unsigned launched[3]) {
@@ -368,8 +371,8 @@ int launch(const unsigned grid[3], void* stream, int remappable, unsigned launch
   const bool capturing = is_capturing(stream);
   {
     const RelaxedCapture relaxed(capturing);
-    void* setup = setup_stream(d, stream, capturing);
-    if (!setup) return -1;
+    void* setup = nullptr;
+    if (!setup_stream(d, stream, capturing, &setup)) return -1;
     if (d.generation != rt.generation && !init_device(rt, d, dev, setup)) return -1;
     if (rt.race.written) rt.race.unrecorded_launches++;
     if (d.uploaded < registered_tus().size()) {
