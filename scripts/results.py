@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The READMEs' GPU tables, from a results folder that scripts/gpu/evidence.sh wrote.
 
-Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|race-reduce|public|cost|peer|stress|gpus|coverage|overhead ...]
+Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|race-reduce|public|cost|peer|stress|gpus|coverage|overhead|serve-on ...]
        scripts/results.py --check [ROOT]   the generated tables match their result files (exit 1 if not)
        scripts/results.py --write [ROOT]   rewrites the generated tables that differ
 
@@ -707,7 +707,67 @@ def overhead(folder):
     print(f"Measured: {head[0] if head else 'no header'} (`{raw}`).")
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead}
+def serve_on(folder):
+    """Issue 48: warm processes that serve on after a failed run. Fence-less `wmfix test` runs
+    (serve-on-{cold,before-1,after-1,after-2}-STUDY): errors and runs an hour cold, warm with the
+    wmfix before (a failed run ended its process) and after, on one GPU and on two; then the
+    reductions (serve-on-{before,after}-reduce[-race]-STUDY) before and after."""
+    metas = []
+    def row(d):
+        s = load(folder, d, "summary.json")
+        if not s:
+            return None
+        metas.append(s["meta"])
+        rows = s["result"].get("rows") or []
+        runs = sum(r["runs"] for r in rows)
+        errs = sum(r["fail"] + r["timeout"] + r["crash"] for r in rows)
+        secs = sum(r["seconds"] for r in rows)
+        procs = re.search(r"warm: \d+ runs in (\d+) processes", read(folder, d, "log.txt"))
+        return {"runs": runs, "errs": errs, "rate": 3600 * runs / secs if secs > 0 else None,
+                "procs": int(procs[1]) if procs else None}
+    def errs(r):
+        lo, hi = wilson(r["errs"], r["runs"])
+        return f"{r['errs']}/{r['runs']} ({100 * r['errs'] / r['runs']:.1f}%, {100 * lo:.1f}-{100 * hi:.1f}%)"
+    def rate(r, base=None):
+        if r is None or r["rate"] is None:
+            return "-"
+        x = f" (x{r['rate'] / base['rate']:.1f})" if base and base["rate"] else ""
+        return f"{r['rate']:,.0f}/h{x}"
+    print("Fences off under sys-str+ (nearly every run errs): errors/runs (%, 95% Wilson interval) and "
+          "runs an hour, 8 runs at a time a GPU; `before` is wmfix before this change (a run that "
+          "erred ended its warm process), the ratios are to the cold runs and, for two GPUs, to one:\n")
+    print("| study | cold, 1 GPU | `--warm` before, 1 GPU | `--warm` after, 1 GPU | `--warm` after, 2 GPUs | processes (after, 1 GPU / 2 GPUs) |")
+    print("|---|---|---|---|---|---|")
+    studies = sorted({m.group(1) for d in os.listdir(folder) for m in [re.match(r"serve-on-cold-(.+)$", d)] if m})
+    for st in studies:
+        c, b, a1, a2 = (row(f"serve-on-{w}-{st}") for w in ("cold", "before-1", "after-1", "after-2"))
+        cell_ = lambda r, base=None: f"{errs(r)}; {rate(r, base)}" if r else "not run"
+        procs = "/".join(str(r["procs"]) if r and r["procs"] is not None else "-" for r in (a1, a2))
+        print(f"| {st} | {cell_(c)} | {cell_(b, c)} | {cell_(a1, c)} | {cell_(a2, a1)} | {procs} |")
+    print("\nReductions with `--warm` on one GPU (the stress oracle, and the race oracle with its stress "
+          "confirmation), wall seconds before and after, and whether they kept the same fences:\n")
+    print("| study | oracle | before | after | after/before | same fences |")
+    print("|---|---|---|---|---|---|")
+    def red(d):
+        r = load(folder, d, "reduce.json")
+        if not r:
+            return None
+        metas.append(r["meta"])
+        return r["result"]
+    names = sorted({(m.group(2), m.group(1) or "") for d in os.listdir(folder)
+                    for m in [re.match(r"serve-on-before-reduce-(race-)?(.+)$", d)] if m})
+    for st, race in names:
+        b, a = red(f"serve-on-before-reduce-{race}{st}"), red(f"serve-on-after-reduce-{race}{st}")
+        oracle = "race" if race else "stress"
+        wall = lambda r: f"{r['wall_seconds']:.1f}" if r and not r.get("interrupted") else "-"
+        ratio = f"x{a['wall_seconds'] / b['wall_seconds']:.2f}" if a and b else "-"
+        ids = lambda r: sorted(k["id"] for k in r.get("kept") or [])
+        same = ("yes" if ids(a) == ids(b) else f"no: {ids(b)} -> {ids(a)}") if a and b else "-"
+        print(f"| {st} | {oracle} | {wall(b)} | {wall(a)} | {ratio} | {same} |")
+    print(provenance(metas))
+
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER
