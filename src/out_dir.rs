@@ -173,6 +173,10 @@ impl OutDir {
     pub fn baseline_log(&self) -> PathBuf {
         self.at("baseline.log")
     }
+    /// The run that asks the runtime which launches it planned (`run::probe`).
+    pub fn probe_log(&self) -> PathBuf {
+        self.at("probe.log")
+    }
     /// The runs of `wmfix build`'s check: the original and the instrumented program, natively.
     pub fn differential_log(&self) -> PathBuf {
         self.at("differential.log")

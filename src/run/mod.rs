@@ -10,6 +10,7 @@ pub mod differential;
 pub mod environment;
 pub mod hold;
 pub mod mps;
+pub mod probe;
 pub mod profile;
 pub mod sanity;
 pub mod trial;
