@@ -156,23 +156,12 @@ fn warm_runs_that_err_where_cold_ones_pass_fall_back_to_cold_runs() {
     // process reach.
     for calls in ["1", "7"] {
         let out = tmp.path().join(format!("warm-{calls}"));
-        let o = wmfix()
-            .current_dir(&app)
-            .env("STANDIN_CALLS", calls)
-            .args([
-                "test",
-                ".",
-                "--out",
-                out.to_str().unwrap(),
-                "--env",
-                "sys-str+",
-            ])
-            .args([
-                "--runs", "40", "--seed", "1", "--jobs", "2", "--warm", "--json",
-            ])
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let o = standin_test(
+            &app,
+            &out,
+            &[("STANDIN_CALLS", calls)],
+            &["--warm", "--json"],
+        );
         let (runs, warm) = outcomes(&out);
         assert_eq!(
             runs, cold_runs,
@@ -196,13 +185,9 @@ fn warm_runs_that_err_where_cold_ones_pass_fall_back_to_cold_runs() {
     }
 }
 
-/// `test --warm` of the stand-in with `vars` set: its output folder's outcomes, warm runs, the
-/// check, and the "warm: N runs in P processes" line.
-fn warm_test_with(
-    app: &Path,
-    out: &Path,
-    vars: &[(&str, &str)],
-) -> (BTreeMap<u64, String>, usize, Value, String) {
+/// `test` of the stand-in in `app` with `vars` set: 40 runs under sys-str+ into `out`, `extra`
+/// options added; it ends with exit 2 (some run erred).
+fn standin_test(app: &Path, out: &Path, vars: &[(&str, &str)], extra: &[&str]) -> Output {
     let o = wmfix()
         .current_dir(app)
         .envs(vars.iter().copied())
@@ -214,10 +199,22 @@ fn warm_test_with(
             "--env",
             "sys-str+",
         ])
-        .args(["--runs", "40", "--seed", "1", "--jobs", "2", "--warm"])
+        .args(["--runs", "40", "--seed", "1", "--jobs", "2"])
+        .args(extra)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    o
+}
+
+/// `test --warm` of the stand-in with `vars` set: its output folder's outcomes, warm runs, the
+/// check, and the "warm: N runs in P processes" line.
+fn warm_test_with(
+    app: &Path,
+    out: &Path,
+    vars: &[(&str, &str)],
+) -> (BTreeMap<u64, String>, usize, Value, String) {
+    let o = standin_test(app, out, vars, &["--warm"]);
     let (runs, warm) = outcomes(out);
     let line = stderr(&o)
         .lines()
@@ -268,21 +265,7 @@ fn a_failed_run_that_leaves_the_program_broken_ends_its_process() {
 fn a_crashing_run_ends_its_process_while_failing_ones_are_served_on() {
     let (tmp, app) = fixture("warm-standin");
     let cold_out = tmp.path().join("cold");
-    let o = wmfix()
-        .current_dir(&app)
-        .env("STANDIN_FAIL_BY", "abort")
-        .args([
-            "test",
-            ".",
-            "--out",
-            cold_out.to_str().unwrap(),
-            "--env",
-            "sys-str+",
-        ])
-        .args(["--runs", "40", "--seed", "1", "--jobs", "2"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    standin_test(&app, &cold_out, &[("STANDIN_FAIL_BY", "abort")], &[]);
     let (cold_runs, _) = outcomes(&cold_out);
     let crashes = cold_runs.values().filter(|o| *o == "crash").count();
     assert!(crashes > 0, "{cold_runs:?}");

@@ -107,17 +107,14 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         .into_iter()
         .chain(mps.iter().flat_map(|m| m.env()))
         .collect();
-    if let Some(env) = crate::run::probe::env_to_probe(&[opts.env]) {
-        let gpu = opts.gpus.first().map(String::as_str);
-        crate::run::probe::check(
-            &app,
-            &built.instrumented,
-            env,
-            &run_env,
-            gpu,
-            &out.probe_log(),
-        )?;
-    }
+    crate::run::probe::before_runs(
+        &app,
+        &built.instrumented,
+        &[opts.env],
+        &run_env,
+        &opts.gpus,
+        &out.probe_log(),
+    )?;
     let (warm, warm_check) = check_warm(warm, &app, &out, &built.instrumented, &run_env, opts)?;
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());

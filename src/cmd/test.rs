@@ -159,17 +159,14 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         .transpose()?;
     let mut run_env = profile.env();
     run_env.extend(mps.iter().flat_map(|m| m.env()));
-    if let Some(env) = crate::run::probe::env_to_probe(&opts.envs) {
-        let gpu = opts.gpus.first().map(String::as_str);
-        crate::run::probe::check(
-            &app,
-            &built.instrumented,
-            env,
-            &run_env,
-            gpu,
-            &out.probe_log(),
-        )?;
-    }
+    crate::run::probe::before_runs(
+        &app,
+        &built.instrumented,
+        &opts.envs,
+        &run_env,
+        &opts.gpus,
+        &out.probe_log(),
+    )?;
     let plan = Plan {
         envs: opts.envs.iter().map(|e| e.to_string()).collect(),
         runs: match (opts.runs, opts.minutes) {

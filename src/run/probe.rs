@@ -61,6 +61,29 @@ impl Launches {
     }
 }
 
+/// Before `test` or `reduce` runs under `envs`: `check` under the first that changes launches,
+/// on the first of `gpus`.
+pub fn before_runs(
+    app: &App,
+    instrumented: &Path,
+    envs: &[TestEnv],
+    run_env: &[(String, String)],
+    gpus: &[String],
+    log: &Path,
+) -> std::io::Result<Option<Launches>> {
+    match env_to_probe(envs) {
+        Some(env) => check(
+            app,
+            instrumented,
+            env,
+            run_env,
+            gpus.first().map(String::as_str),
+            log,
+        ),
+        None => Ok(None),
+    }
+}
+
 /// The first of `envs` under which the runtime plans launches (not no-str-).
 pub fn env_to_probe(envs: &[TestEnv]) -> Option<TestEnv> {
     envs.iter()
