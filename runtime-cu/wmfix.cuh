@@ -461,6 +461,15 @@ __device__ __forceinline__ void fence_at(const volatile void* p) {
   if (global) fence_if<Id>();
 }
 
+// A fence site after a statement of several accesses (`s[i] = g[i]`, s a pointer the program
+// points at shared memory): the access the fence names may be shared while another is global,
+// so whether it fences does not depend on the named one; counted as global.
+template <unsigned Id>
+__device__ __forceinline__ void fence_any() {
+  if (tu_const.coverage != nullptr) cover(Id, true);
+  fence_if<Id>();
+}
+
 // constexpr: a wrapped value in a constexpr function (libcu++'s <chrono>) must stay a constant
 // expression; constant evaluation fences nothing.
 template <unsigned Id, class T>
@@ -572,11 +581,33 @@ class ExitGuard {
       if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
     }                                                                              \
   } while (0)
+// WMFIX_FENCE_AIM(id, lvalue) and WMFIX_FENCE_AIM_PTR(id, pointer): the same after a statement of
+// several accesses, fencing whatever memory the named one is on (fence_any).
+#define WMFIX_FENCE_AIM(id, ...)                                                   \
+  do {                                                                             \
+    if (!WMFIX_CONSTANT_EVALUATED()) {                                             \
+      const volatile void* const wmfix_at_ = ::wmfix::address_of(__VA_ARGS__);   \
+      WMFIX_RACE_ACCESS((id), __VA_ARGS__);                                        \
+      ::wmfix::fence_any<(id)>();                                                  \
+      if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
+    }                                                                              \
+  } while (0)
+#define WMFIX_FENCE_AIM_PTR(id, ...)                                               \
+  do {                                                                             \
+    if (!WMFIX_CONSTANT_EVALUATED()) {                                             \
+      const volatile void* const wmfix_at_ = (const volatile void*)(__VA_ARGS__); \
+      WMFIX_RACE_ACCESS_PTR((id), __VA_ARGS__);                                    \
+      ::wmfix::fence_any<(id)>();                                                  \
+      if (::wmfix::aiming()) ::wmfix::aim_sample((id), wmfix_at_);                 \
+    }                                                                              \
+  } while (0)
 #else
 #define WMFIX_FENCE(id) ((void)0)
 #define WMFIX_FENCE_EXPR(id) ((void)0)
 #define WMFIX_FENCE_AT(id, ...) ((void)0)
 #define WMFIX_FENCE_PTR(id, ...) ((void)0)
+#define WMFIX_FENCE_AIM(id, ...) ((void)0)
+#define WMFIX_FENCE_AIM_PTR(id, ...) ((void)0)
 #endif
 #if defined(__CUDA_ARCH__)
 #define WMFIX_IN_LOOP(id) (!WMFIX_CONSTANT_EVALUATED() && ::wmfix::in_loop_on<(id)>())

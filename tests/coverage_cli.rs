@@ -635,7 +635,7 @@ fn constructs_beyond_cccl_parse_are_fenced_and_build() {
         "p[2] = 3.0f; WMFIX_FENCE_AT(",
         "{ p[0] = 1; WMFIX_FENCE_AT(",
         "d[1] = 2; WMFIX_FENCE_AT(",
-        "dst[0] = src[0]; WMFIX_RACE_LOAD(3, src[0]); WMFIX_FENCE_AT(3, dst[0]);",
+        "dst[0] = src[0]; WMFIX_RACE_LOAD(3, src[0]); WMFIX_FENCE_AIM(3, dst[0]);",
         "p[wmfix_threadIdx().x & kMask] = kLanes; WMFIX_FENCE_AT(",
         "p[0] *= 2; WMFIX_FENCE_AT(",
         "p[1] = 3; WMFIX_FENCE_AT(",

@@ -21,6 +21,8 @@ fn fence_ids(text: &str) -> Vec<usize> {
         "WMFIX_FENCE(",
         "WMFIX_FENCE_AT(",
         "WMFIX_FENCE_PTR(",
+        "WMFIX_FENCE_AIM(",
+        "WMFIX_FENCE_AIM_PTR(",
         "WMFIX_FENCE_EXPR(",
         "WMFIX_AFTER(",
         "WMFIX_AFTER_RETURN(",

@@ -176,11 +176,16 @@ mod tests {
 
     #[test]
     fn a_statements_access_is_named_after_it() {
+        // Two places: the fence does not depend on the space of the one it names (a may point
+        // at shared memory while b is global).
         let t = instrument("a[i] = b[j];");
         assert!(
-            t.contains("a[i] = b[j]; WMFIX_RACE_LOAD(0, b[j]); WMFIX_FENCE_AT(0, a[i]);"),
+            t.contains("a[i] = b[j]; WMFIX_RACE_LOAD(0, b[j]); WMFIX_FENCE_AIM(0, a[i]);"),
             "the other access for a race build: {t}"
         );
+        // One place, loaded and stored: the conditional form.
+        let t = instrument("a[i] += 1;");
+        assert!(t.contains("WMFIX_FENCE_AT(0, a[i]);"), "{t}");
         let t = instrument("int v = b[j + 1];");
         assert!(t.contains("WMFIX_FENCE_AT(0, b[j + 1]);"), "{t}");
         let t = instrument("atomicAdd(&a[i], 1);");
@@ -222,7 +227,7 @@ mod tests {
         let t = instrument("a[i] = b[j] + b[j + 1];");
         assert!(
             t.contains(
-                "WMFIX_RACE_LOAD(0, b[j]); WMFIX_RACE_LOAD(0, b[j + 1]); WMFIX_FENCE_AT(0, a[i]);"
+                "WMFIX_RACE_LOAD(0, b[j]); WMFIX_RACE_LOAD(0, b[j + 1]); WMFIX_FENCE_AIM(0, a[i]);"
             ),
             "{t}"
         );

@@ -426,6 +426,12 @@ fn hardened_edits<'s>(
     })
 }
 
+/// Whether a site's accesses are at more than one place (`s[i] = g[i]`, not `a[i] += 1`).
+fn several_places(site: &Site) -> bool {
+    let first = site.accesses.first().map(|(r, _)| r);
+    site.accesses.iter().any(|(r, _)| Some(r) != first)
+}
+
 fn site_edits<'s>(
     site: &'s Site,
     id: FenceId,
@@ -435,9 +441,13 @@ fn site_edits<'s>(
     let fence = match &site.aim {
         None => format!(" WMFIX_FENCE({id});"),
         Some(aim) => {
-            let name = match aim.form {
-                AimForm::Lvalue => "WMFIX_FENCE_AT",
-                AimForm::Pointer => "WMFIX_FENCE_PTR",
+            // Where the statement accesses more than one place, the one named may be shared
+            // memory while another is global: the fence must not depend on it.
+            let name = match (aim.form, several_places(site)) {
+                (AimForm::Lvalue, false) => "WMFIX_FENCE_AT",
+                (AimForm::Pointer, false) => "WMFIX_FENCE_PTR",
+                (AimForm::Lvalue, true) => "WMFIX_FENCE_AIM",
+                (AimForm::Pointer, true) => "WMFIX_FENCE_AIM_PTR",
             };
             format!(" {name}({id}, {});", rewritten(text, replaced, &aim.range))
         }
