@@ -251,6 +251,47 @@ fn a_page_of_each_case_studys_committed_gpu_results() {
 }
 
 #[test]
+fn a_cache_operator_calls_fence_is_after_a_load_store_call_not_an_atomic() {
+    // ct-octree's reduction on the H100 kept fences after `__stcg(...)` and `__ldcg(...)`
+    // statements, which its reduce.json (made before fences.json told calls apart) calls
+    // atomics, and one after an `atomicCAS`.
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = copy_steps(H100, &["reduce-ct-octree".to_string()], tmp.path());
+    let app = repo().join("case-studies/ct-octree");
+    let (html, _) = report_ok(
+        tmp.path(),
+        &[
+            app.to_str().unwrap(),
+            "--from",
+            dirs[0].to_str().unwrap(),
+            "--out",
+            "page",
+        ],
+    );
+    let card = |id: u32| {
+        let at = html.find(&format!("id=\"fence-{id}\"")).unwrap();
+        html[at..at + html[at..].find("</h3>").unwrap()].to_string()
+    };
+    for (id, says) in [
+        (
+            2,
+            "after load/store call <code>__stcg(&amp;o.q_range[b * o.cap + tl], t.range);</code>",
+        ),
+        (
+            13,
+            "after load/store call <code>t.range = __ldcg(&amp;o.q_range[v * o.cap + top]);</code>",
+        ),
+        (
+            10,
+            "after atomic <code>(tl == top &amp;&amp; atomicCAS(&amp;o.head[b], old, reset) == old)</code>",
+        ),
+        (9, "after store <code>o.tail[b] = 0;</code>"),
+    ] {
+        assert!(card(id).contains(says), "fence {id}: {}", card(id));
+    }
+}
+
+#[test]
 fn a_page_of_the_other_case_studies_committed_results() {
     // The fenced studies' tests (warm, on an H100), the library study's test with every fence.
     let tests = [

@@ -500,7 +500,11 @@ pub fn summary(r: &Report, with_race: bool) -> String {
         }
         s += &format!(
             "  fence {:>3}  {}  in {}  after {} `{}`{placed}\n",
-            k.id, k.location, k.function, k.kind, k.access
+            k.id,
+            k.location,
+            k.function,
+            k.kind.label(),
+            k.access
         );
         for why in &k.proof {
             s += &format!("             why: {why}\n");
