@@ -496,32 +496,64 @@ fn fences_no_launched_kernel_reaches_are_marked_unreachable() {
 
 /// Nesting deeper than tree-sitter's queries see (issue 28): a kernel of 70,000 nested blocks
 /// got "0 fences" and no word, 200,000 ran past 300 s (the query cursor is quadratic in depth);
-/// now a parse error naming file:line, which `fail` stops at, in about a second.
+/// now a parse error naming file:line, which `fail` stops at, in about a second. No mode
+/// instruments any of such a file: `warn` and `skip` copy it unchanged and instrument the other
+/// files, and `fail`'s message says so (it said "warn instruments the rest"; issue 47).
 #[test]
 fn nesting_too_deep_for_the_queries_is_reported_and_fail_stops() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("app")).unwrap();
     let n = 200_000;
     let text = format!(
-        "__global__ void k(int *a) {{\n{}a[0] = 1;{}\n}}\n",
+        "__global__ void k(int *a) {{\n  a[1] = 2;\n{}a[0] = 1;{}\n}}\n",
         "{".repeat(n),
         "}".repeat(n)
     );
     std::fs::write(tmp.path().join("app/k.cu"), &text).unwrap();
-    let o = run(tmp.path(), &["insert", "app", "--out", "out"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("app/k.cu:2:")
-            && stderr(&o).contains("nesting deeper than 65000 levels")
-            && stderr(&o).contains("the file is not instrumented"),
-        "{}",
-        stderr(&o)
-    );
+    std::fs::write(
+        tmp.path().join("app/j.cu"),
+        "__global__ void j(int *a) { a[0] = 1; }\n",
+    )
+    .unwrap();
+    for mode in ["warn", "skip"] {
+        let out = format!("out-{mode}");
+        let o = run(
+            tmp.path(),
+            &["insert", "app", "--out", &out, "--on-parse-error", mode],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("app/k.cu:3:")
+                && stderr(&o).contains("nesting deeper than 65000 levels")
+                && stderr(&o).contains(": file copied unchanged"),
+            "{mode}: {}",
+            stderr(&o)
+        );
+        // Not even the fence above the deep part: the file is as it was, and not counted.
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join(&out).join("tree/k.cu")).unwrap(),
+            text,
+            "{mode}"
+        );
+        assert!(
+            stdout(&o).contains("wmfix: 1 fences in 1 of 2 CUDA files"),
+            "{mode}: {}",
+            stdout(&o)
+        );
+    }
     let o = run(
         tmp.path(),
         &["insert", "app", "--out", "out2", "--on-parse-error", "fail"],
     );
     assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(!err.contains("instruments the rest"), "{err}");
+    assert!(
+        err.contains("app/k.cu:3:")
+            && err.contains("nesting deeper than 65000 levels")
+            && err.contains("(--on-parse-error warn or skip copies this file unchanged and instruments the others)"),
+        "{err}"
+    );
 }
 
 /// `--dump-tree FILE | head`: the reader going away is no panic.
