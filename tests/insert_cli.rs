@@ -304,7 +304,7 @@ fn macros_that_hide_code_are_reported() {
     // DEVICE is learnt (macros.rs): its function is instrumented, and no warning says otherwise.
     assert!(!err.contains("expands to a CUDA qualifier"), "{err}");
     assert!(
-        err.contains("bad/macros.cu:9:3: warning: macro `LOCK` may access memory"),
+        err.contains("wmfix: warning: bad/macros.cu:9:3: macro `LOCK` may access memory"),
         "{err}"
     );
     let text = instrumented(&tmp.path().join("out"), "macros.cu");
@@ -366,12 +366,14 @@ fn cbe_dot_has_the_papers_four_fences() {
 fn grid_wide_synchronisation_is_reported() {
     let (_tmp, err) = warnings_of("grid_sync.cu");
     assert!(
-        err.contains("bad/grid_sync.cu:7:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
+        err.contains(
+            "wmfix: warning: bad/grid_sync.cu:7:3: grid-wide synchronisation (`cg::this_grid`)"
+        ),
         "{err}"
     );
     assert!(
         err.contains(
-            "bad/grid_sync.cu:14:3: warning: a cooperative launch (`cudaLaunchCooperativeKernel`)"
+            "wmfix: warning: bad/grid_sync.cu:14:3: a cooperative launch (`cudaLaunchCooperativeKernel`)"
         ),
         "{err}"
     );
@@ -392,7 +394,7 @@ fn launches_through_cuda_launch_kernel_ex_are_rewritten() {
     let err = stderr(&o);
     assert!(!err.contains("cudaLaunchKernelEx"), "{err}");
     assert!(
-        err.contains("launch_ex.cu:23:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
+        err.contains("launch_ex.cu:23:3: grid-wide synchronisation (`cg::this_grid`)"),
         "{err}"
     );
 }
@@ -402,7 +404,7 @@ fn launches_from_device_code_are_reported_and_left_alone() {
     let (tmp, err) = warnings_of("device_launch.cu");
     for at in ["5:8", "6:22"] {
         let warning = format!(
-            "bad/device_launch.cu:{at}: warning: kernel launch from device code (dynamic parallelism) is not instrumented"
+            "wmfix: warning: bad/device_launch.cu:{at}: kernel launch from device code (dynamic parallelism) is not instrumented"
         );
         assert!(err.contains(&warning), "{err}");
     }

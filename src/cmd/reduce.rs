@@ -511,7 +511,7 @@ pub fn summary(r: &Report, with_race: bool) -> String {
         }
     }
     for d in &r.disagreement {
-        s += &format!("WARNING: {d}\n");
+        s += &format!("{}\n", crate::exit_code::warning(d));
     }
     if let Some(line) = dropped_line(
         &r.unreachable,

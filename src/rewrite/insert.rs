@@ -394,7 +394,7 @@ fn unplaced_warning(w: &write_back::WrittenBack, total: usize) -> Option<String>
         .map(|(id, at)| format!("fence {id} ({at})"))
         .collect();
     Some(format!(
-        "warning: {} of {total} fences (and {} other edits) are inside macro expansions or headers included more than once and are not in the build, only in fences.json: {}{}",
+        "{} of {total} fences (and {} other edits) are inside macro expansions or headers included more than once and are not in the build, only in fences.json: {}{}",
         w.unplaced.len(),
         w.unplaced_fixed,
         shown.join(", "),

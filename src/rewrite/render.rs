@@ -126,7 +126,7 @@ fn plan_tree(
     }
     if let Some(at) = first_branch_only {
         plan.warnings.push(format!(
-            "{}: warning: `#if`/`#else` splits a statement and the file's `#if` groups need more than {} configurations; only the first branch of each `#if` in this file is instrumented",
+            "{}: `#if`/`#else` splits a statement and the file's `#if` groups need more than {} configurations; only the first branch of each `#if` in this file is instrumented",
             file.location(at),
             crate::rewrite::branches::MAX_CONFIGS
         ));
