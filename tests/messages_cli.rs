@@ -347,6 +347,9 @@ fn every_warning_has_one_form() {
     for w in warnings {
         let w = w.as_str().unwrap();
         assert!(w.starts_with("app/") && !w.contains("warning"), "{w}");
-        assert!(err.contains(&format!("wmfix: warning: {w}\n")), "{w}: {err}");
+        assert!(
+            err.contains(&format!("wmfix: warning: {w}\n")),
+            "{w}: {err}"
+        );
     }
 }

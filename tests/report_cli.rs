@@ -362,6 +362,38 @@ fn a_page_of_the_other_case_studies_committed_results() {
     assert!(html.contains("12 &rarr; 0 fences") && html.contains("The reduction kept no fence."));
 }
 
+/// `--from` without `--out` writes the page where `report` and every other command write
+/// theirs: DIR/wmfix-out, DIR the application's folder or `.` (it needed --out; issue 47).
+#[test]
+fn from_without_out_writes_into_dirs_wmfix_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = copy_steps(H100, &["reduce-ls-bh-nf".into()], tmp.path());
+    let step = dirs[0].to_str().unwrap();
+    let (html, path) = report_ok(tmp.path(), &["--from", step]);
+    assert_eq!(
+        path,
+        tmp.path()
+            .join("wmfix-out/report.html")
+            .canonicalize()
+            .unwrap()
+    );
+    assert!(html.contains("75 &rarr; 3 fences"), "{html}");
+    let app = tmp.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::copy(
+        repo().join("case-studies/ls-bh-nf/bh.cu"),
+        app.join("bh.cu"),
+    )
+    .unwrap();
+    let (html, path) = report_ok(tmp.path(), &["app", "--from", step]);
+    assert_eq!(
+        path,
+        app.join("wmfix-out/report.html").canonicalize().unwrap()
+    );
+    // The kept fences' source lines come from DIR.
+    assert!(html.contains("<span class=\"fence\">"), "{html}");
+}
+
 #[test]
 fn a_source_changed_since_the_reduction_shows_where_its_access_is_now() {
     // ls-bh-nf's bh.cu gained a line after this reduction: the access moved down by one.
@@ -526,8 +558,7 @@ fn bad_input_fails_with_its_exit_code_naming_the_file() {
         "not made by wmfix",
     );
     assert!(!t.join("report.html").exists());
-    // --from needs --out; two reductions are one too many.
-    fails(t, &["--from", step.to_str().unwrap()], 64, "--out");
+    // Two reductions are one too many.
     let two = [
         "--from",
         step.to_str().unwrap(),
