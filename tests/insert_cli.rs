@@ -578,3 +578,38 @@ fn dump_tree_into_a_closed_pipe_exits_quietly() {
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// The insert guide's examples of what `insert` writes are what it writes: a spin loop's fence
+/// in the body guarded by `WMFIX_IN_LOOP` (the guide's example predated it; issue 47), a
+/// value fenced before its use, a comma's fence.
+#[test]
+fn the_insert_guides_examples_are_what_insert_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("app")).unwrap();
+    std::fs::write(
+        tmp.path().join("app/k.cu"),
+        "__global__ void k(int *m, int *a, int *p, int i) {\n  while (atomicCAS(m,0,1) != 0);\n  a[0] = 1;\n  switch (a[1]) { default: break; }\n  if (int v = a[2]; v) { a[3] = v; }\n}\n__device__ int get(int *p, int i) { return p[i]; }\n",
+    )
+    .unwrap();
+    let o = run(tmp.path(), &["insert", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = instrumented(&tmp.path().join("out"), "k.cu");
+    let guide = std::fs::read_to_string(repo().join("docs/src/insert.md")).unwrap();
+    let guide = guide.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (before, after) in [
+        (
+            "while (atomicCAS(m,0,1) != 0);",
+            "while (atomicCAS(m,0,1) != 0) { if (WMFIX_IN_LOOP(0)) WMFIX_FENCE(0);; } WMFIX_FENCE(0);",
+        ),
+        ("switch (a[1])", "switch (WMFIX_AFTER(2, a[1]))"),
+        (
+            "if (int v = a[2]; v)",
+            "if (int v = WMFIX_AFTER(3, a[2]); v)",
+        ),
+        ("return p[i];", "return WMFIX_AFTER_RETURN(5, p[i]);"),
+    ] {
+        assert!(text.contains(after), "{after}: {text}");
+        let says = format!("`{before}` becomes `{after}`");
+        assert!(guide.contains(&says), "the guide does not say {says}");
+    }
+}
