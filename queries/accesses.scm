@@ -7,7 +7,7 @@
 (for_range_loop right: (identifier) @access)
 
 ; Atomics, and the explicit cache-operator loads/stores (__ldg, __ldcg, __stcg, ...), which
-; fences.json counts as atomics too.
+; fences.json counts as load/store calls (`call`).
 ((call_expression function: (identifier) @access.atomic.name) @access.atomic
   (#match? @access.atomic.name "^atomic[A-Z]"))
 ((call_expression function: (identifier) @access.cached.name) @access.cached

@@ -366,9 +366,11 @@ def cost_rows(folder, metas):
 
 def cost(folder):
     metas = []
-    print("Mean per run with 95% half-width; ratio to the program as written (`none`).\n")
-    print("| study | variant | fences | kernel ms (wmfix-time-ms) | x none | wall s | x none | energy J | x none |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("Mean per run with 95% half-width; ratio to the program as written (`none`). Errors: the "
+          "variant's runs that failed, timed out or crashed; their times are in the means where "
+          "they printed one.\n")
+    print("| study | variant | fences | errors | kernel ms (wmfix-time-ms) | x none | wall s | x none | energy J | x none |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for study, completed, row in cost_rows(folder, metas):
         def m(key, digits):
             v = row.get(key)
@@ -378,7 +380,8 @@ def cost(folder):
             v = row.get(key)
             return f"{v[0]:.2f} ± {v[1]:.2f}" if v else "-"
         variant = "reduced + model" if completed and row["variant"] not in ("none", "all") else row["variant"]
-        print(f"| {study} | {variant} | {row['fences']} | {m('reported_ms', 3)} | {ratio('reported_ratio')} | "
+        errors = f"{row['errors']} of {row['runs']}" if "errors" in row and "runs" in row else "-"
+        print(f"| {study} | {variant} | {row['fences']} | {errors} | {m('reported_ms', 3)} | {ratio('reported_ratio')} | "
               f"{m('wall_s', 3)} | {ratio('wall_ratio')} | {m('energy_j', 1)} | {ratio('energy_ratio')} |")
     print(provenance(metas))
 

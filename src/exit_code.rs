@@ -1,6 +1,12 @@
 //! Process exit codes, one per kind of outcome, so scripts can tell them apart. Documented in
 //! the README.
 
+/// A warning as wmfix prints every warning, the runtime's too: `wmfix: warning: k.cu:3:5: ...`
+/// (the text names its place first where it has one). `insert --json` lists the texts alone.
+pub fn warning(text: impl std::fmt::Display) -> String {
+    format!("wmfix: warning: {text}")
+}
+
 /// Success: the command did what was asked, and `test`/`reduce` saw no error.
 pub const OK: i32 = 0;
 /// `test`: at least one run failed its post-condition, timed out or crashed.

@@ -645,8 +645,11 @@ fn lock(root: &Path) -> Result<(std::fs::File, bool)> {
         }
         // A file system without locks: go on unguarded rather than refuse to work.
         eprintln!(
-            "wmfix: warning: cannot lock {}: {e}; runs a killed wmfix left will not be cleaned up",
-            path.display()
+            "{}",
+            crate::exit_code::warning(format_args!(
+                "cannot lock {}: {e}; runs a killed wmfix left will not be cleaned up",
+                path.display()
+            ))
         );
         return Ok((file, false));
     }

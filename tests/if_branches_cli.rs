@@ -195,11 +195,11 @@ fn every_branch_of_every_if_group_is_fenced_and_builds_in_each_configuration() {
         .map(|w| w.as_str().unwrap())
         .collect();
     let expected = [
-        "limit.cu:12:3: warning: the fence after `int x = limit;` differs",
-        "loops.cu:35:6: warning: the fence after `(a[7] > 0)` differs",
-        "loops.cu:37:6: warning: the fence after `(a[8] > 0 && b[i] > 0)` differs",
-        "loops.cu:75:5: warning: the fence after `x[0] = 1;` differs",
-        "loops.cu:77:3: warning: the fence after `y[0] = 2;` differs",
+        "limit.cu:12:3: the fence after `int x = limit;` differs",
+        "loops.cu:35:6: the fence after `(a[7] > 0)` differs",
+        "loops.cu:37:6: the fence after `(a[8] > 0 && b[i] > 0)` differs",
+        "loops.cu:75:5: the fence after `x[0] = 1;` differs",
+        "loops.cu:77:3: the fence after `y[0] = 2;` differs",
     ];
     assert_eq!(warnings.len(), expected.len(), "{warnings:#?}");
     for (w, e) in warnings.iter().zip(expected) {

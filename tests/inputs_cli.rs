@@ -194,8 +194,9 @@ fn links_outside_the_input_are_named_in_a_warning() {
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     let warned = |name: &str| {
-        err.lines()
-            .any(|l| l.starts_with("warning: ") && l.contains(&format!("app/{name} is a link to")))
+        err.lines().any(|l| {
+            l.starts_with("wmfix: warning: ") && l.contains(&format!("app/{name} is a link to"))
+        })
     };
     assert!(warned("ext.cuh") && warned("lib"), "{err}");
     assert!(!warned("host.h") && !warned("notes.txt"), "{err}");

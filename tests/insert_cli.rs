@@ -306,7 +306,7 @@ fn macros_that_hide_code_are_reported() {
     // DEVICE is learnt (macros.rs): its function is instrumented, and no warning says otherwise.
     assert!(!err.contains("expands to a CUDA qualifier"), "{err}");
     assert!(
-        err.contains("bad/macros.cu:9:3: warning: macro `LOCK` may access memory"),
+        err.contains("wmfix: warning: bad/macros.cu:9:3: macro `LOCK` may access memory"),
         "{err}"
     );
     let text = instrumented(&tmp.path().join("out"), "macros.cu");
@@ -368,12 +368,14 @@ fn cbe_dot_has_the_papers_four_fences() {
 fn grid_wide_synchronisation_is_reported() {
     let (_tmp, err) = warnings_of("grid_sync.cu");
     assert!(
-        err.contains("bad/grid_sync.cu:7:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
+        err.contains(
+            "wmfix: warning: bad/grid_sync.cu:7:3: grid-wide synchronisation (`cg::this_grid`)"
+        ),
         "{err}"
     );
     assert!(
         err.contains(
-            "bad/grid_sync.cu:14:3: warning: a cooperative launch (`cudaLaunchCooperativeKernel`)"
+            "wmfix: warning: bad/grid_sync.cu:14:3: a cooperative launch (`cudaLaunchCooperativeKernel`)"
         ),
         "{err}"
     );
@@ -394,7 +396,7 @@ fn launches_through_cuda_launch_kernel_ex_are_rewritten() {
     let err = stderr(&o);
     assert!(!err.contains("cudaLaunchKernelEx"), "{err}");
     assert!(
-        err.contains("launch_ex.cu:23:3: warning: grid-wide synchronisation (`cg::this_grid`)"),
+        err.contains("launch_ex.cu:23:3: grid-wide synchronisation (`cg::this_grid`)"),
         "{err}"
     );
 }
@@ -404,7 +406,7 @@ fn launches_from_device_code_are_reported_and_left_alone() {
     let (tmp, err) = warnings_of("device_launch.cu");
     for at in ["5:8", "6:22"] {
         let warning = format!(
-            "bad/device_launch.cu:{at}: warning: kernel launch from device code (dynamic parallelism) is not instrumented"
+            "wmfix: warning: bad/device_launch.cu:{at}: kernel launch from device code (dynamic parallelism) is not instrumented"
         );
         assert!(err.contains(&warning), "{err}");
     }
@@ -498,32 +500,64 @@ fn fences_no_launched_kernel_reaches_are_marked_unreachable() {
 
 /// Nesting deeper than tree-sitter's queries see (issue 28): a kernel of 70,000 nested blocks
 /// got "0 fences" and no word, 200,000 ran past 300 s (the query cursor is quadratic in depth);
-/// now a parse error naming file:line, which `fail` stops at, in about a second.
+/// now a parse error naming file:line, which `fail` stops at, in about a second. No mode
+/// instruments any of such a file: `warn` and `skip` copy it unchanged and instrument the other
+/// files, and `fail`'s message says so (it said "warn instruments the rest"; issue 47).
 #[test]
 fn nesting_too_deep_for_the_queries_is_reported_and_fail_stops() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("app")).unwrap();
     let n = 200_000;
     let text = format!(
-        "__global__ void k(int *a) {{\n{}a[0] = 1;{}\n}}\n",
+        "__global__ void k(int *a) {{\n  a[1] = 2;\n{}a[0] = 1;{}\n}}\n",
         "{".repeat(n),
         "}".repeat(n)
     );
     std::fs::write(tmp.path().join("app/k.cu"), &text).unwrap();
-    let o = run(tmp.path(), &["insert", "app", "--out", "out"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("app/k.cu:2:")
-            && stderr(&o).contains("nesting deeper than 65000 levels")
-            && stderr(&o).contains("the file is not instrumented"),
-        "{}",
-        stderr(&o)
-    );
+    std::fs::write(
+        tmp.path().join("app/j.cu"),
+        "__global__ void j(int *a) { a[0] = 1; }\n",
+    )
+    .unwrap();
+    for mode in ["warn", "skip"] {
+        let out = format!("out-{mode}");
+        let o = run(
+            tmp.path(),
+            &["insert", "app", "--out", &out, "--on-parse-error", mode],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("app/k.cu:3:")
+                && stderr(&o).contains("nesting deeper than 65000 levels")
+                && stderr(&o).contains(": file copied unchanged"),
+            "{mode}: {}",
+            stderr(&o)
+        );
+        // Not even the fence above the deep part: the file is as it was, and not counted.
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join(&out).join("tree/k.cu")).unwrap(),
+            text,
+            "{mode}"
+        );
+        assert!(
+            stdout(&o).contains("wmfix: 1 fences in 1 of 2 CUDA files"),
+            "{mode}: {}",
+            stdout(&o)
+        );
+    }
     let o = run(
         tmp.path(),
         &["insert", "app", "--out", "out2", "--on-parse-error", "fail"],
     );
     assert_eq!(o.status.code(), Some(65), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(!err.contains("instruments the rest"), "{err}");
+    assert!(
+        err.contains("app/k.cu:3:")
+            && err.contains("nesting deeper than 65000 levels")
+            && err.contains("(--on-parse-error warn or skip copies this file unchanged and instruments the others)"),
+        "{err}"
+    );
 }
 
 /// `--dump-tree FILE | head`: the reader going away is no panic.
@@ -545,4 +579,39 @@ fn dump_tree_into_a_closed_pipe_exits_quietly() {
     let o = child.wait_with_output().unwrap();
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// The insert guide's examples of what `insert` writes are what it writes: a spin loop's fence
+/// in the body guarded by `WMFIX_IN_LOOP` (the guide's example predated it; issue 47), a
+/// value fenced before its use, a comma's fence.
+#[test]
+fn the_insert_guides_examples_are_what_insert_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("app")).unwrap();
+    std::fs::write(
+        tmp.path().join("app/k.cu"),
+        "__global__ void k(int *m, int *a, int *p, int i) {\n  while (atomicCAS(m,0,1) != 0);\n  a[0] = 1;\n  switch (a[1]) { default: break; }\n  if (int v = a[2]; v) { a[3] = v; }\n}\n__device__ int get(int *p, int i) { return p[i]; }\n",
+    )
+    .unwrap();
+    let o = run(tmp.path(), &["insert", "app", "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = instrumented(&tmp.path().join("out"), "k.cu");
+    let guide = std::fs::read_to_string(repo().join("docs/src/insert.md")).unwrap();
+    let guide = guide.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (before, after) in [
+        (
+            "while (atomicCAS(m,0,1) != 0);",
+            "while (atomicCAS(m,0,1) != 0) { if (WMFIX_IN_LOOP(0)) WMFIX_FENCE(0);; } WMFIX_FENCE(0);",
+        ),
+        ("switch (a[1])", "switch (WMFIX_AFTER(2, a[1]))"),
+        (
+            "if (int v = a[2]; v)",
+            "if (int v = WMFIX_AFTER(3, a[2]); v)",
+        ),
+        ("return p[i];", "return WMFIX_AFTER_RETURN(5, p[i]);"),
+    ] {
+        assert!(text.contains(after), "{after}: {text}");
+        let says = format!("`{before}` becomes `{after}`");
+        assert!(guide.contains(&says), "the guide does not say {says}");
+    }
 }

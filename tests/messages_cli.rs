@@ -286,3 +286,70 @@ fn short_help_fits_a_screen_and_long_help_keeps_everything() {
         "{text}"
     );
 }
+
+/// Every warning `insert` prints has one form, `wmfix: warning: ` and then its place where it
+/// has one: a parse error's too (it lacked the prefix), a fence with no place, a macro that may
+/// access memory, the files nested too deep (issue 47). `--json` lists the texts alone.
+#[test]
+fn every_warning_has_one_form() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = tmp.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::write(
+        app.join("parse.cu"),
+        "__global__ void k(int *a) {\n  a[0] = 1;\n  int x = ) ;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("macro.cu"),
+        "#define LOCK(p) while (atomicCAS(p, 0, 1)) {}\n__global__ void k(int *m) {\n  LOCK(m);\n}\n",
+    )
+    .unwrap();
+    let n = 70_000;
+    std::fs::write(
+        app.join("deep.cu"),
+        format!(
+            "__global__ void k(int *a) {{\n{}a[0] = 1;{}\n}}\n",
+            "{".repeat(n),
+            "}".repeat(n)
+        ),
+    )
+    .unwrap();
+    let o = wmfix()
+        .current_dir(tmp.path())
+        .args(["insert", "app", "--out", "out"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    for (place, says) in [
+        ("app/parse.cu:3:", "syntax error"),
+        ("app/macro.cu:3:3: ", "macro `LOCK` may access memory"),
+        ("app/deep.cu:2:", "nesting deeper than 65000 levels"),
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("wmfix: warning: {place}")) && l.contains(says)),
+            "{place} {says}: {err}"
+        );
+    }
+    assert_eq!(lines.len(), 3, "{err}");
+    let o = wmfix()
+        .current_dir(tmp.path())
+        .args(["insert", "app", "--out", "out", "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 3, "{doc}");
+    for w in warnings {
+        let w = w.as_str().unwrap();
+        assert!(w.starts_with("app/") && !w.contains("warning"), "{w}");
+        assert!(
+            err.contains(&format!("wmfix: warning: {w}\n")),
+            "{w}: {err}"
+        );
+    }
+}

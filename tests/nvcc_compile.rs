@@ -54,6 +54,73 @@ fn instrument(src: &Path) -> (tempfile::TempDir, std::path::PathBuf, std::path::
     (tmp, orig, tree)
 }
 
+/// Each fence the instrumented `tree` holds, as (file, line, id) in file and line order: every
+/// `WMFIX_FENCE*(id` and `WMFIX_AFTER*(id` of its files, at the original's line (the prologue
+/// ends with `#line 1`). Checked against `fences.json` beside the tree: one per placement.
+fn fences_in(tree: &Path) -> Vec<(String, usize, usize)> {
+    let marker = regex::Regex::new(
+        r"\bWMFIX_(?:FENCE|FENCE_AT|FENCE_PTR|FENCE_EXPR|AFTER|AFTER_RETURN)\((\d+)",
+    )
+    .unwrap();
+    let mut found = Vec::new();
+    for e in walkdir::WalkDir::new(tree).sort_by_file_name() {
+        let e = e.unwrap();
+        let rel = e
+            .path()
+            .strip_prefix(tree)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        let Some(body) = text.split_once("#line 1\n").map(|(_, b)| b) else {
+            continue;
+        };
+        for (i, line) in body.lines().enumerate() {
+            for m in marker.captures_iter(line) {
+                found.push((rel.clone(), i + 1, m[1].parse().unwrap()));
+            }
+        }
+    }
+    let list: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tree.parent().unwrap().join("fences.json")).unwrap(),
+    )
+    .unwrap();
+    let mut listed: Vec<(String, usize, usize)> = list["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| {
+            let (file, id) = (f["file"].as_str().unwrap(), f["id"].as_u64().unwrap());
+            f["placements"].as_array().unwrap().iter().map(move |p| {
+                (
+                    file.to_string(),
+                    p["line"].as_u64().unwrap() as usize,
+                    id as usize,
+                )
+            })
+        })
+        .collect();
+    listed.sort();
+    let mut sorted = found.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted, listed,
+        "the tree's fences and fences.json's placements"
+    );
+    found
+}
+
+/// `(file, line, id)` for each of `ids` at `line` of `file`.
+fn at(file: &str, places: &[(usize, &[usize])]) -> Vec<(String, usize, usize)> {
+    places
+        .iter()
+        .flat_map(|(line, ids)| ids.iter().map(move |id| (file.to_string(), *line, *id)))
+        .collect()
+}
+
 /// The build of each `.cu` file of the constructs fixture on its own, linked to an executable,
 /// with extra `flags`.
 fn build_each(flags: &str) -> String {
@@ -103,6 +170,13 @@ fn constructs_compile_with_rdc_and_other_fence_scopes() {
 #[test]
 fn header_with_device_code_compiles() {
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/multi"));
+    // The header's fences and main.cu's: what compiles is the instrumented code.
+    let mut want = at(
+        "kernels/k.cuh",
+        &[(5, &[0]), (6, &[1]), (10, &[2]), (11, &[2]), (12, &[3])],
+    );
+    want.extend(at("main.cu", &[(7, &[4])]));
+    assert_eq!(fences_in(&tree), want);
     builds(&orig, &tree, "nvcc -arch=sm_90 -std=c++17 -o main main.cu");
 }
 
@@ -116,6 +190,19 @@ fn kernel_launched_from_another_unit_links() {
 #[test]
 fn scoping_fixture_compiles() {
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/scoping"));
+    let mut want = at(
+        "locals.cu",
+        &[
+            (12, &[0]),
+            (13, &[1]),
+            (14, &[2]),
+            (22, &[3]),
+            (27, &[4]),
+            (29, &[5]),
+        ],
+    );
+    want.extend(at("prototypes.cu", &[(9, &[6]), (10, &[7])]));
+    assert_eq!(fences_in(&tree), want);
     for f in ["locals.cu", "prototypes.cu"] {
         let flags = "-arch=sm_90 -std=c++17 -Werror all-warnings";
         builds(&orig, &tree, &format!("nvcc {flags} -c -o {f}.o {f}"));
@@ -126,6 +213,36 @@ fn scoping_fixture_compiles() {
 fn regressions_fixture_compiles() {
     // Labels the fixture never jumps to warn: no -Werror here.
     let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/regressions"));
+    let want = at(
+        "random.cu",
+        &[
+            (13, &[0]),
+            (14, &[1]),
+            (15, &[0]),
+            (16, &[2]),
+            (17, &[3]),
+            (18, &[3]),
+            (23, &[4]),
+            (24, &[5, 6]),
+            (25, &[7, 7]),
+            (30, &[8]),
+            (31, &[9]),
+            (32, &[10]),
+            (33, &[11]),
+            (34, &[12]),
+            (55, &[13]),
+            (57, &[14]),
+            (58, &[15]),
+            (59, &[16]),
+            (60, &[17]),
+            (65, &[18]),
+            (66, &[19]),
+            (73, &[20, 20]),
+            (74, &[21]),
+            (75, &[21]),
+        ],
+    );
+    assert_eq!(fences_in(&tree), want);
     builds(
         &orig,
         &tree,

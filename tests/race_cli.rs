@@ -131,7 +131,7 @@ fn a_run_that_wrote_no_trace_is_inconclusive_not_a_clean_run() {
     // The original passes natively: the detection run's failure is the race build's doing.
     assert!(
         text.contains(
-            "WARNING: detection run(s) [0] ended otherwise than the original natively (pass)"
+            "wmfix: warning: detection run(s) [0] ended otherwise than the original natively (pass)"
         ),
         "{text}"
     );
@@ -317,7 +317,7 @@ fn a_stress_reduction_that_drops_what_race_found_says_so() {
         "{said}"
     );
     assert!(
-        stderr(&o).contains(&format!("WARNING: {said}")),
+        stderr(&o).contains(&format!("wmfix: warning: {said}")),
         "{}",
         stderr(&o)
     );

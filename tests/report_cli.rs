@@ -251,6 +251,47 @@ fn a_page_of_each_case_studys_committed_gpu_results() {
 }
 
 #[test]
+fn a_cache_operator_calls_fence_is_after_a_load_store_call_not_an_atomic() {
+    // ct-octree's reduction on the H100 kept fences after `__stcg(...)` and `__ldcg(...)`
+    // statements, which its reduce.json (made before fences.json told calls apart) calls
+    // atomics, and one after an `atomicCAS`.
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = copy_steps(H100, &["reduce-ct-octree".to_string()], tmp.path());
+    let app = repo().join("case-studies/ct-octree");
+    let (html, _) = report_ok(
+        tmp.path(),
+        &[
+            app.to_str().unwrap(),
+            "--from",
+            dirs[0].to_str().unwrap(),
+            "--out",
+            "page",
+        ],
+    );
+    let card = |id: u32| {
+        let at = html.find(&format!("id=\"fence-{id}\"")).unwrap();
+        html[at..at + html[at..].find("</h3>").unwrap()].to_string()
+    };
+    for (id, says) in [
+        (
+            2,
+            "after load/store call <code>__stcg(&amp;o.q_range[b * o.cap + tl], t.range);</code>",
+        ),
+        (
+            13,
+            "after load/store call <code>t.range = __ldcg(&amp;o.q_range[v * o.cap + top]);</code>",
+        ),
+        (
+            10,
+            "after atomic <code>(tl == top &amp;&amp; atomicCAS(&amp;o.head[b], old, reset) == old)</code>",
+        ),
+        (9, "after store <code>o.tail[b] = 0;</code>"),
+    ] {
+        assert!(card(id).contains(says), "fence {id}: {}", card(id));
+    }
+}
+
+#[test]
 fn a_page_of_the_other_case_studies_committed_results() {
     // The fenced studies' tests (warm, on an H100), the library study's test with every fence.
     let tests = [
@@ -319,6 +360,38 @@ fn a_page_of_the_other_case_studies_committed_results() {
     ];
     let (html, _) = report_ok(tmp.path(), &args);
     assert!(html.contains("12 &rarr; 0 fences") && html.contains("The reduction kept no fence."));
+}
+
+/// `--from` without `--out` writes the page where `report` and every other command write
+/// theirs: DIR/wmfix-out, DIR the application's folder or `.` (it needed --out; issue 47).
+#[test]
+fn from_without_out_writes_into_dirs_wmfix_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = copy_steps(H100, &["reduce-ls-bh-nf".into()], tmp.path());
+    let step = dirs[0].to_str().unwrap();
+    let (html, path) = report_ok(tmp.path(), &["--from", step]);
+    assert_eq!(
+        path,
+        tmp.path()
+            .join("wmfix-out/report.html")
+            .canonicalize()
+            .unwrap()
+    );
+    assert!(html.contains("75 &rarr; 3 fences"), "{html}");
+    let app = tmp.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::copy(
+        repo().join("case-studies/ls-bh-nf/bh.cu"),
+        app.join("bh.cu"),
+    )
+    .unwrap();
+    let (html, path) = report_ok(tmp.path(), &["app", "--from", step]);
+    assert_eq!(
+        path,
+        app.join("wmfix-out/report.html").canonicalize().unwrap()
+    );
+    // The kept fences' source lines come from DIR.
+    assert!(html.contains("<span class=\"fence\">"), "{html}");
 }
 
 #[test]
@@ -485,8 +558,7 @@ fn bad_input_fails_with_its_exit_code_naming_the_file() {
         "not made by wmfix",
     );
     assert!(!t.join("report.html").exists());
-    // --from needs --out; two reductions are one too many.
-    fails(t, &["--from", step.to_str().unwrap()], 64, "--out");
+    // Two reductions are one too many.
     let two = [
         "--from",
         step.to_str().unwrap(),

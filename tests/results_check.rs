@@ -175,3 +175,32 @@ fn a_table_that_its_result_files_no_longer_give_fails_the_check() {
         );
     }
 }
+
+/// The cost table says how many runs of each variant erred: a fence-less study's program as
+/// written errs, and its ratios are over those runs (ct-octree's baseline erred in all 30 cost
+/// runs on the H100, ls-bh-nf's in 5; issue 47).
+#[test]
+fn the_cost_table_has_each_variants_errors() {
+    let o = results_py(
+        &repo(),
+        &["results/2026-11-27i-stress-nvidia-h100-80gb-hbm3", "cost"],
+    );
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("| study | variant | fences | errors | kernel ms"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n| ct-octree | none | 0 | 30 of 30 | "),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n| ls-bh-nf | none | 0 | 5 of 30 | "),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n| ls-bh-nf | all | 75 | 0 of 30 | "),
+        "{out}"
+    );
+}

@@ -41,6 +41,8 @@ const FUNCTIONS: usize = 56;
 enum Kind {
     Load,
     Store,
+    /// `__ldg(p)`: a cache-operator load/store call.
+    Call,
     Atomic,
 }
 
@@ -49,6 +51,7 @@ impl Kind {
         match self {
             Kind::Load => "load",
             Kind::Store => "store",
+            Kind::Call => "call",
             Kind::Atomic => "atomic",
         }
     }
@@ -462,7 +465,7 @@ impl Gen {
                     let a = lv.addr();
                     let text = format!("__ldg({})", a.text);
                     let mut e = Expr::of(text.clone(), vec![a]);
-                    e.acc.insert(0, (Kind::Atomic, text));
+                    e.acc.insert(0, (Kind::Call, text));
                     e
                 }
                 // Unevaluated: no access at all.

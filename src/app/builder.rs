@@ -71,7 +71,7 @@ pub fn build(app: &App, out: &OutDir, scope: FenceScope) -> Result<Built> {
     let summary = insert::run(&opts, out)?;
     step.suspend(|| {
         for w in &summary.warnings {
-            eprintln!("{w}");
+            eprintln!("{}", crate::exit_code::warning(w));
         }
     });
     step.set_message(format!(

@@ -113,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let s = insert::run(&opts, &out)?;
     for w in &s.warnings {
-        eprintln!("{w}");
+        eprintln!("{}", exit_code::warning(w));
     }
     let mut human = format!(
         "wmfix: {} fences in {} of {} CUDA files; instrumented tree in {}, fence list in {}\n",

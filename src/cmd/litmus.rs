@@ -21,7 +21,7 @@ pub struct Args {
     stress: Stress,
     /// Stressing blocks per launch, drawn uniformly from MIN..=MAX. The default is the
     /// fastest to show weak outcomes in the ablation on an H200 (results/2026-11-24-nvidia-h200/
-    /// litmus-ablation: MP 5.0e7 weak/s with 1..8, 1.7e6 with 64..512).
+    /// litmus-ablation: MP 5.3e7 weak/s with 1..8, 1.7e6 with 64..512).
     #[arg(long, value_name = "MIN..MAX", default_value = "1..8", value_parser = super::stress_blocks)]
     stress_blocks: (u32, u32),
     /// Launches, each of --instances test instances.

@@ -122,11 +122,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut human = report::table(&report);
     human.push_str(&timing(&done.info, doc.native_s));
     if let (Some(native), false) = (doc.native, doc.unlike_original.is_empty()) {
-        human.push_str(&format!(
-            "WARNING: detection run(s) {:?} ended otherwise than the original natively ({native}): the race build changed the program, or its outcome varies; see {}\n",
+        human.push_str(&crate::exit_code::warning(format_args!(
+            "detection run(s) {:?} ended otherwise than the original natively ({native}): the race build changed the program, or its outcome varies; see {}\n",
             doc.unlike_original,
             out.race().log(doc.unlike_original[0]).display()
-        ));
+        )));
     }
     human.push_str(&format!(
         "checked in {check_s:.2} s ({} threads, {} clock entries at the end)\n",

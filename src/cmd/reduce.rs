@@ -508,14 +508,18 @@ pub fn summary(r: &Report, with_race: bool) -> String {
         }
         s += &format!(
             "  fence {:>3}  {}  in {}  after {} `{}`{placed}\n",
-            k.id, k.location, k.function, k.kind, k.access
+            k.id,
+            k.location,
+            k.function,
+            k.kind.label(),
+            k.access
         );
         for why in &k.proof {
             s += &format!("             why: {why}\n");
         }
     }
     for d in &r.disagreement {
-        s += &format!("WARNING: {d}\n");
+        s += &format!("{}\n", crate::exit_code::warning(d));
     }
     if let Some(line) = dropped_line(
         &r.unreachable,

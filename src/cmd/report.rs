@@ -1,5 +1,6 @@
 //! `wmfix report`: one self-contained HTML page of an output folder (`report/`), written into it
-//! as `report.html`; or of the GPU script's step folders (`--from`), written into `--out`.
+//! as `report.html`; or of the GPU script's step folders (`--from`), written into `--out`
+//! (`DIR/wmfix-out` by default, as every command's output folder).
 
 use crate::exit_code::{self, fail};
 use crate::out_dir::{self, OutDir};
@@ -18,8 +19,8 @@ pub struct Args {
     /// Read a step folder of scripts/gpu/evidence.sh instead (summary.json, reduce.json,
     /// journal.jsonl or cost.json at its top level, each as wmfix wrote it or wrapped as
     /// {"meta", "result"}); repeat it for several: their test tables add up, one reduction and
-    /// one cost record at most. The page goes to --out, which it needs.
-    #[arg(long, value_name = "STEP_DIR", requires = "out")]
+    /// one cost record at most. The page goes to --out, as without --from (DIR/wmfix-out).
+    #[arg(long, value_name = "STEP_DIR")]
     from: Vec<PathBuf>,
 }
 

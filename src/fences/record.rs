@@ -7,21 +7,35 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// What an access does to global memory.
+/// What an access does to global memory. A site's kind is the greatest of its accesses'.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AccessKind {
     Load,
     Store,
+    /// A cache-operator or CUB load/store call that takes the address: `__ldcg(p)`,
+    /// `__stcg(p, v)`, `ThreadLoad<LOAD_CG>(p)`, `detail::store_release(p, v)` (counted as
+    /// atomics by wmfix before issue 47: `atomic` in older records).
+    Call,
     Atomic,
 }
 
 impl AccessKind {
+    /// The name `fences.json` uses, also before each of a fence's `accesses`.
     pub fn name(self) -> &'static str {
         match self {
             AccessKind::Load => "load",
             AccessKind::Store => "store",
+            AccessKind::Call => "call",
             AccessKind::Atomic => "atomic",
+        }
+    }
+
+    /// What a reader is told a fence follows: "after load/store call `__stcg(p, v);`".
+    pub fn label(self) -> &'static str {
+        match self {
+            AccessKind::Call => "load/store call",
+            k => k.name(),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! What the access a fence site names did, for reading a trace's `ACCESS` records. Most sites
 //! say it by their kind in `fences.json`; `fences.json` counts the cache-operator and CUB
-//! load/store calls as atomics, but `__ldcg(p)` is a weak load and `store_release(p, v)` a
-//! strong store with a release, so those are told apart by the callee's name.
+//! load/store calls as `call` (as atomics before issue 47), but `__ldcg(p)` is a weak load and
+//! `store_release(p, v)` a strong store with a release, so those are told apart by the callee's
+//! name.
 
 use super::scope::Scope;
 use crate::fences::record::{AccessKind, FenceList, FenceRecord};
@@ -34,7 +35,7 @@ impl From<AccessKind> for SiteKind {
         match k {
             AccessKind::Load => SiteKind::Load,
             AccessKind::Store => SiteKind::Store,
-            AccessKind::Atomic => SiteKind::Atomic,
+            AccessKind::Call | AccessKind::Atomic => SiteKind::Atomic,
         }
     }
 }
@@ -42,10 +43,14 @@ impl From<AccessKind> for SiteKind {
 impl SiteKind {
     pub fn of(f: &FenceRecord) -> SiteKind {
         let kind = f.aimed.unwrap_or(f.kind);
-        if kind != AccessKind::Atomic {
+        if !matches!(kind, AccessKind::Call | AccessKind::Atomic) {
             return kind.into();
         }
-        let Some(call) = f.accesses.iter().find_map(|a| a.strip_prefix("atomic: ")) else {
+        // The site's first call, atomic or not (older records call both `atomic`).
+        let Some(call) = f.accesses.iter().find_map(|a| {
+            a.strip_prefix("atomic: ")
+                .or_else(|| a.strip_prefix("call: "))
+        }) else {
             return SiteKind::Atomic;
         };
         SiteKind::of_call(call)
@@ -127,5 +132,30 @@ mod tests {
         );
         assert_eq!(SiteKind::of_call("atomicAdd(&n, 1)"), SiteKind::Atomic);
         assert_eq!(SiteKind::of_call("__ldx(p)"), SiteKind::Atomic);
+    }
+
+    #[test]
+    fn a_sites_call_is_read_by_its_name_in_records_old_and_new() {
+        let record = |kind: &str, accesses: &[&str]| -> FenceRecord {
+            serde_json::from_value(serde_json::json!({
+                "id": 0, "file": "k.cu", "line": 1, "column": 1, "function": "k",
+                "access": "", "kind": kind, "accesses": accesses, "placements": [],
+            }))
+            .unwrap()
+        };
+        // fences.json now calls `__ldcg(p)` a call; before issue 47, an atomic.
+        for kind in ["call", "atomic"] {
+            let r = record(kind, &[&format!("{kind}: __ldcg(&src[i])")]);
+            assert_eq!(SiteKind::of(&r), SiteKind::Load, "{kind}");
+        }
+        let r = record(
+            "atomic",
+            &["call: __stcg(&o[i], v)", "atomic: atomicAdd(n, 1)"],
+        );
+        assert_eq!(SiteKind::of(&r), SiteKind::Store);
+        assert_eq!(
+            SiteKind::of(&record("store", &["store: a[i]"])),
+            SiteKind::Store
+        );
     }
 }

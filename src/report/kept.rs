@@ -3,6 +3,7 @@
 //! (`reduce::model`): the fence the PTX memory model requires on the other side of the same
 //! synchronisation, or why no pattern was recognised.
 
+use crate::fences::record::AccessKind;
 use crate::reduce::record::{KeptFence, Report as Reduction};
 use crate::report::html::{esc, prose};
 use crate::report::source::{Excerpt, Sources, file_and_line};
@@ -52,12 +53,27 @@ pub fn section(r: &Reduction, sources: &Sources) -> String {
     s + "</section>\n"
 }
 
+/// The kept fence's kind. Records made before issue 47 call a cache-operator or CUB load/store
+/// call (`__stcg(p, v)`) an atomic: a site of theirs whose text calls no `atomicX` is one.
+fn kind(k: &KeptFence) -> AccessKind {
+    let calls_atomic = k.access.match_indices("atomic").any(|(at, _)| {
+        let before = k.access[..at].chars().next_back();
+        let after = k.access[at + "atomic".len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && after.is_some_and(|c| c.is_ascii_uppercase())
+    });
+    match k.kind {
+        AccessKind::Atomic if !calls_atomic => AccessKind::Call,
+        kind => kind,
+    }
+}
+
 fn card(r: &Reduction, k: &KeptFence, sources: &Sources) -> String {
     let mut s = format!(
         "<div class=\"fence-card\" id=\"fence-{id}\">\n<h3>fence {id} at <code>{}</code> in <code>{}</code>, after {} <code>{}</code></h3>\n",
         esc(&k.location),
         esc(&k.function),
-        k.kind.name(),
+        kind(k).label(),
         esc(&k.access),
         id = k.id
     );

@@ -208,7 +208,7 @@ fn merge(file: &SourceFile, groups: &Groups, plans: Vec<FilePlan>) -> FilePlan {
     dropped.dedup();
     warnings.extend(dropped.into_iter().map(|(at, what)| {
         format!(
-            "{}: warning: {what} differs between the configurations of this file's `#if` groups (a statement split by `#if`, or a name declared differently in its branches); left out of every branch",
+            "{}: {what} differs between the configurations of this file's `#if` groups (a statement split by `#if`, or a name declared differently in its branches); left out of every branch",
             file.location(at)
         )
     }));

@@ -623,12 +623,11 @@ pub fn accesses<'t, 's>(
             function,
         });
     };
-    for n in caps
-        .get(Capture::AccessAtomic)
-        .iter()
-        .chain(caps.get(Capture::AccessCached))
-    {
+    for n in caps.get(Capture::AccessAtomic) {
         push(*n, AccessKind::Atomic, &mut out);
+    }
+    for n in caps.get(Capture::AccessCached) {
+        push(*n, AccessKind::Call, &mut out);
     }
     for n in caps.get(Capture::Access) {
         push(*n, AccessKind::Load, &mut out);

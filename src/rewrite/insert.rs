@@ -210,13 +210,28 @@ pub fn plan_tree(opts: &Options) -> Result<PlannedTree> {
         if let Some(err) = &p.syntax_error {
             let msg = format!("{}: {}", p.file.location(err.at), err.what);
             match opts.on_parse_error {
+                // Nothing of a file too deep for the queries is planned: `warn` copies it too.
+                OnParseError::Fail if err.too_deep => {
+                    return Err(fail(
+                        exit_code::BAD_INPUT,
+                        format!(
+                            "{msg} (--on-parse-error warn or skip copies this file unchanged and instruments the others)"
+                        ),
+                    ));
+                }
                 OnParseError::Fail => {
                     return Err(fail(
                         exit_code::BAD_INPUT,
-                        format!("{msg} (--on-parse-error warn instruments the rest)"),
+                        format!(
+                            "{msg} (--on-parse-error warn instruments the rest of the file, skip copies it unchanged)"
+                        ),
                     ));
                 }
-                OnParseError::Warn if err.too_deep => warnings.push(msg),
+                OnParseError::Warn | OnParseError::Skip if err.too_deep => {
+                    warnings.push(format!("{msg}: file copied unchanged"));
+                    copies.push(p.file.rel);
+                    continue;
+                }
                 OnParseError::Warn => warnings.push(format!(
                     "{msg}: nothing inside the unparsed part is instrumented"
                 )),
@@ -379,7 +394,7 @@ fn unplaced_warning(w: &write_back::WrittenBack, total: usize) -> Option<String>
         .map(|(id, at)| format!("fence {id} ({at})"))
         .collect();
     Some(format!(
-        "warning: {} of {total} fences (and {} other edits) are inside macro expansions or headers included more than once and are not in the build, only in fences.json: {}{}",
+        "{} of {total} fences (and {} other edits) are inside macro expansions or headers included more than once and are not in the build, only in fences.json: {}{}",
         w.unplaced.len(),
         w.unplaced_fixed,
         shown.join(", "),

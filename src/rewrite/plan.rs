@@ -154,7 +154,7 @@ pub fn plan_piece<'s>(
         .iter()
         .map(|n| {
             format!(
-                "{}: warning: no place for a fence after `{}`; left unfenced",
+                "{}: no place for a fence after `{}`; left unfenced",
                 file.location(n.start_byte()),
                 one_line(&text[n.byte_range()])
             )
@@ -307,7 +307,7 @@ fn launches(bodies: &Nested, caps: &Captures, file: &SourceFile) -> (Vec<Edit>, 
     for config in caps.get(Capture::LaunchConfig) {
         if bodies.holds(config.start_byte()..config.start_byte()) {
             warnings.push(format!(
-                "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
+                "{}: kernel launch from device code (dynamic parallelism) is not instrumented",
                 file.location(config.start_byte())
             ));
             continue;
@@ -349,7 +349,7 @@ fn launches_ex(bodies: &Nested, caps: &Captures, file: &SourceFile) -> (Vec<Edit
         if bodies.holds(config.start_byte()..config.start_byte()) {
             // As for `<<<...>>>` in device code.
             warnings.push(format!(
-                "{}: warning: kernel launch from device code (dynamic parallelism) is not instrumented",
+                "{}: kernel launch from device code (dynamic parallelism) is not instrumented",
                 file.location(config.start_byte())
             ));
             continue;
@@ -376,7 +376,7 @@ fn grid_sync_warnings(caps: &Captures, file: &SourceFile) -> [Vec<String>; 2] {
             .iter()
             .map(|n| {
                 format!(
-                    "{}: warning: {} (`{}`): stressing blocks and remapped block ids break it; test this kernel under no-str- only",
+                    "{}: {} (`{}`): stressing blocks and remapped block ids break it; test this kernel under no-str- only",
                     file.location(n.start_byte()),
                     what(cap),
                     &file.text[n.byte_range()]
@@ -415,7 +415,7 @@ fn macro_warnings<'s>(
             let learnt = program.macros.by_name.contains_key(name);
             if !learnt && text.match_indices(name).nth(1).is_some() {
                 out.push(format!(
-                    "{}: warning: macro `{name}` expands to a CUDA qualifier; functions declared with it are not instrumented",
+                    "{}: macro `{name}` expands to a CUDA qualifier; functions declared with it are not instrumented",
                     file.location(value.start_byte())
                 ));
             }
@@ -434,7 +434,7 @@ fn macro_warnings<'s>(
         let name = &text[u.byte_range()];
         if hiding.contains(&name) && bodies.holds(u.start_byte()..u.start_byte()) {
             uses.push(format!(
-                "{}: warning: macro `{name}` may access memory; its accesses get no fence (expand it by hand to instrument them)",
+                "{}: macro `{name}` may access memory; its accesses get no fence (expand it by hand to instrument them)",
                 file.location(u.start_byte())
             ));
         }

@@ -126,7 +126,7 @@ fn plan_tree(
     }
     if let Some(at) = first_branch_only {
         plan.warnings.push(format!(
-            "{}: warning: `#if`/`#else` splits a statement and the file's `#if` groups need more than {} configurations; only the first branch of each `#if` in this file is instrumented",
+            "{}: `#if`/`#else` splits a statement and the file's `#if` groups need more than {} configurations; only the first branch of each `#if` in this file is instrumented",
             file.location(at),
             crate::rewrite::branches::MAX_CONFIGS
         ));
@@ -363,7 +363,7 @@ pub fn hardened_groups(
         for (site, id) in sites.into_iter().filter(|(_, id)| kept.contains(id)) {
             let note = format!(
                 "wmfix fence {id}: after {} `{}`",
-                site.kind(),
+                site.kind().label(),
                 plan::one_line(&file.text[site.range.clone()])
             );
             let function = &plan.functions[site.function];
@@ -586,6 +586,24 @@ mod tests {
             kept.matches("__threadfence(); /* wmfix fence 0").count(),
             2,
             "{kept}"
+        );
+    }
+
+    #[test]
+    fn a_cache_operator_calls_fence_is_noted_as_after_a_load_store_call_not_an_atomic() {
+        let text = "__global__ void k(float *o, int *n, float v) {\n  __stcg(&o[0], v);\n  float t = __ldcg(&o[1]);\n  atomicAdd(n, 1);\n}\n";
+        let out = hardened(text, &[0, 1, 2], &[]);
+        assert!(
+            out.contains("/* wmfix fence 0: after load/store call `__stcg(&o[0], v);` */"),
+            "{out}"
+        );
+        assert!(
+            out.contains("/* wmfix fence 1: after load/store call `float t = __ldcg(&o[1]);` */"),
+            "{out}"
+        );
+        assert!(
+            out.contains("/* wmfix fence 2: after atomic `atomicAdd(n, 1);` */"),
+            "{out}"
         );
     }
 

@@ -171,12 +171,12 @@ pub fn outside_warnings(
         if input.files.binary_search(rel).is_ok() {
             if instrumented(rel) {
                 out.push(format!(
-                    "warning: {link} is a link to {to}, outside the input: the mirror has an instrumented copy, the file itself has no fences (a build that reaches it by its own path compiles it unfenced)"
+                    "{link} is a link to {to}, outside the input: the mirror has an instrumented copy, the file itself has no fences (a build that reaches it by its own path compiles it unfenced)"
                 ));
             }
         } else if target.is_dir() {
             out.push(format!(
-                "warning: {link} is a link to the folder {to}, outside the input: the mirror links to it as it is, so its CUDA files are not instrumented (give it to wmfix as an input to instrument them)"
+                "{link} is a link to the folder {to}, outside the input: the mirror links to it as it is, so its CUDA files are not instrumented (give it to wmfix as an input to instrument them)"
             ));
         }
     }

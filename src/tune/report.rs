@@ -126,7 +126,7 @@ pub fn report(raw: &RawCounts, a: &Analysis) -> String {
         out += &format!("chosen spread: {}: {}\n", c.chosen, c.decided_by.describe());
     }
     for w in &a.warnings {
-        out += &format!("warning: {w}\n");
+        out += &format!("{}\n", crate::exit_code::warning(w));
     }
     out
 }

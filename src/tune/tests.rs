@@ -952,7 +952,7 @@ fn warnings_for_phases_run_with_other_parameters() {
     assert_eq!(a.warnings.len(), 2, "{:?}", a.warnings);
     assert!(a.warnings[0].contains("sequence phase was run with patch size 64"));
     assert!(a.warnings[1].contains("spread phase was run with sequence ld st"));
-    assert!(report(&raw, &a).contains("warning: the sequence phase"));
+    assert!(report(&raw, &a).contains("\nwmfix: warning: the sequence phase"));
 }
 
 #[test]
