@@ -59,7 +59,7 @@ fn instrument(src: &Path) -> (tempfile::TempDir, std::path::PathBuf, std::path::
 /// ends with `#line 1`). Checked against `fences.json` beside the tree: one per placement.
 fn fences_in(tree: &Path) -> Vec<(String, usize, usize)> {
     let marker = regex::Regex::new(
-        r"\bWMFIX_(?:FENCE|FENCE_AT|FENCE_PTR|FENCE_EXPR|AFTER|AFTER_RETURN)\((\d+)",
+        r"\bWMFIX_(?:FENCE|FENCE_AT|FENCE_PTR|FENCE_AIM|FENCE_AIM_PTR|FENCE_EXPR|AFTER|AFTER_RETURN)\((\d+)",
     )
     .unwrap();
     let mut found = Vec::new();

@@ -1581,6 +1581,8 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
         } else if let Some(r) = rest_or_none
             .strip_prefix(" WMFIX_FENCE_AT(")
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_PTR("))
+            .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_AIM("))
+            .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_AIM_PTR("))
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_RACE_LOAD("))
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_RACE_STORE("))
         {
@@ -1609,6 +1611,8 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
                     text[i..].starts_with(" WMFIX_RACE_")
                         || text[i..].starts_with(&format!(" WMFIX_FENCE_AT({id}, "))
                         || text[i..].starts_with(&format!(" WMFIX_FENCE_PTR({id}, "))
+                        || text[i..].starts_with(&format!(" WMFIX_FENCE_AIM({id}, "))
+                        || text[i..].starts_with(&format!(" WMFIX_FENCE_AIM_PTR({id}, "))
                         || text[i..].starts_with(&format!(" WMFIX_FENCE({id});")),
                     "a race record not followed by its fence at line {line}"
                 );
