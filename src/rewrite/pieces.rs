@@ -265,9 +265,10 @@ fn reconcile<'s>(
 /// which of its functions' parameters are local.
 fn differ<'s>(used: &Imports<'s>, exact: &Imports<'s>, e: &Exports<'s>) -> bool {
     let named = |n: &&str| e.idents.contains_key(n);
-    // What a piece is told of globals and macros is a part of what all pieces tell.
+    // What a piece is told of globals and macros is a part of what all pieces tell. The names
+    // it uses are few, the names a big file tells are many: look up the first in the second.
     let less = |u: &HashSet<&str>, x: &HashSet<&str>, own: &dyn Fn(&str) -> bool| {
-        u.len() < x.len() && x.iter().any(|n| !u.contains(n) && !own(n) && named(n))
+        u.len() < x.len() && (e.idents.keys()).any(|n| x.contains(n) && !u.contains(n) && !own(n))
     };
     let names =
         |l: &[(&'s str, usize)]| -> HashSet<&'s str> { l.iter().map(|(n, _)| *n).collect() };
