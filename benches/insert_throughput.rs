@@ -4,8 +4,11 @@
 //! `fences.json`), with the peak memory of that process.
 //! Targets (issues 2, 15 and 26): at least 10 MB/s on many files; one 16 MB file through the
 //! command line in <= 4 s and <= 400 MB; 20,000 nested `if`s in <= 2 s and <= 1 GB.
+//! Kernel-dense code (issue 47): 8 MB of small kernels with `__device__` variables in <= 3.2 s,
+//! <= 1.3x the same kernels without them.
 //! Run: `cargo bench --bench insert_throughput` (every scenario, each in its own process so
-//! that its peak memory is its own), or `... -- big 16` / `deep 20000` / `tree 2000` for one.
+//! that its peak memory is its own), or `... -- big 16` / `deep 20000` / `tree 2000` /
+//! `dense 8` / `dense-vars 8` for one.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -40,6 +43,30 @@ fn big_file(mb: usize) -> Vec<(PathBuf, String)> {
         i += 1;
     }
     vec![(PathBuf::from("big.cu"), text)]
+}
+
+/// Kernel-dense code, `mb` MB in one file, as generated or instantiated code looks: many small
+/// kernels, each with a few global loads, a store and an atomic, and (`vars`) a `__device__`
+/// variable of its own that it writes (issue 47: time a MB must not depend on the shape, and the
+/// variables may cost at most 1.3x).
+fn dense_file(mb: usize, vars: bool) -> Vec<(PathBuf, String)> {
+    let kernel = |i: usize| {
+        let (var, use_) = if vars {
+            (format!("__device__ int g{i};\n"), format!("g{i} = x;"))
+        } else {
+            (String::new(), "c[i] = x;".to_string())
+        };
+        format!(
+            "{var}__global__ void k{i}(int *a, const int *b, int *c, int m) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < m) {{\n    int x = b[i];\n    a[i] = x + 1;\n    {use_}\n    atomicAdd(c, x);\n  }}\n}}\n"
+        )
+    };
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < mb * 1_000_000 {
+        text += &kernel(i);
+        i += 1;
+    }
+    vec![(PathBuf::from("dense.cu"), text)]
 }
 
 /// One kernel with `depth` nested `if`s, each condition an access.
@@ -129,7 +156,17 @@ fn scenario(name: &str, size: usize) {
             "16 MB through the CLI in <= 4 s and <= 400 MB",
         ),
         "deep" => (deep_file(size), 1, "20,000 in <= 2 s and <= 1 GB"),
-        _ => panic!("scenarios: tree N, big MB, deep N"),
+        "dense" => (
+            dense_file(size, false),
+            1,
+            "8 MB with variables in <= 3.2 s",
+        ),
+        "dense-vars" => (
+            dense_file(size, true),
+            1,
+            "8 MB in <= 3.2 s, <= 1.3x without variables",
+        ),
+        _ => panic!("scenarios: tree N, big MB, deep N, dense MB, dense-vars MB"),
     };
     let bytes: usize = files.iter().map(|f| f.1.len()).sum();
     let mb = bytes as f64 / 1e6;
@@ -169,6 +206,8 @@ fn main() {
         ("big", 20),
         ("deep", 2000),
         ("deep", 20000),
+        ("dense", 8),
+        ("dense-vars", 8),
     ];
     for (name, size) in all {
         let status = std::process::Command::new(std::env::current_exe().unwrap())
