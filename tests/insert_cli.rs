@@ -238,7 +238,12 @@ fn many_files_report_in_tree_order_and_number_fences_across_files() {
     let errors: Vec<&str> = err
         .lines()
         .filter(|l| l.contains("syntax error"))
-        .map(|l| l.trim_start_matches("wmfix: warning: ").split(':').next().unwrap())
+        .map(|l| {
+            l.trim_start_matches("wmfix: warning: ")
+                .split(':')
+                .next()
+                .unwrap()
+        })
         .collect();
     assert_eq!(errors, ["src/f03.cu", "src/f30.cu"]);
     let out = tmp.path().join("out");

@@ -65,6 +65,19 @@ fn copy_steps(results: &str, steps: &[String], dest: &Path) -> Vec<PathBuf> {
 }
 
 /// `wmfix report` with `args` in `cwd`, which must succeed; the page it wrote.
+/// The page `report STUDY --from STEP --out page` makes from the H100 results' STEP (copied).
+fn report_of_step(step: &str, study: &str) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = copy_steps(H100, &[step.to_string()], tmp.path());
+    let app = repo().join("case-studies").join(study);
+    let from = dirs[0].to_str().unwrap();
+    report_ok(
+        tmp.path(),
+        &[app.to_str().unwrap(), "--from", from, "--out", "page"],
+    )
+    .0
+}
+
 fn report_ok(cwd: &Path, args: &[&str]) -> (String, PathBuf) {
     let o = run(cwd, &[&["report"], args].concat());
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
@@ -255,19 +268,7 @@ fn a_cache_operator_calls_fence_is_after_a_load_store_call_not_an_atomic() {
     // ct-octree's reduction on the H100 kept fences after `__stcg(...)` and `__ldcg(...)`
     // statements, which its reduce.json (made before fences.json told calls apart) calls
     // atomics, and one after an `atomicCAS`.
-    let tmp = tempfile::tempdir().unwrap();
-    let dirs = copy_steps(H100, &["reduce-ct-octree".to_string()], tmp.path());
-    let app = repo().join("case-studies/ct-octree");
-    let (html, _) = report_ok(
-        tmp.path(),
-        &[
-            app.to_str().unwrap(),
-            "--from",
-            dirs[0].to_str().unwrap(),
-            "--out",
-            "page",
-        ],
-    );
+    let html = report_of_step("reduce-ct-octree", "ct-octree");
     let card = |id: u32| {
         let at = html.find(&format!("id=\"fence-{id}\"")).unwrap();
         html[at..at + html[at..].find("</h3>").unwrap()].to_string()
@@ -400,15 +401,10 @@ fn a_source_changed_since_the_reduction_shows_where_its_access_is_now() {
     let tmp = tempfile::tempdir().unwrap();
     let dirs = copy_steps(H100, &["reduce-ls-bh-nf".into()], tmp.path());
     let app = repo().join("case-studies/ls-bh-nf");
+    let from = dirs[0].to_str().unwrap();
     let (html, _) = report_ok(
         tmp.path(),
-        &[
-            app.to_str().unwrap(),
-            "--from",
-            dirs[0].to_str().unwrap(),
-            "--out",
-            "page",
-        ],
+        &[app.to_str().unwrap(), "--from", from, "--out", "page"],
     );
     assert!(
         html.contains(
