@@ -5,6 +5,9 @@ Usage: scripts/results.py results/<date>-<gpu> [apps|fenced|reduce|race-reduce|p
        scripts/results.py --check [ROOT]   the generated tables match their result files (exit 1 if not)
        scripts/results.py --write [ROOT]   rewrites the generated tables that differ
 
+results/README.md, the index of results folders with the places outside each that cite it, is
+generated too: --check fails when it is stale, --write rewrites it.
+
 A generated table in a Markdown file under ROOT (the repository's by default) is the output of
 `scripts/results.py FOLDER TABLE...` between `<!-- results.py FOLDER TABLE... -->` and
 `<!-- /results.py -->` (FOLDER relative to ROOT, no `### TABLE` headings); each results folder's
@@ -867,6 +870,40 @@ def svgs(root):
             yield path, open(path).read(), cost_svg_text(os.path.join(results, d)) or ""
 
 
+def index_text(root):
+    """results/README.md: each results folder with the sentences outside it that cite it (file
+    and line, the words around the citation); a folder nothing cites says so."""
+    res = os.path.join(root, "results")
+    folders = sorted(d for d in os.listdir(res) if os.path.isdir(os.path.join(res, d)))
+    cites = {d: [] for d in folders}
+    for path in markdown_files(root):
+        rel = os.path.relpath(path, root)
+        if rel == os.path.join("results", "README.md"):
+            continue
+        for n, line in enumerate(open(path), 1):
+            for d in folders:
+                at = line.find(d)
+                if at < 0 or rel.startswith(os.path.join("results", d) + os.sep):
+                    continue
+                words = re.sub(r"\s+", " ", line[max(0, at - 120):at]).strip()
+                words = re.sub(r"\]\([^)]*$", "]", words).split("|")[-1].strip()
+                words = re.sub(r"[\[(`]*(\.\./)*(results/)?$", "", words).strip()
+                cites[d].append(f"`{rel}:{n}`: ...{words[-100:]}")
+    out = ["# Results\n", "\n",
+           "Every GPU figure the docs cite comes from one of these folders, written by\n",
+           "`scripts/gpu/evidence.sh` (each file names its GPU, driver, date, wmfix commit and command; the\n",
+           "folder's README says what was measured). Below, each folder and the places outside it that cite\n",
+           "it, with the words before the citation. Generated: `scripts/results.py --write` rewrites this\n",
+           "file, `--check` (in the tests) fails when it is stale.\n"]
+    for d in folders:
+        out.append(f"\n## [{d}]({d}/)\n\n")
+        if not cites[d]:
+            out.append("Cited nowhere outside results/ (kept as history; a candidate for removal).\n")
+        for c in cites[d]:
+            out.append(f"- {c}\n")
+    return "".join(out)
+
+
 def check(root, write):
     """--check: every generated table of the Markdown files under root and every results
     folder's cost.svg against what the result files make now; exit 1 naming each that differs.
@@ -892,6 +929,17 @@ def check(root, write):
                            have.splitlines(True), want.splitlines(True)))
             if write:
                 with open(path, "w") as f:
+                    f.write(want)
+    index = os.path.join(root, "results", "README.md")
+    if os.path.isdir(os.path.dirname(index)):
+        seen += 1
+        want = index_text(root)
+        have = open(index).read() if os.path.exists(index) else ""
+        if have != want:
+            differ.append(("results/README.md: the index of results folders",
+                           have.splitlines(True), want.splitlines(True)))
+            if write:
+                with open(index, "w") as f:
                     f.write(want)
     for p in problems:
         print(f"results.py: {p}", file=sys.stderr)

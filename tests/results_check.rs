@@ -88,7 +88,7 @@ fn a_table_that_its_result_files_no_longer_give_fails_the_check() {
     let o = results_py(&root, &["--write"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("2 generated tables, 1 rewritten"),
+        stderr(&o).contains("3 generated tables, 2 rewritten"),
         "{}",
         stderr(&o)
     );
@@ -104,7 +104,7 @@ fn a_table_that_its_result_files_no_longer_give_fails_the_check() {
     let o = results_py(&root, &["--check"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("2 generated tables match their result files"),
+        stderr(&o).contains("3 generated tables match their result files"),
         "{}",
         stderr(&o)
     );
@@ -117,8 +117,30 @@ fn a_table_that_its_result_files_no_longer_give_fails_the_check() {
     assert!(err.contains(&format!("{table} differs")), "{err}");
     assert!(err.contains("-| cbe-dot | 16,200 |"), "{err}");
     assert!(err.contains("+| cbe-dot | 16,117 |"), "{err}");
-    assert!(err.contains("1 of 2 generated tables differ"), "{err}");
+    assert!(err.contains("1 of 3 generated tables differ"), "{err}");
     std::fs::write(&doc, &written).unwrap();
+
+    // The index of results folders names each with its citations: numbers.md cites the 2-GPU
+    // folder, nothing cites the other; a new citation makes the index stale until --write.
+    let index = std::fs::read_to_string(root.join("results/README.md")).unwrap();
+    let section = |name: &str| {
+        let at = index.find(&format!("## [{name}]")).unwrap();
+        index[at..].split("\n## ").next().unwrap().to_string()
+    };
+    assert!(
+        section("2026-11-26-2gpu-nvidia-h100-80gb-hbm3").contains("- `docs/numbers.md:3`"),
+        "{index}"
+    );
+    assert!(
+        section("2026-11-24c-nvidia-h200").contains("Cited nowhere outside results/"),
+        "{index}"
+    );
+    let other = root.join("docs/other.md");
+    std::fs::write(&other, "See results/2026-11-24c-nvidia-h200 for costs.\n").unwrap();
+    let o = results_py(&root, &["--check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("results/README.md: the index of results folders differs"));
+    std::fs::remove_file(&other).unwrap();
 
     // A result file changed under its committed table (a run more in the one-GPU test).
     let summary =
