@@ -12,6 +12,10 @@
   (#match? @access.atomic.name "^atomic[A-Z]"))
 ((call_expression function: (identifier) @access.cached.name) @access.cached
   (#match? @access.cached.name "^__(ld|st)(g|cg|ca|cs|cv|lu|wb|wt)$"))
+; A store through a reference a call returns (`at(t, i) = v`, `v.at(i) += 1`, `++slot(k)`):
+; the memory is the callee's to know, so it may be global.
+(assignment_expression left: (call_expression) @access.ref)
+(update_expression argument: (call_expression) @access.ref)
 ; CUB's documented cache-modified and strong loads and stores take the address first, like
 ; __stcg, and hide the access in inline PTX of macro-generated overloads where no fence can go:
 ; `ThreadStore<STORE_CG>(p, v)`, `cub::ThreadLoad<LOAD_CG>(p)`, `detail::store_relaxed(p, v)`.

@@ -198,6 +198,21 @@ mod tests {
     }
 
     #[test]
+    fn a_store_through_a_reference_a_call_returns_is_fenced() {
+        // The callee's memory may be global; a call is not copied, so the fence names nothing.
+        for body in ["at(i) = 1;", "t.at(i) += 2;", "++slot(0);"] {
+            let t = instrument(body);
+            assert!(
+                t.contains(&format!("{body} WMFIX_FENCE(0);")),
+                "{body}: {t}"
+            );
+        }
+        // Beside an access it can name: the unconditional form, as for any two places.
+        let t = instrument("at(i) = b[j];");
+        assert!(t.contains("at(i) = b[j]; WMFIX_FENCE_AIM(0, b[j]);"), "{t}");
+    }
+
+    #[test]
     fn text_that_would_change_meaning_is_not_copied() {
         for body in [
             "i = a[i];",

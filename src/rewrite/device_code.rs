@@ -629,6 +629,9 @@ pub fn accesses<'t, 's>(
     for n in caps.get(Capture::AccessCached) {
         push(*n, AccessKind::Call, &mut out);
     }
+    for n in caps.get(Capture::AccessRef) {
+        push(*n, AccessKind::Store, &mut out);
+    }
     for n in caps.get(Capture::Access) {
         push(*n, AccessKind::Load, &mut out);
     }

@@ -67,6 +67,7 @@ pub enum Capture {
     Access,
     AccessAtomic,
     AccessCached,
+    AccessRef,
     AimAssigned,
     AimImpure,
     AimPacked,
@@ -132,10 +133,11 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 60] = [
+    pub const ALL: [Capture; 61] = [
         Capture::Access,
         Capture::AccessAtomic,
         Capture::AccessCached,
+        Capture::AccessRef,
         Capture::AimAssigned,
         Capture::AimImpure,
         Capture::AimPacked,
@@ -200,6 +202,7 @@ impl Capture {
             Capture::Access => "access",
             Capture::AccessAtomic => "access.atomic",
             Capture::AccessCached => "access.cached",
+            Capture::AccessRef => "access.ref",
             Capture::AimAssigned => "aim.assigned",
             Capture::AimImpure => "aim.impure",
             Capture::AimPacked => "aim.packed",
