@@ -42,12 +42,13 @@ static inline int wmfix_matrix_uses_std_names() {\n\
 const KNOWN: &[(&str, &str, &str)] = &[];
 
 /// The fixtures meant to compile (`bad/` is not; the others have no CUDA file).
-const FIXTURES: [&str; 13] = [
+const FIXTURES: [&str; 14] = [
     "constructs",
     "cost-standin",
     "cxx11",
     "immutable",
     "launch_ex",
+    "mixed_spaces",
     "multi",
     "race-standin",
     "race_atomics",

@@ -302,6 +302,83 @@ fn immutable_variables_braced_returns_and_folds_compile_with_their_fences() {
     }
 }
 
+/// The PTX of kernel `name` (C++-mangled, unique in the file): its `.entry` to its closing
+/// brace.
+fn kernel_ptx<'p>(ptx: &'p str, name: &str) -> &'p str {
+    let head = format!(".entry _Z{}{name}", name.len());
+    let start = ptx
+        .find(&head)
+        .unwrap_or_else(|| panic!("no kernel {name} in the PTX"));
+    let end = ptx[start..].find("\n}").expect("a kernel's closing brace");
+    &ptx[start..start + end]
+}
+
+/// For each fence (`membar.gl`, the device-scope fence) of a kernel's PTX, how many branches
+/// skip it: those to the label right after it. The fence's switch (`fence_off`) is one; a test
+/// of the address the fence names (`__isGlobal`, folded by the compiler to `p == nullptr` for a
+/// shared address) another.
+fn branches_past_each_fence(kernel: &str) -> Vec<usize> {
+    let lines: Vec<&str> = kernel.lines().map(str::trim).collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !line.starts_with("membar.gl") {
+            continue;
+        }
+        let next = lines[i + 1..].iter().find(|l| !l.is_empty());
+        let Some(label) = next.and_then(|l| l.strip_suffix(':')) else {
+            out.push(0);
+            continue;
+        };
+        let target = format!("{label};");
+        out.push(
+            lines
+                .iter()
+                .filter(|l| l.contains("bra") && l.ends_with(&target))
+                .count(),
+        );
+    }
+    out
+}
+
+/// Issue 45's fence after a statement of several accesses (`fixtures/mixed_spaces`): after
+/// `dst[i] = src[i];` with `dst` shared and `src` global at run time, the fence, which names the
+/// store, runs (only its switch skips it), in the optimised PTX nvcc makes of the instrumented
+/// file under C++11; so it does after a shared atomic of a global load. After one shared access
+/// the address still decides: a branch on it skips the fence. A race build compiles too.
+#[test]
+fn a_fence_after_several_accesses_runs_whatever_memory_the_named_one_is_in() {
+    let (_tmp, _orig, tree) = instrument(&repo().join("tests/fixtures/mixed_spaces"));
+    let text = std::fs::read_to_string(tree.join("mixed.cu")).unwrap();
+    for form in [
+        "dst[i] = src[i]; WMFIX_RACE_LOAD(0, src[i]); WMFIX_FENCE_AIM(0, dst[i]);",
+        "atomicAdd(&counts[i], src[i]); WMFIX_RACE_LOAD(1, src[i]); WMFIX_FENCE_AIM_PTR(1, &counts[i]);",
+        "dst[i] = 0; WMFIX_FENCE_AT(2, dst[i]);",
+    ] {
+        assert!(text.contains(form), "no `{form}`:\n{text}");
+    }
+    sh(
+        &tree,
+        "nvcc -arch=sm_90 -std=c++11 -w --ptx -o mixed.ptx mixed.cu && \
+         nvcc -arch=sm_90 -std=c++11 -w -DWMFIX_RACE --ptx -o race.ptx mixed.cu",
+    );
+    let ptx = std::fs::read_to_string(tree.join("mixed.ptx")).unwrap();
+    for kernel in ["staged", "copied", "counted_shared", "counted", "zeroed"] {
+        assert_eq!(
+            branches_past_each_fence(kernel_ptx(&ptx, kernel)),
+            [1],
+            "{kernel}: one fence, skipped only when switched off:\n{}",
+            kernel_ptx(&ptx, kernel)
+        );
+    }
+    // The check sees an address test where there is one: after the one shared store.
+    let shared = branches_past_each_fence(kernel_ptx(&ptx, "zeroed_shared"));
+    assert!(
+        shared.iter().all(|&n| n >= 2),
+        "zeroed_shared: {shared:?}:\n{}",
+        kernel_ptx(&ptx, "zeroed_shared")
+    );
+}
+
 #[test]
 fn the_runtimes_interface_test_compiles() {
     // runtime-cu/tests/interface_compile.cu: every macro the rewriter emits, with static

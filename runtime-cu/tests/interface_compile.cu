@@ -80,6 +80,18 @@ __device__ int device_function(const int* p, int i, volatile int* v, const Bits&
   WMFIX_FENCE_PTR(22, (int*)v);
   if (i > 0) WMFIX_FENCE_AT(23, q[1]);
   else WMFIX_FENCE_PTR(24, &p[0]);
+  // After a statement of several accesses, the same forms fence whatever memory the named one
+  // is in (a bit-field and a template argument list with a comma too).
+  sum += *v + p[i];
+  WMFIX_FENCE_AIM(28, *v);
+  sum += (int)bits.b + p[0];
+  WMFIX_FENCE_AIM(29, bits.b);
+  sum += p[first<int, long>(0, 2L)] + p[1];
+  WMFIX_FENCE_AIM(30, p[first<int, long>(0, 2L)]);
+  atomicAdd((int*)v, p[i]);
+  WMFIX_FENCE_AIM_PTR(31, (int*)v);
+  if (i > 1) WMFIX_FENCE_AIM(32, q[1]);
+  else WMFIX_FENCE_AIM_PTR(33, &p[0]);
   // A loop condition's fence: guarded at the top of the body, plain after the loop.
   while (atomicCAS((int*)v, 0, 1) != 0) {
     if (WMFIX_IN_LOOP(25)) WMFIX_FENCE_PTR(25, (int*)v);
