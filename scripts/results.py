@@ -750,6 +750,23 @@ def serve_on(folder):
         cell_ = lambda r, base=None: f"{errs(r)}; {rate(r, base)}" if r else "not run"
         procs = "/".join(str(r["procs"]) if r and r["procs"] is not None else "-" for r in (a1, a2))
         print(f"| {st} | {cell_(c)} | {cell_(b, c)} | {cell_(a1, c)} | {cell_(a2, a1)} | {procs} |")
+    extra = sorted({(m["study"], m["kind"] or "cold400") for d in os.listdir(folder)
+                    for m in [re.match(r"serve-on-(?:after-[12]-(?P<kind>long|j16)|cold400)-(?P<study>.+)$", d)] if m})
+    if extra:
+        print("\nLonger cells (long: 24,000 runs a GPU; j16: 16 runs at a time a GPU; cold400: 400 cold "
+              "runs), the ratio to the cold runs above and, for two GPUs, to one:\n")
+        print("| study | cell | 1 GPU | 2 GPUs | processes (1 GPU / 2 GPUs) |")
+        print("|---|---|---|---|---|")
+        for st, kind in extra:
+            c = row(f"serve-on-cold-{st}")
+            if kind == "cold400":
+                r = row(f"serve-on-cold400-{st}")
+                print(f"| {st} | cold, 400 runs | {errs(r)}; {rate(r)} | - | - |" if r else f"| {st} | cold, 400 runs | not run | - | - |")
+                continue
+            a1, a2 = row(f"serve-on-after-1-{kind}-{st}"), row(f"serve-on-after-2-{kind}-{st}")
+            cell_ = lambda r, base=None: f"{errs(r)}; {rate(r, base)}" if r else "not run"
+            procs = "/".join(str(r["procs"]) if r and r["procs"] is not None else "-" for r in (a1, a2))
+            print(f"| {st} | `--warm` after, {kind} | {cell_(a1, c)} | {cell_(a2, a1)} | {procs} |")
     print("\nReductions with `--warm` on one GPU (the stress oracle, and the race oracle with its stress "
           "confirmation), wall seconds before and after, and whether they kept the same fences:\n")
     print("| study | oracle | before | after | after/before | same fences |")
