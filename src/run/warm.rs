@@ -162,6 +162,8 @@ pub struct Pool {
     served_on: AtomicU64,
     /// Processes replaced after a sticky CUDA error or leaked device memory.
     unhealthy: AtomicU64,
+    /// Processes replaced after serving `RUNS_A_PROCESS` runs.
+    retired: AtomicU64,
 }
 
 impl Pool {
@@ -176,6 +178,7 @@ impl Pool {
             serve_on_errors: AtomicBool::new(false),
             served_on: AtomicU64::new(0),
             unhealthy: AtomicU64::new(0),
+            retired: AtomicU64::new(0),
         })
     }
 
@@ -205,8 +208,8 @@ impl Pool {
         self.started.load(Ordering::SeqCst)
     }
 
-    /// "warm: 240 runs in 12 processes (90 erring runs served on; 1 process replaced after a
-    /// sticky CUDA error or leaked device memory)".
+    /// "warm: 2400 runs in 12 processes (90 erring runs served on; 1 process replaced after a
+    /// sticky CUDA error or leaked device memory; 2 retired after 1000 runs)".
     pub fn describe(&self) -> String {
         let mut notes = vec![];
         let on = self.served_on();
@@ -218,6 +221,10 @@ impl Pool {
             notes.push(format!(
                 "{sick} processes replaced after a sticky CUDA error or leaked device memory"
             ));
+        }
+        let retired = self.retired.load(Ordering::SeqCst);
+        if retired > 0 {
+            notes.push(format!("{retired} retired after {RUNS_A_PROCESS} runs"));
         }
         let notes = if notes.is_empty() {
             String::new()
@@ -311,7 +318,11 @@ impl Lease<'_> {
             End::Failed => pool.serves_on_errors(),
             End::Broke => false,
         };
-        if !serve_on || !server.alive() || server.runs >= RUNS_A_PROCESS {
+        if !serve_on || !server.alive() {
+            return;
+        }
+        if server.runs >= RUNS_A_PROCESS {
+            pool.retired.fetch_add(1, Ordering::SeqCst);
             return;
         }
         if !server.healthy() {

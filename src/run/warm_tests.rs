@@ -144,6 +144,29 @@ fn a_run_that_failed_ends_its_process_unless_the_pool_serves_on_after_errors() {
     assert_eq!(pool.started(), 3);
 }
 
+#[test]
+fn a_process_is_retired_after_its_share_of_runs_and_the_summary_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    pool.serve_on_errors(true);
+    let first = go(&pool, &dir, &seed("1"), End::Failed);
+    for _ in 1..RUNS_A_PROCESS {
+        go(&pool, &dir, &seed("1"), End::Failed);
+    }
+    let next = go(&pool, &dir, &seed("2"), End::Passed);
+    assert_ne!(field(&next.out, "pid"), field(&first.out, "pid"));
+    assert_eq!(field(&next.out, "call"), "1");
+    assert_eq!(
+        pool.describe(),
+        format!(
+            "warm: {} runs in 2 processes ({} erring runs served on; 1 retired after {RUNS_A_PROCESS} runs)",
+            RUNS_A_PROCESS + 1,
+            RUNS_A_PROCESS - 1
+        )
+    );
+}
+
 fn health(h: &str, s: &str) -> Vec<(String, String)> {
     [seed(s), vec![("HEALTH".to_string(), h.to_string())]].concat()
 }
