@@ -751,10 +751,10 @@ def serve_on(folder):
         procs = "/".join(str(r["procs"]) if r and r["procs"] is not None else "-" for r in (a1, a2))
         print(f"| {st} | {cell_(c)} | {cell_(b, c)} | {cell_(a1, c)} | {cell_(a2, a1)} | {procs} |")
     extra = sorted({(m["study"], m["kind"] or "cold400") for d in os.listdir(folder)
-                    for m in [re.match(r"serve-on-(?:after-[12]-(?P<kind>long|j16)|cold400)-(?P<study>.+)$", d)] if m})
+                    for m in [re.match(r"serve-on-(?:after-[12]-(?P<kind>long|j16|mps|mpsj16)|cold400)-(?P<study>.+)$", d)] if m})
     if extra:
-        print("\nLonger cells (long: 24,000 runs a GPU; j16: 16 runs at a time a GPU; cold400: 400 cold "
-              "runs), the ratio to the cold runs above and, for two GPUs, to one:\n")
+        print("\nLonger cells (long: 24,000 runs a GPU; j16: 16 runs at a time a GPU; mps: under wmfix's "
+              "MPS server (`--mps`), mpsj16 with 16 at a time; cold400: 400 cold runs), the ratio to the cold runs above and, for two GPUs, to one:\n")
         print("| study | cell | 1 GPU | 2 GPUs | processes (1 GPU / 2 GPUs) |")
         print("|---|---|---|---|---|")
         for st, kind in extra:

@@ -1000,6 +1000,11 @@ done
 serve_on_16() { JOBS_A_GPU=16 unfenced_runs "$@"; }
 add serve-on-after-1-j16-tpo-tm serve_on_16 tpo-tm 1 3200 --warm
 add serve-on-after-2-j16-tpo-tm serve_on_16 tpo-tm 2 6400 --warm
+# tpo-tm's erring runs are bound by the GPU time each takes (16 at a time a GPU gave the rate of
+# 8): with wmfix's MPS server the processes' kernels can run side by side.
+add serve-on-after-1-mps-tpo-tm unfenced_runs tpo-tm 1 1600 --warm --mps
+add serve-on-after-1-mpsj16-tpo-tm serve_on_16 tpo-tm 1 3200 --warm --mps
+add serve-on-after-2-mps-tpo-tm unfenced_runs tpo-tm 2 3200 --warm --mps
 for s in cbe-dot cbe-ht tpo-tm sdk-red-nf cub-scan-nf ls-bh-nf ct-octree; do
   add "serve-on-before-reduce-$s" before gpus_reduce "$s" 1 --warm
   add "serve-on-after-reduce-$s" gpus_reduce "$s" 1 --warm

@@ -140,12 +140,20 @@ fn library(dir: &Path) -> Result<PathBuf> {
     Ok(lib)
 }
 
-/// What a process is started for: a program in a tree on a GPU.
+/// Variables the CUDA driver reads once, when the process first calls it: a process is started
+/// with them (its GPU, the MPS server of `--mps`), not given them run by run.
+const AT_START: [&str; 3] = [
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "CUDA_MPS_LOG_DIRECTORY",
+];
+
+/// What a process is started for: a program in a tree, with the driver's variables.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Key {
     dir: PathBuf,
     words: Vec<String>,
-    gpu: Option<String>,
+    at_start: Vec<(String, String)>,
 }
 
 /// Idle warm processes, shared by a batch's workers and kept between batches (a reduction's
@@ -256,10 +264,11 @@ impl Pool {
         let key = Key {
             dir: dir.to_path_buf(),
             words: words(command)?,
-            gpu: env
+            at_start: env
                 .iter()
-                .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
-                .map(|(_, v)| v.clone()),
+                .filter(|(k, _)| AT_START.contains(&k.as_str()))
+                .cloned()
+                .collect(),
         };
         Some(self.run_keyed(key, env, log, timeout))
     }
@@ -358,7 +367,7 @@ impl Server {
             .current_dir(&key.dir)
             .env("WMFIX_WARM", "1")
             .env("LD_PRELOAD", lib)
-            .envs(key.gpu.iter().map(|g| ("CUDA_VISIBLE_DEVICES", g)))
+            .envs(key.at_start.iter().cloned())
             .envs(crate::app::claim::owner_env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

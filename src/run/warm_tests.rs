@@ -12,6 +12,8 @@ const APP: &str = r#"
 #include <string.h>
 #include <unistd.h>
 static int calls;
+static const char *mps_at_start;
+__attribute__((constructor)) static void at_start(void) { mps_at_start = getenv("CUDA_MPS_PIPE_DIRECTORY"); }
 static int health(unsigned long long *free_bytes, unsigned long long *total_bytes) {
   const char *h = getenv("HEALTH");
   *total_bytes = 8000;
@@ -24,7 +26,7 @@ int main(int argc, char **argv) {
   calls++;
   const char *s = getenv("SEED");
   const char *extra = getenv("EXTRA");
-  fprintf(stderr, "pid=%d call=%d seed=%s extra=%s arg=%s\n", getpid(), calls, s ? s : "-", extra ? extra : "-", argc > 1 ? argv[1] : "-");
+  fprintf(stderr, "pid=%d call=%d seed=%s extra=%s arg=%s mps=%s\n", getpid(), calls, s ? s : "-", extra ? extra : "-", argc > 1 ? argv[1] : "-", mps_at_start ? mps_at_start : "-");
   int seed = s ? atoi(s) : 0;
   if (seed == 3) exit(7);
   if (seed == 4) abort();
@@ -142,6 +144,28 @@ fn a_run_that_failed_ends_its_process_unless_the_pool_serves_on_after_errors() {
     let d = go(&pool, &dir, &seed("1"), End::Failed);
     assert_eq!(field(&d.out, "call"), "1");
     assert_eq!(pool.started(), 3);
+}
+
+#[test]
+fn the_driver_s_variables_are_set_when_the_process_starts_and_keep_processes_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let mps = |pipe: &str| {
+        [
+            seed("2"),
+            vec![("CUDA_MPS_PIPE_DIRECTORY".to_string(), pipe.to_string())],
+        ]
+        .concat()
+    };
+    let a = go(&pool, &dir, &mps("/p1"), End::Passed);
+    assert_eq!(field(&a.out, "mps"), "/p1", "{}", a.out);
+    let b = go(&pool, &dir, &mps("/p2"), End::Passed);
+    assert_eq!(field(&b.out, "mps"), "/p2", "{}", b.out);
+    assert_ne!(field(&b.out, "pid"), field(&a.out, "pid"));
+    let c = go(&pool, &dir, &mps("/p1"), End::Passed);
+    assert_eq!(field(&c.out, "pid"), field(&a.out, "pid"));
+    assert_eq!(pool.started(), 2);
 }
 
 #[test]
