@@ -26,6 +26,12 @@
 ((call_expression function: (qualified_identifier name: (identifier) @access.cached.name)) @access.cached
   (#match? @access.cached.name "^(load|store)_(relaxed|acquire|release)$"))
 
+; Inline PTX: src/rewrite/asm.rs reads the template for loads, stores and atomics, and takes the
+; address from the operand `[%N]` names (outputs, then inputs, in order).
+(gnu_asm_expression assembly_code: (_) @access.asm.code) @access.asm
+(gnu_asm_output_operand value: (_) @asm.operand)
+(gnu_asm_input_operand value: (_) @asm.operand)
+
 ; The way from an access to the variable whose memory it touches (`base` in
 ; src/device_code.rs), so that __shared__ and local arrays can be excluded: `a` in `a[i][j][k]`,
 ; `p` in `*(p + i)` and `p->f`, `s` in `atomicAdd(&s[i][j], 1)`. The way goes through the

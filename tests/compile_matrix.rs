@@ -42,11 +42,12 @@ static inline int wmfix_matrix_uses_std_names() {\n\
 const KNOWN: &[(&str, &str, &str)] = &[];
 
 /// The fixtures meant to compile (`bad/` is not; the others have no CUDA file).
-const FIXTURES: [&str; 14] = [
+const FIXTURES: [&str; 15] = [
     "constructs",
     "cost-standin",
     "cxx11",
     "immutable",
+    "inline_asm",
     "launch_ex",
     "mixed_spaces",
     "multi",

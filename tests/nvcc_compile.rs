@@ -379,6 +379,53 @@ fn a_fence_after_several_accesses_runs_whatever_memory_the_named_one_is_in() {
     );
 }
 
+/// Issue 45's inline PTX accesses (`fixtures/inline_asm`): a global store, an acquire load and an
+/// atomic written in `asm` get a fence after their statement that names the address operand, one
+/// whose template computes the address gets an unconditional one, and shared-memory, fence and
+/// arithmetic `asm` get none; the fences are in the optimised PTX, plain and race builds.
+#[test]
+fn inline_ptx_loads_stores_and_atomics_get_fences() {
+    let (_tmp, _orig, tree) = instrument(&repo().join("tests/fixtures/inline_asm"));
+    let text = std::fs::read_to_string(tree.join("asm.cu")).unwrap();
+    for form in [
+        r#""r"(v) : "memory"); WMFIX_FENCE_PTR(0, p);"#,
+        r#": "l"(p) : "memory"); WMFIX_FENCE_PTR(1, p);"#,
+        r#""r"(1u) : "memory"); WMFIX_FENCE_PTR(3, counter);"#,
+        r#": "memory"); WMFIX_FENCE(4);"#,
+    ] {
+        assert!(text.contains(form), "no `{form}`:\n{text}");
+    }
+    let fenced = text.lines().filter(|l| !l.starts_with('#'));
+    assert_eq!(
+        fenced
+            .map(|l| l.matches("WMFIX_FENCE").count())
+            .sum::<usize>(),
+        6,
+        "{text}"
+    );
+    sh(
+        &tree,
+        "nvcc -arch=sm_90 -std=c++11 -w --ptx -o asm.ptx asm.cu && \
+         nvcc -arch=sm_90 -std=c++11 -w -DWMFIX_RACE --ptx -o race.ptx asm.cu",
+    );
+    let ptx = std::fs::read_to_string(tree.join("asm.ptx")).unwrap();
+    let fences = |k: &str| branches_past_each_fence(kernel_ptx(&ptx, k));
+    for (kernel, n) in [
+        ("published", 1),
+        ("acquired", 2),
+        ("added", 1),
+        ("shared_only", 1),
+    ] {
+        assert_eq!(
+            fences(kernel).len(),
+            n,
+            "{kernel}:\n{}",
+            kernel_ptx(&ptx, kernel)
+        );
+    }
+    assert_eq!(fences("computed"), [1], "only the switch skips it");
+}
+
 #[test]
 fn the_runtimes_interface_test_compiles() {
     // runtime-cu/tests/interface_compile.cu: every macro the rewriter emits, with static

@@ -13,6 +13,7 @@
 use crate::fences::record::AccessKind;
 use crate::rewrite::device_code::call_pointer;
 use crate::rewrite::queries::{Capture, Captures, IdSet};
+use foldhash::HashMap;
 use std::ops::Range;
 use tree_sitter::Node;
 
@@ -37,6 +38,8 @@ pub struct Aim {
 /// What a file's captures say about which text may be copied.
 pub struct Facts<'t> {
     calls: IdSet,
+    /// Inline PTX accesses and the operand holding each one's address (`asm.rs`).
+    asm: HashMap<usize, Option<Node<'t>>>,
     /// Byte ranges of impure expressions, by start.
     impure: Vec<Range<usize>>,
     /// Byte ranges of pack expansions, by start.
@@ -73,6 +76,7 @@ impl<'t> Facts<'t> {
         assigned.sort();
         Facts {
             calls,
+            asm: super::asm::pointers(&super::asm::asm_accesses(caps, text)),
             impure: sorted_ranges(caps.get(Capture::AimImpure)),
             packed: sorted_ranges(caps.get(Capture::AimPacked)),
             assigned,
@@ -87,7 +91,13 @@ impl<'t> Facts<'t> {
         let mut ordered: Vec<&(Node, AccessKind)> = accesses.iter().collect();
         ordered.sort_by_key(|(_, k)| *k == AccessKind::Load);
         ordered.into_iter().find_map(|(node, kind)| {
-            let aim = if self.calls.contains(&node.id()) {
+            let aim = if let Some(pointer) = self.asm.get(&node.id()) {
+                Aim {
+                    range: (*pointer)?.byte_range(),
+                    form: AimForm::Pointer,
+                    kind: *kind,
+                }
+            } else if self.calls.contains(&node.id()) {
                 Aim {
                     range: call_pointer(*node)?.byte_range(),
                     form: AimForm::Pointer,
@@ -115,7 +125,11 @@ impl<'t> Facts<'t> {
     ) -> Vec<(Range<usize>, AccessKind)> {
         accesses
             .iter()
-            .filter(|(n, k)| *k != AccessKind::Atomic && !self.calls.contains(&n.id()))
+            .filter(|(n, k)| {
+                *k != AccessKind::Atomic
+                    && !self.calls.contains(&n.id())
+                    && !self.asm.contains_key(&n.id())
+            })
             .map(|(n, k)| (n.byte_range(), *k))
             .filter(|(r, _)| {
                 aim.is_none_or(|a| !r.contains(&a.range.start) && !a.range.contains(&r.start))

@@ -632,6 +632,9 @@ pub fn accesses<'t, 's>(
     for n in caps.get(Capture::AccessRef) {
         push(*n, AccessKind::Store, &mut out);
     }
+    for a in super::asm::asm_accesses(caps, text) {
+        push(a.node, a.kind, &mut out);
+    }
     for n in caps.get(Capture::Access) {
         push(*n, AccessKind::Load, &mut out);
     }

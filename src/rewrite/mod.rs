@@ -1,6 +1,7 @@
 //! `wmfix insert`: CUDA sources to the instrumented tree and `fences.json`.
 
 pub mod aim;
+pub mod asm;
 pub mod branches;
 pub mod calls;
 pub mod configs;

@@ -65,6 +65,10 @@ pub fn all() -> &'static Patterns {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Capture {
     Access,
+    /// An `asm` expression, its template, and its operands' values (`rewrite/asm.rs`).
+    AccessAsm,
+    AccessAsmCode,
+    AsmOperand,
     AccessAtomic,
     AccessCached,
     AccessRef,
@@ -133,8 +137,11 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 61] = [
+    pub const ALL: [Capture; 64] = [
         Capture::Access,
+        Capture::AccessAsm,
+        Capture::AccessAsmCode,
+        Capture::AsmOperand,
         Capture::AccessAtomic,
         Capture::AccessCached,
         Capture::AccessRef,
@@ -200,6 +207,9 @@ impl Capture {
     pub fn name(self) -> &'static str {
         match self {
             Capture::Access => "access",
+            Capture::AccessAsm => "access.asm",
+            Capture::AccessAsmCode => "access.asm.code",
+            Capture::AsmOperand => "asm.operand",
             Capture::AccessAtomic => "access.atomic",
             Capture::AccessCached => "access.cached",
             Capture::AccessRef => "access.ref",
