@@ -81,26 +81,37 @@ fn as_plain_strings(out: &mut [u8], range: std::ops::Range<usize>) {
 
 /// Macros that define a concept.
 const CONCEPT_MACROS: &[&str] = &["_CCCL_CONCEPT"];
+/// Macros whose invocation defines a concept's requirements (`_CCCL_CONCEPT_FRAGMENT(name,
+/// requires(T t)(requires(!c<T>), ...))`, libcu++'s form before C++20).
+const FRAGMENT_MACROS: &[&str] = &["_CCCL_CONCEPT_FRAGMENT"];
 
-/// `text` with each concept defined through a macro (`_CCCL_CONCEPT name = ...;`), with the
-/// `template <...>` before it, blanked: a concept's requirements are never evaluated code.
-/// `None` where there is none.
+/// `text` with each concept defined through a macro (`_CCCL_CONCEPT name = ...;`,
+/// `_CCCL_CONCEPT_FRAGMENT(...)`), with the `template <...>` before it, blanked: a concept's
+/// requirements are never evaluated code. `None` where there is none.
 pub fn concept_definitions(text: &str) -> Option<String> {
     let mut out: Option<Vec<u8>> = None;
     let mut done_to = 0;
     for (at, word) in identifiers(text) {
-        if at < done_to || !CONCEPT_MACROS.contains(&word) {
+        if at < done_to {
             continue;
         }
-        let rest = text[at + word.len()..].trim_start();
-        // `_CCCL_CONCEPT name = `: a definition, not the macro's own #define or a use.
-        let is_definition = rest
-            .split_once('=')
-            .is_some_and(|(name, _)| is_identifier(name.trim()));
-        if !is_definition {
+        let after = at + word.len();
+        let end = if CONCEPT_MACROS.contains(&word) {
+            // `_CCCL_CONCEPT name = `: a definition, not the macro's own #define or a use.
+            let is_definition = text[after..]
+                .trim_start()
+                .split_once('=')
+                .is_some_and(|(name, _)| is_identifier(name.trim()));
+            if !is_definition {
+                continue;
+            }
+            statement_end(text, after)
+        } else if FRAGMENT_MACROS.contains(&word) && !on_directive(text, at) {
+            invocation_end(text, after)
+        } else {
             continue;
-        }
-        let Some(end) = statement_end(text, at + word.len()) else {
+        };
+        let Some(end) = end else {
             continue;
         };
         let start = template_head_before(text, at).unwrap_or(at);
@@ -113,6 +124,39 @@ pub fn concept_definitions(text: &str) -> Option<String> {
         done_to = end;
     }
     out.map(|b| String::from_utf8(b).expect("ASCII replaced ASCII"))
+}
+
+/// The byte after a macro invocation's closing `)` (and a `;` right after it), when its `(`
+/// comes next after `from`, outside literals.
+fn invocation_end(text: &str, from: usize) -> Option<usize> {
+    let open = from + text[from..].len() - text[from..].trim_start().len();
+    if text.as_bytes().get(open) != Some(&b'(') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut close = None;
+    outside_literals(text, open, text.len(), |i, b| {
+        match b {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(i + 1);
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+    let close = close?;
+    let rest = &text[close..];
+    let semi = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    Some(if rest[semi..].starts_with(';') {
+        close + semi + 1
+    } else {
+        close
+    })
 }
 
 fn is_identifier(s: &str) -> bool {

@@ -60,6 +60,29 @@ fn a_concept_defined_through_a_macro_is_blanked_with_its_template_head() {
 }
 
 #[test]
+fn a_concept_fragment_invocation_is_blanked_with_its_template_head() {
+    // libcu++'s form before C++20, in the `#else` branch of `_CCCL_HAS_CONCEPTS()`.
+    let src = "template <class _Tp>\n_CCCL_CONCEPT_FRAGMENT(\n  __unqualified_begin_,\n  requires(_Tp&& __t)(requires(!__member_begin<_Tp>),\n                      requires(__can_borrow<_Tp>)));\n__device__ void g(int* p) { p[0] = 1; }\n";
+    assert!(
+        first_error(&parse(src)).is_some(),
+        "the grammar alone fails"
+    );
+    let m = concept_definitions(src).unwrap();
+    same_shape(src, &m);
+    assert!(m.contains("__device__ void g(int* p) { p[0] = 1; }"));
+    assert!(!m.contains("_CCCL_CONCEPT_FRAGMENT"), "{m}");
+    assert!(first_error(&parse(&m)).is_none(), "{m}");
+    // Without a `;` after it, and the macro's own #define left alone.
+    let bare = "template <class _Tp>\n_CCCL_CONCEPT_FRAGMENT(__f_, requires(_Tp t)(requires(!c<_Tp>)))\nint x;\n";
+    let m = concept_definitions(bare).unwrap();
+    assert!(m.ends_with("int x;\n") && !m.contains("requires"), "{m:?}");
+    assert_eq!(
+        concept_definitions("#define _CCCL_CONCEPT_FRAGMENT(_NAME, ...) x\n"),
+        None
+    );
+}
+
+#[test]
 fn an_if_consteval_macro_before_a_block_is_an_if_and_its_block_is_instrumented_code() {
     let src = "__device__ int f(int* p) {\n  _CCCL_IF_NOT_CONSTEVAL_DEFAULT\n  {\n    if constexpr (sizeof(int) <= 8) { p[0] = 1; }\n  }\n  return p[1];\n}\n";
     assert!(
