@@ -82,10 +82,11 @@ d = json.load(open(path))
 # too deep, or (--on-parse-error skip) the file copied unchanged.
 parse = re.compile(r"^(.*?):\d+:\d+: (syntax error|missing `|nesting deeper than)")
 # Other code left uninstrumented: accesses left unfenced, launches and qualifier macros not
-# instrumented, macros whose accesses get no fence, `#if` branches after the first, links outside
-# the input. Advice that leaves nothing uninstrumented (grid-wide synchronisation, cooperative
+# instrumented, macros whose accesses get no fence, `#if` branches after the first, code that
+# differs between a file's `#if` configurations (left out of every branch), links outside the
+# input. Advice that leaves nothing uninstrumented (grid-wide synchronisation, cooperative
 # launches: test under no-str- only) is not counted; any other warning is printed on stderr.
-other = re.compile(r"left unfenced|not instrumented|get no fence|only the first branch|is a link to")
+other = re.compile(r"left unfenced|not instrumented|get no fence|only the first branch|left out of every branch|is a link to")
 advice = re.compile(r"test this kernel under no-str- only")
 err, n_other, first = set(), 0, []
 for w in d["warnings"]:
