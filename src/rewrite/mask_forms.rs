@@ -4,7 +4,7 @@
 //! `if consteval` and `try`/`catch` before a block, whose block does; the class of a pointer to
 //! member. Line breaks stay where they are, so every position keeps its line and column.
 
-use crate::rewrite::macros::{identifiers, outside_literals};
+use crate::rewrite::macros::{balanced, identifiers, outside_literals};
 use crate::rewrite::mask::on_directive;
 
 /// `text` with each raw string literal as one ordinary string literal a line (adjacent literals
@@ -130,26 +130,7 @@ pub fn concept_definitions(text: &str) -> Option<String> {
 /// comes next after `from`, outside literals.
 fn invocation_end(text: &str, from: usize) -> Option<usize> {
     let open = from + text[from..].len() - text[from..].trim_start().len();
-    if text.as_bytes().get(open) != Some(&b'(') {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut close = None;
-    outside_literals(text, open, text.len(), |i, b| {
-        match b {
-            b'(' => depth += 1,
-            b')' => {
-                depth -= 1;
-                if depth == 0 {
-                    close = Some(i + 1);
-                    return false;
-                }
-            }
-            _ => {}
-        }
-        true
-    });
-    let close = close?;
+    let close = balanced(text, open)?;
     let rest = &text[close..];
     let semi = rest.len() - rest.trim_start_matches([' ', '\t']).len();
     Some(if rest[semi..].starts_with(';') {
