@@ -8,7 +8,11 @@
 //! <= 1.3x the same kernels without them.
 //! Run: `cargo bench --bench insert_throughput` (every scenario, each in its own process so
 //! that its peak memory is its own), or `... -- big 16` / `deep 20000` / `tree 2000` /
-//! `dense 8` / `dense-vars 8` for one.
+//! `dense 8` / `dense-vars 8` / `folder PATH` (a folder of real code, through the command line
+//! only) for one. `WMFIX_BENCH_RUNS=N` runs each command-line case N times (default 1);
+//! `WMFIX_BENCH_RAW=FILE` appends each case's runs to FILE, one JSON line each (its times, the
+//! commit, the machine's cores and load, the date, the command): the raw file the docs' speed
+//! figures come from (`scripts/results.py benches/results insert-speed`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -81,9 +85,9 @@ fn deep_file(depth: usize) -> Vec<(PathBuf, String)> {
     vec![(PathBuf::from("deep.cu"), text)]
 }
 
-/// Parses, plans and renders `files` `runs` times; the best time and the fence count.
-fn instrument(files: &[(PathBuf, String)], runs: usize) -> (f64, usize) {
-    let mut best = f64::INFINITY;
+/// Parses, plans and renders `files` `runs` times; each run's time and the fence count.
+fn instrument(files: &[(PathBuf, String)], runs: usize) -> (Vec<f64>, usize) {
+    let mut times = Vec::new();
     let mut fences = 0;
     for _ in 0..runs {
         let t0 = Instant::now();
@@ -96,10 +100,10 @@ fn instrument(files: &[(PathBuf, String)], runs: usize) -> (f64, usize) {
         wmfix::rewrite::reach::mark(&mut planned, std::path::Path::new("."), &[]);
         let done =
             render::render(&mut planned, FenceScope::Device, |_| "wmfix.cuh".into()).unwrap();
-        best = best.min(t0.elapsed().as_secs_f64());
+        times.push(t0.elapsed().as_secs_f64());
         fences = done.fences.len();
     }
-    (best, fences)
+    (times, fences)
 }
 
 /// `wmfix insert --json` of `files` written to a folder: its wall-clock seconds, the fences it
@@ -112,12 +116,20 @@ fn through_cli(files: &[(PathBuf, String)]) -> (f64, usize, f64) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
+    cli_on(&src, dir.path())
+}
+
+/// `wmfix insert --json SRC --out WORK/out`: seconds, fences, and the peak resident memory in MB
+/// of the children so far (each scenario runs in a process of its own).
+fn cli_on(src: &std::path::Path, work: &std::path::Path) -> (f64, usize, f64) {
+    let out_dir = work.join("out");
+    let _ = std::fs::remove_dir_all(&out_dir);
     let t0 = Instant::now();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wmfix"))
         .arg("insert")
-        .arg(&src)
+        .arg(src)
         .arg("--out")
-        .arg(dir.path().join("out"))
+        .arg(&out_dir)
         .arg("--json")
         .output()
         .unwrap();
@@ -129,7 +141,6 @@ fn through_cli(files: &[(PathBuf, String)]) -> (f64, usize, f64) {
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let fences = doc["fences"].as_u64().unwrap() as usize;
-    // The only child waited for: each scenario runs in a process of its own.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
     (secs, fences, usage.ru_maxrss as f64 / 1024.0)
@@ -143,6 +154,131 @@ fn peak_mb() -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// How many times each command-line case runs (`WMFIX_BENCH_RUNS`, default 1).
+fn cli_runs() -> usize {
+    std::env::var("WMFIX_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
+/// One case's record for `WMFIX_BENCH_RAW`.
+struct Record<'a> {
+    scenario: &'a str,
+    arg: &'a str,
+    mode: &'a str,
+    mb: f64,
+    files: usize,
+    fences: usize,
+    seconds: Vec<f64>,
+    peak_mb: f64,
+    target: &'a str,
+}
+
+fn output_of(program: &str, args: &[&str]) -> String {
+    std::process::Command::new(program)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Appends `r` to the raw file, when `WMFIX_BENCH_RAW` names one.
+fn record(r: &Record) {
+    let Ok(path) = std::env::var("WMFIX_BENCH_RAW") else {
+        return;
+    };
+    let dirty = !output_of("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    let commit = output_of("git", &["rev-parse", "--short", "HEAD"]) + if dirty { "+" } else { "" };
+    let load: Vec<f64> = std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let runs = cli_runs();
+    let line = serde_json::json!({
+        "bench": "insert_throughput",
+        "scenario": r.scenario,
+        "arg": r.arg,
+        "mode": r.mode,
+        "mb": r.mb,
+        "files": r.files,
+        "fences": r.fences,
+        "seconds": r.seconds,
+        "peak_mb": r.peak_mb,
+        "target": r.target,
+        "commit": commit,
+        "nproc": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "cpu": std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default().lines()
+            .find_map(|l| l.strip_prefix("model name").and_then(|v| v.split_once(':')).map(|v| v.1.trim().to_string())),
+        "load": load,
+        "date": output_of("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]),
+        "command": format!("WMFIX_BENCH_RUNS={runs} cargo bench --bench insert_throughput -- {} {}", r.scenario, r.arg),
+    });
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    writeln!(f, "{line}").unwrap();
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// A folder of real code (cccl's, say) through the command line only, `WMFIX_BENCH_RUNS` times.
+fn folder(path: &str) {
+    let src = std::path::Path::new(path);
+    let (mut files, mut bytes) = (0usize, 0u64);
+    for e in walkdir::WalkDir::new(src)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        if e.file_type().is_file() {
+            files += 1;
+            bytes += e.metadata().map_or(0, |m| m.len());
+        }
+    }
+    let mb = bytes as f64 / 1e6;
+    let work = tempfile::tempdir().unwrap();
+    let (mut seconds, mut fences, mut peak) = (Vec::new(), 0, 0.0f64);
+    for _ in 0..cli_runs() {
+        let (s, f, p) = cli_on(src, work.path());
+        seconds.push(s);
+        fences = f;
+        peak = peak.max(p);
+    }
+    println!(
+        "folder {path}: {mb:.1} MB in {files} files, {fences} fences: median of {} {:.3} s = {:.2} MB/s, peak {peak:.0} MB",
+        seconds.len(),
+        median(&seconds),
+        mb / median(&seconds)
+    );
+    record(&Record {
+        scenario: "folder",
+        arg: path,
+        mode: "cli",
+        mb,
+        files,
+        fences,
+        seconds,
+        peak_mb: peak,
+        target: "-",
+    });
 }
 
 fn scenario(name: &str, size: usize) {
@@ -166,25 +302,47 @@ fn scenario(name: &str, size: usize) {
             1,
             "8 MB in <= 3.2 s, <= 1.3x without variables",
         ),
-        _ => panic!("scenarios: tree N, big MB, deep N, dense MB, dense-vars MB"),
+        _ => panic!("scenarios: tree N, big MB, deep N, dense MB, dense-vars MB, folder PATH"),
     };
     let bytes: usize = files.iter().map(|f| f.1.len()).sum();
     let mb = bytes as f64 / 1e6;
     // First, while this process is small: a child's peak counts its parent's from before `exec`.
-    let cli = through_cli(&files);
-    let (secs, fences) = instrument(&files, runs);
+    let mut cli = Vec::new();
+    for _ in 0..cli_runs() {
+        cli.push(through_cli(&files));
+    }
+    let (times, fences) = instrument(&files, runs);
+    let best = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let peak = peak_mb();
     println!(
-        "{name} {size}: {mb:.1} MB in {} files, {fences} fences: {} {secs:.3} s = {:.2} MB/s, peak {:.0} MB (target {target})",
+        "{name} {size}: {mb:.1} MB in {} files, {fences} fences: {} {best:.3} s = {:.2} MB/s, peak {peak:.0} MB (target {target})",
         files.len(),
         if runs > 1 { "best of 3" } else { "one run" },
-        mb / secs,
-        peak_mb(),
+        mb / best,
     );
-    let (secs, fences, peak) = cli;
+    let arg = size.to_string();
+    let base = |mode, seconds, fences, peak_mb| Record {
+        scenario: name,
+        arg: &arg,
+        mode,
+        mb,
+        files: files.len(),
+        fences,
+        seconds,
+        peak_mb,
+        target,
+    };
+    record(&base("library", times, fences, peak));
+    let seconds: Vec<f64> = cli.iter().map(|c| c.0).collect();
+    let cli_peak = cli.iter().map(|c| c.2).fold(0.0, f64::max);
+    let cli_fences = cli.last().map_or(0, |c| c.1);
     println!(
-        "{name} {size} through the CLI: {fences} fences: one run {secs:.3} s = {:.2} MB/s, peak {peak:.0} MB (target {target})",
-        mb / secs,
+        "{name} {size} through the CLI: {cli_fences} fences: median of {} {:.3} s = {:.2} MB/s, peak {cli_peak:.0} MB (target {target})",
+        seconds.len(),
+        median(&seconds),
+        mb / median(&seconds),
     );
+    record(&base("cli", seconds, cli_fences, cli_peak));
 }
 
 fn main() {
@@ -192,8 +350,11 @@ fn main() {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    if let [name, size] = args.as_slice() {
-        return scenario(name, size.parse().expect("a size"));
+    if let [name, arg] = args.as_slice() {
+        if name == "folder" {
+            return folder(arg);
+        }
+        return scenario(name, arg.parse().expect("a size"));
     }
     println!(
         "insert_throughput on {} cores",

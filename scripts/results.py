@@ -790,7 +790,40 @@ def serve_on(folder):
     print(provenance(metas))
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on}
+def insert_speed(folder):
+    """`wmfix insert`'s speed (issue 47), from the bench's raw file FOLDER/insert_throughput.jsonl
+    (`WMFIX_BENCH_RAW=... cargo bench --bench insert_throughput`): the latest record of each
+    case, every run's time in it."""
+    path = os.path.join(folder, "insert_throughput.jsonl")
+    latest = {}
+    for line in open(path) if os.path.exists(path) else []:
+        r = json.loads(line)
+        latest[(r["scenario"], r["arg"], r["mode"])] = r
+    print("Each case's latest record: `library` parses, plans and renders in the bench's process "
+          "(no files read or written), `cli` runs `wmfix insert --json` on the files written to a "
+          "folder; seconds are wall time, the median and range of the runs; peak is the process's "
+          "peak resident memory.\n")
+    print("| case | mode | MB (files) | fences | runs | seconds: median (range) | MB/s | peak MB | target | commit | load |")
+    print("|---|---|---|---:|---:|---|---:|---:|---|---|---|")
+    for (scenario, arg, mode), r in latest.items():
+        secs = sorted(r["seconds"])
+        n = len(secs)
+        med = secs[n // 2] if n % 2 else (secs[n // 2 - 1] + secs[n // 2]) / 2
+        case = f"{scenario} {os.path.basename(arg.rstrip('/')) if scenario == 'folder' else arg}"
+        rng = f" ({secs[0]:.3f}-{secs[-1]:.3f})" if n > 1 else ""
+        load = "/".join(f"{x:.1f}" for x in r["load"])
+        print(f"| {case} | {mode} | {r['mb']:.1f} ({r['files']}) | {r['fences']:,} | {n} | {med:.3f}{rng} | "
+              f"{r['mb'] / med:.2f} | {r['peak_mb']:.0f} | {r['target']} | {r['commit']} | {load} |")
+    if latest:
+        rs = list(latest.values())
+        dates = sorted(r["date"] for r in rs)
+        machines = sorted({f"{r['cpu']}, {r['nproc']} cores" for r in rs})
+        print(f"\nMeasured on {'; '.join(machines)}, {dates[0]} to {dates[-1]} (load: the 1, 5 and 15 "
+              f"minute load averages when the case began), each row by the command in its record, "
+              f"`WMFIX_BENCH_RAW={path} WMFIX_BENCH_RUNS=N cargo bench --bench insert_throughput -- CASE`.")
+
+
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on, "insert-speed": insert_speed}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER
