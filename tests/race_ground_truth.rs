@@ -5,8 +5,11 @@
 mod common;
 mod ground_truth;
 
-use ground_truth::{Class, Kernel, Model, Var};
-use std::collections::BTreeSet;
+use ground_truth::{Class, Kernel, Label, Model, Var};
+use std::collections::{BTreeMap, BTreeSet};
+use wmfix::race::detect::{self, Options};
+use wmfix::race::report::{self, Class as RowClass};
+use wmfix::race::trace::Trace;
 
 const CLASSES: [Class; 3] = [
     Class::DataRace,
@@ -14,6 +17,76 @@ const CLASSES: [Class; 3] = [
     Class::UnorderedStrong,
 ];
 const MODELS: [Model; 2] = [Model::Ptx, Model::ScopedHrf];
+
+fn options(model: Model) -> Options {
+    Options {
+        model: match model {
+            Model::Ptx => detect::Model::Ptx,
+            Model::ScopedHrf => detect::Model::ScopedHrf,
+        },
+        ..Options::default()
+    }
+}
+
+fn class_of(c: RowClass) -> Class {
+    match c {
+        RowClass::DataRace => Class::DataRace,
+        RowClass::RelaxedMessage => Class::RelaxedMessage,
+        RowClass::UnorderedStrong => Class::UnorderedStrong,
+    }
+}
+
+/// The data is `d0`, `d1`; every other address is the synchronisation variable.
+fn var_of(address: &str) -> Var {
+    if address.starts_with('d') {
+        Var::Data
+    } else {
+        Var::Sync
+    }
+}
+
+/// What the detector reports on one trace under `model`, as a label.
+fn found(text: &str, model: Model) -> Label {
+    let trace = Trace::parse_text(text).expect("the generator writes valid traces");
+    let r = report::report(std::slice::from_ref(&trace), &options(model), None);
+    r.rows
+        .iter()
+        .map(|row| (var_of(&row.example.address), class_of(row.class)))
+        .collect()
+}
+
+/// Per model and kind: true positives, false negatives, false positives, true negatives.
+type Confusion = BTreeMap<(Model, Class), [u64; 4]>;
+
+fn tally(table: &mut Confusion, model: Model, want: &Label, got: &Label) {
+    for class in CLASSES {
+        for var in [Var::Data, Var::Sync] {
+            let (w, g) = (want.contains(&(var, class)), got.contains(&(var, class)));
+            let cell = match (w, g) {
+                (true, true) => 0,
+                (true, false) => 1,
+                (false, true) => 2,
+                (false, false) => 3,
+            };
+            table.entry((model, class)).or_default()[cell] += 1;
+        }
+    }
+}
+
+fn render(table: &Confusion) -> String {
+    let mut s = format!(
+        "{:11} {:16} {:>6} {:>6} {:>6} {:>6}\n",
+        "model", "kind", "TP", "FN", "FP", "TN"
+    );
+    for ((model, class), [tp, fn_, fp, tn]) in table {
+        s.push_str(&format!(
+            "{:11} {:16} {tp:>6} {fn_:>6} {fp:>6} {tn:>6}\n",
+            format!("{model:?}"),
+            format!("{class:?}")
+        ));
+    }
+    s
+}
 
 #[test]
 fn the_generator_makes_enough_distinct_kernels_with_every_label() {
@@ -44,6 +117,54 @@ fn the_generator_makes_enough_distinct_kernels_with_every_label() {
     assert!(
         traces.iter().collect::<BTreeSet<_>>().len() > 1,
         "{traces:?}"
+    );
+}
+
+#[test]
+fn every_schedule_of_every_kernel_gets_its_label_under_both_models() {
+    let mut table = Confusion::new();
+    let mut wrong = Vec::new();
+    let mut unstable = Vec::new();
+    for k in ground_truth::kernels() {
+        let traces = k.traces();
+        for model in MODELS {
+            let want = k.label(model);
+            let mut verdicts = BTreeSet::new();
+            for (n, text) in traces.iter().enumerate() {
+                let got = found(text, model);
+                tally(&mut table, model, &want, &got);
+                if got != want {
+                    wrong.push(format!(
+                        "{} schedule {n} {model:?}: expected {want:?}, found {got:?}\n{text}",
+                        k.name()
+                    ));
+                }
+                verdicts.insert(got);
+            }
+            if verdicts.len() > 1 {
+                unstable.push(format!("{} {model:?}: {verdicts:?}", k.name()));
+            }
+        }
+    }
+    let table = render(&table);
+    println!("{table}");
+    let shown: Vec<&String> = wrong.iter().take(12).collect();
+    assert!(
+        wrong.is_empty() && unstable.is_empty(),
+        "{table}\n{} wrong verdicts, {} kernels whose verdict depends on the schedule:\n{}\n{}",
+        wrong.len(),
+        unstable.len(),
+        unstable
+            .iter()
+            .take(12)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n"),
+        shown
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
