@@ -11,6 +11,7 @@ pub mod detect;
 pub mod explain;
 pub mod format;
 pub mod launches;
+pub mod locks;
 pub mod observed;
 pub mod order;
 pub mod private;

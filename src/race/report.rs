@@ -296,6 +296,12 @@ fn strong_class(trace: &Trace, d: &Detection, k: &PairKey, p: &detect::Pair) -> 
     if writes && p.examples.iter().any(unordered) {
         return Some(Class::UnorderedStrong);
     }
+    // A read outside the lock its writer holds (or under one the writer does not take).
+    let breaks =
+        |&(a, b): &(u32, u32)| !ordered(a, b) && super::locks::breaks_a_lock(trace, d, a, b);
+    if p.examples.iter().any(breaks) {
+        return Some(Class::UnorderedStrong);
+    }
     let explained = p.examples.iter().any(|&(a, b)| {
         !atomic(a) && !atomic(b) && !explain::explain(trace, d, a, b).suggested().is_empty()
     });

@@ -18,9 +18,10 @@
 //!   thread bypasses the lock.
 //! - An unordered data pair is a data race unless strong together; else nothing where both are
 //!   atomics (read-modify-writes are the synchronisation: counters, locks); else an unordered
-//!   strong pair where the second access writes (an atomic read is a read-modify-write); else a
-//!   relaxed message where a message passed between the threads (flag, lock, counter), and
-//!   nothing otherwise (a volatile read of a volatile store: store buffering, no bug alone).
+//!   strong pair where the second access writes (an atomic read is a read-modify-write) or
+//!   reads bypassing the lock the first holds; else a relaxed message where a message passed
+//!   between the threads (flag, lock, counter), and nothing otherwise (a volatile read of a
+//!   volatile store: store buffering, no bug alone).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
@@ -283,7 +284,7 @@ impl Kernel {
             Some(Class::DataRace)
         } else if self.data == Data::Atomic {
             None
-        } else if second_writes {
+        } else if second_writes || self.sync == Sync::LockBypass {
             Some(Class::UnorderedStrong)
         } else {
             self.message_passes().then_some(Class::RelaxedMessage)
