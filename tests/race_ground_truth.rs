@@ -125,7 +125,13 @@ fn every_schedule_of_every_kernel_gets_its_label_under_both_models() {
     let mut table = Confusion::new();
     let mut wrong = Vec::new();
     let mut unstable = Vec::new();
-    for k in ground_truth::kernels() {
+    let kernels = ground_truth::kernels();
+    let relayed = kernels.iter().filter(|k| k.relay.is_some()).count();
+    println!(
+        "{} kernels ({relayed} of three threads), 3 schedules each, 2 models; per kernel, schedule and model, each kind on the data and on the synchronisation variable:",
+        kernels.len()
+    );
+    for k in kernels {
         let traces = k.traces();
         for model in MODELS {
             let want = k.label(model);

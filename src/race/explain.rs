@@ -26,6 +26,11 @@ pub enum Explanation {
         read: u32,
         writer: Option<Side>,
         reader: Option<Side>,
+        /// Where the message went through a third thread (it read the write, then wrote what
+        /// the later thread read; `read` is then the later thread's): its side between the two,
+        /// where it needs a fence.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        relay: Option<Side>,
     },
     /// No strong read of the later thread saw a write made after the earlier access: no fence
     /// orders them (a barrier, an atomic or a lock is missing, or the accesses are unrelated).
@@ -37,10 +42,16 @@ impl Explanation {
     /// orders every earlier access), the reader's first after its read.
     pub fn suggested(&self) -> Vec<FenceId> {
         match self {
-            Explanation::Message { writer, reader, .. } => {
+            Explanation::Message {
+                writer,
+                reader,
+                relay,
+                ..
+            } => {
                 let w = writer.as_ref().and_then(|s| s.sites.last().copied());
+                let m = relay.as_ref().and_then(|s| s.sites.first().copied());
                 let r = reader.as_ref().and_then(|s| s.sites.first().copied());
-                w.into_iter().chain(r).collect()
+                w.into_iter().chain(m).chain(r).collect()
             }
             Explanation::NoMessage => Vec::new(),
         }
@@ -76,6 +87,7 @@ pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explan
                             read: r,
                             writer,
                             reader: None,
+                            relay: None,
                         };
                     }
                 }
@@ -86,7 +98,7 @@ pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explan
             return message(trace, d, earlier, s, r, later);
         }
     }
-    Explanation::NoMessage
+    relayed(trace, d, earlier, later).unwrap_or(Explanation::NoMessage)
 }
 
 /// A read of another block overwritten by the later write: the message of the reader thread's
@@ -252,7 +264,54 @@ fn message(
         read,
         writer,
         reader,
+        relay: None,
     }
+}
+
+/// Threads of the later one's reads looked at for a relay, and events of a relay's history
+/// looked back through: explaining stays cheap on long traces.
+const RELAY_LIMIT: usize = 4096;
+
+/// A message through a third thread: the later thread read (at `r`) a write `s` of a relay
+/// thread made after the relay read (at `r2`) a write of the earlier thread made after its
+/// access. Each side needs a fence of the scope its own two threads need.
+fn relayed(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Option<Explanation> {
+    let t = d.prep.thread_of[later as usize];
+    let e = d.prep.thread_of[earlier as usize];
+    let tp = d.prep.position[later as usize] as usize;
+    let mut tried = Vec::new();
+    for &r in d.prep.histories[t as usize][..tp]
+        .iter()
+        .rev()
+        .take(RELAY_LIMIT)
+    {
+        let Some(s) = d.prep.read_from[r as usize] else {
+            continue;
+        };
+        let m = d.prep.thread_of[s as usize];
+        if m == e || m == t || tried.contains(&m) || !strong_together(trace, r, s) {
+            continue;
+        }
+        tried.push(m);
+        let mp = d.prep.position[s as usize] as usize;
+        let before = d.prep.histories[m as usize][..mp]
+            .iter()
+            .rev()
+            .take(RELAY_LIMIT);
+        for &r2 in before {
+            if let Some(s2) = message_source(trace, d, earlier, r2) {
+                let (first, second) = (needed(trace, earlier, r2), needed(trace, s, later));
+                return Some(Explanation::Message {
+                    write: s2,
+                    read: r,
+                    writer: side(trace, d, earlier, s2, first, false),
+                    reader: side(trace, d, r, later, second, true),
+                    relay: side(trace, d, r2, s, first.max(second), false),
+                });
+            }
+        }
+    }
+    None
 }
 
 /// Device scope between blocks, block scope within one.

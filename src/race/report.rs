@@ -259,11 +259,13 @@ fn other_model_words(e: &Explanation) -> String {
         Explanation::Message {
             writer: None,
             reader: Some(_),
+            relay: None,
             ..
         } => "a missing acquire: ",
         Explanation::Message {
             writer: Some(_),
             reader: None,
+            relay: None,
             ..
         } => "a missing release: ",
         _ => "",
@@ -463,9 +465,14 @@ fn describe(e: &Explanation) -> String {
         Explanation::NoMessage => {
             "no fence orders them: nothing the later thread read was written after the earlier access".to_string()
         }
-        Explanation::Message { writer, reader, .. } => {
+        Explanation::Message {
+            writer,
+            reader,
+            relay,
+            ..
+        } => {
             let mut parts = Vec::new();
-            for (name, side) in [("writer", writer), ("reader", reader)] {
+            for (name, side) in [("writer", writer), ("relay", relay), ("reader", reader)] {
                 if let Some(s) = side {
                     let scope = if s.block_scope_fence {
                         " (its fence is of block scope, device scope needed)"

@@ -91,6 +91,18 @@ pub enum Var {
 
 pub type Label = BTreeSet<(Var, Class)>;
 
+/// A third thread between the two: the first sets flag `f`, the relay waits for it and sets
+/// flag `g`, the second waits for `g` (the kernel's sync and fences are the first hop's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Relay {
+    /// The second thread in the relay's block (else in a block of its own).
+    pub with_relay: bool,
+    /// `g`'s accesses: volatile (`None`) or atomics of this scope.
+    pub atomic: Option<Scope>,
+    /// A fence on each side of the second hop.
+    pub fence: Option<Scope>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Kernel {
     pub place: Place,
@@ -102,6 +114,7 @@ pub struct Kernel {
     pub writer_fence: Option<Scope>,
     pub reader_fence: Option<Scope>,
     pub scope: Scope,
+    pub relay: Option<Relay>,
 }
 
 const PLACES: [Place; 3] = [Place::Warp, Place::Block, Place::Grid];
@@ -136,6 +149,7 @@ pub fn kernels() -> Vec<Kernel> {
                                     writer_fence,
                                     reader_fence,
                                     scope,
+                                    relay: None,
                                 };
                                 if k.uses_atomics() || scope == Scope::Device {
                                     out.push(k);
@@ -147,7 +161,77 @@ pub fn kernels() -> Vec<Kernel> {
             }
         }
     }
+    out.extend(relayed());
     out
+}
+
+const FLAGS: [Option<Scope>; 3] = [None, Some(Scope::Block), Some(Scope::Device)];
+
+/// Three threads: message passing through a relay, each hop a volatile or atomic flag with a
+/// fence on both sides or none.
+fn relayed() -> Vec<Kernel> {
+    let mut out = Vec::new();
+    for place in PLACES {
+        for data in [Data::Plain, Data::Volatile] {
+            for second in [Second::Read, Second::Write] {
+                for first in FLAGS {
+                    for fence in FENCES {
+                        for with_relay in [true, false] {
+                            for atomic in FLAGS {
+                                for relay_fence in FENCES {
+                                    out.push(Kernel {
+                                        place,
+                                        data,
+                                        second,
+                                        sync: first
+                                            .map_or(Sync::FlagVolatile, |_| Sync::FlagAtomic),
+                                        writer_fence: fence,
+                                        reader_fence: fence,
+                                        scope: first.unwrap_or(Scope::Device),
+                                        relay: Some(Relay {
+                                            with_relay,
+                                            atomic,
+                                            fence: relay_fence,
+                                        }),
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether two strong accesses (`None`: weak) are strong together, the threads in one block
+/// (`same`) or not.
+fn strong_pair(same: bool, a: Option<Scope>, b: Option<Scope>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => same || (x == Scope::Device && y == Scope::Device),
+        _ => false,
+    }
+}
+
+/// A fence whose scope covers both threads.
+fn covers(same: bool, fence: Option<Scope>) -> bool {
+    fence.is_some_and(|f| same || f == Scope::Device)
+}
+
+/// A hop through a flag (volatile, or atomics of a scope) with fences: whether a message
+/// passes (its accesses strong together) and whether it orders what came before the flag's
+/// setting before what follows its reading.
+fn flag_hop(
+    same: bool,
+    atomic: Option<Scope>,
+    fences: (Option<Scope>, Option<Scope>),
+    model: Model,
+) -> (bool, bool) {
+    let passes = atomic.is_none_or(|s| strong_pair(same, Some(s), Some(s)));
+    let fenced = covers(same, fences.0) && covers(same, fences.1);
+    let hrf = atomic.is_some() && model == Model::ScopedHrf;
+    (passes, passes && (fenced || hrf))
 }
 
 fn scope_name(s: Option<Scope>) -> &'static str {
@@ -184,18 +268,34 @@ impl Kernel {
             self.scope
         )
         .to_lowercase()
+            + &self.relay.map_or(String::new(), |r| {
+                let g = r
+                    .atomic
+                    .map_or("volatile".to_string(), |s| format!("atomic{s:?}"));
+                let at = if r.with_relay { "with" } else { "apart" };
+                format!("_relay_{at}_{g}_{}", scope_name(r.fence)).to_lowercase()
+            })
+    }
+
+    /// The relay's hop: in one block or not, whether a message passes and whether it orders.
+    fn relay_hop(&self, model: Model) -> Option<(bool, bool)> {
+        let r = self.relay?;
+        let same = r.with_relay;
+        Some(flag_hop(same, r.atomic, (r.fence, r.fence), model))
+    }
+
+    /// Whether the first and the second thread are in one block.
+    fn ends_same_block(&self) -> bool {
+        self.same_block() && self.relay.is_none_or(|r| r.with_relay)
     }
 
     fn same_block(&self) -> bool {
         self.place != Place::Grid
     }
 
-    /// Whether two strong accesses of these scopes (`None`: weak) are strong together.
+    /// Whether two strong accesses of the first hop (`None`: weak) are strong together.
     fn strong_together(&self, a: Option<Scope>, b: Option<Scope>) -> bool {
-        match (a, b) {
-            (Some(x), Some(y)) => self.same_block() || (x == Scope::Device && y == Scope::Device),
-            _ => false,
-        }
+        strong_pair(self.same_block(), a, b)
     }
 
     /// The data accesses' strength: volatile is of system scope (device or wider).
@@ -230,7 +330,7 @@ impl Kernel {
 
     /// A fence whose scope covers both threads.
     fn covers(&self, fence: Option<Scope>) -> bool {
-        fence.is_some_and(|f| self.same_block() || f == Scope::Device)
+        covers(self.same_block(), fence)
     }
 
     /// A fence on each side whose scopes cover both threads.
@@ -248,6 +348,11 @@ impl Kernel {
 
     /// Whether the first data access happens before the second under `model`.
     pub fn ordered(&self, model: Model) -> bool {
+        let relayed = self.relay_hop(model).is_none_or(|(_, ordered)| ordered);
+        relayed && self.first_hop_ordered(model)
+    }
+
+    fn first_hop_ordered(&self, model: Model) -> bool {
         match self.sync {
             Sync::None | Sync::LockBypass => false,
             Sync::Barrier => self.same_block(),
@@ -266,7 +371,10 @@ impl Kernel {
     /// The pairs that are bugs under `model`, by construction.
     pub fn label(&self, model: Model) -> Label {
         let mut out = Label::new();
-        if self.sync_by_atomics() && !self.message_passes() {
+        let relay = self.relay_hop(model);
+        let relay_atomic = self.relay.is_some_and(|r| r.atomic.is_some());
+        let relay_breaks = relay_atomic && relay.is_some_and(|(passes, _)| !passes);
+        if (self.sync_by_atomics() && !self.message_passes()) || relay_breaks {
             out.insert((Var::Sync, Class::DataRace));
         }
         let volatile_unlock = self.sync == Sync::LockVolatileUnlock && self.message_passes();
@@ -280,14 +388,15 @@ impl Kernel {
         // An atomic read is a read-modify-write: it writes too.
         let second_writes =
             self.second == Second::Write || b.is_some() && self.data != Data::Volatile;
-        let class = if !self.strong_together(a, b) {
+        let message = self.message_passes() && relay.is_none_or(|(passes, _)| passes);
+        let class = if !strong_pair(self.ends_same_block(), a, b) {
             Some(Class::DataRace)
         } else if self.data == Data::Atomic {
             None
         } else if second_writes || self.sync == Sync::LockBypass {
             Some(Class::UnorderedStrong)
         } else {
-            self.message_passes().then_some(Class::RelaxedMessage)
+            message.then_some(Class::RelaxedMessage)
         };
         out.extend(class.map(|c| (Var::Data, c)));
         out
@@ -317,8 +426,9 @@ enum Instr {
         addr: String,
         scope: Scope,
     },
-    /// Wait for the flag: volatile loads (`None`) or atomic reads.
+    /// Wait for a flag: volatile loads (`None`) or atomic reads.
     Spin {
+        addr: String,
         atomic: Option<Scope>,
     },
     Lock(Scope),
@@ -382,7 +492,33 @@ impl Kernel {
     }
 
     /// Each thread's program: the first (role 0) and the second (role 1).
-    fn programs(&self) -> [Vec<Instr>; 2] {
+    fn programs(&self) -> Vec<Vec<Instr>> {
+        let mut p = self.pair_programs().to_vec();
+        if let Some(r) = self.relay {
+            // The second thread now waits for `g`; the relay waits for `f` and sets `g`.
+            let rf = self.rf();
+            let second = p.pop().expect("two threads");
+            let after_f: Vec<Instr> = second[1 + rf.len()..].to_vec();
+            let fence: Vec<Instr> = r.fence.map(Instr::Fence).into_iter().collect();
+            let set_g = flag_set("g", r.atomic);
+            let relay = [
+                vec![flag_wait("f", self.flag_scope())],
+                rf,
+                fence.clone(),
+                vec![set_g],
+            ];
+            p.push(relay.concat());
+            p.push([vec![flag_wait("g", r.atomic)], fence, after_f].concat());
+        }
+        p
+    }
+
+    /// The first hop's flag: atomics of the kernel's scope, or volatile.
+    fn flag_scope(&self) -> Option<Scope> {
+        (self.sync == Sync::FlagAtomic).then_some(self.scope)
+    }
+
+    fn pair_programs(&self) -> [Vec<Instr>; 2] {
         let s = self.scope;
         let first = self.first_access("d0", 1);
         let second = self.second_access("d0");
@@ -402,22 +538,10 @@ impl Kernel {
                 cat(vec![self.rf(), vec![second]]),
             ],
             Sync::FlagVolatile | Sync::FlagAtomic => {
-                let atomic = (self.sync == Sync::FlagAtomic).then_some(s);
-                let set = match atomic {
-                    None => Instr::Store {
-                        addr: "f".into(),
-                        volatile: true,
-                        value: 1,
-                    },
-                    Some(scope) => Instr::Exch {
-                        addr: "f".into(),
-                        scope,
-                        value: 1,
-                    },
-                };
+                let atomic = self.flag_scope();
                 [
-                    cat(vec![vec![first], self.wf(), vec![set]]),
-                    cat(vec![vec![Instr::Spin { atomic }], self.rf(), vec![second]]),
+                    cat(vec![vec![first], self.wf(), vec![flag_set("f", atomic)]]),
+                    cat(vec![vec![flag_wait("f", atomic)], self.rf(), vec![second]]),
                 ]
             }
             Sync::Lock => [locked(first), locked(second)],
@@ -449,12 +573,18 @@ impl Kernel {
         }
     }
 
-    /// The two threads' names in the trace.
-    fn threads(&self) -> [&'static str; 2] {
-        match self.place {
-            Place::Warp => ["b0.t0", "b0.t1"],
-            Place::Block => ["b0.t0", "b0.t32"],
-            Place::Grid => ["b0.t0", "b1.t0"],
+    /// The threads as (block, thread): the first, the second, and the relay if any (then
+    /// the programs' second and the second the last).
+    fn threads(&self) -> Vec<(u32, u32)> {
+        let next = match self.place {
+            Place::Warp => (0, 1),
+            Place::Block => (0, 32),
+            Place::Grid => (1, 0),
+        };
+        match self.relay {
+            None => vec![(0, 0), next],
+            Some(r) if r.with_relay => vec![(0, 0), next, (next.0, next.1 + 64)],
+            Some(_) => vec![(0, 0), next, (2, 0)],
         }
     }
 
@@ -479,57 +609,90 @@ fn scope_word(s: Scope) -> &'static str {
     }
 }
 
-/// Runs the two programs interleaved, writing each event as a trace line.
+fn flag_set(addr: &str, atomic: Option<Scope>) -> Instr {
+    let addr = addr.to_string();
+    match atomic {
+        None => Instr::Store {
+            addr,
+            volatile: true,
+            value: 1,
+        },
+        Some(scope) => Instr::Exch {
+            addr,
+            scope,
+            value: 1,
+        },
+    }
+}
+
+fn flag_wait(addr: &str, atomic: Option<Scope>) -> Instr {
+    Instr::Spin {
+        addr: addr.to_string(),
+        atomic,
+    }
+}
+
+/// Runs the programs interleaved, writing each event as a trace line.
 struct Machine {
-    programs: [VecDeque<(Instr, u32)>; 2],
-    names: [&'static str; 2],
-    same_block: bool,
-    barriers: [u32; 2],
+    programs: Vec<VecDeque<(Instr, u32)>>,
+    /// Each thread's block and thread.
+    threads: Vec<(u32, u32)>,
+    barriers: Vec<u32>,
     memory: HashMap<String, u64>,
     lines: Vec<String>,
 }
 
 impl Machine {
     fn new(k: &Kernel) -> Machine {
-        let programs = k.programs();
-        let numbered = |role: usize| {
-            programs[role]
-                .iter()
-                .cloned()
-                .enumerate()
-                .map(|(i, ins)| (ins, (role * 32 + i) as u32))
-                .collect()
-        };
+        let programs: Vec<VecDeque<(Instr, u32)>> = k
+            .programs()
+            .into_iter()
+            .enumerate()
+            .map(|(role, p)| {
+                let site = |i: usize| (role * 32 + i) as u32;
+                p.into_iter()
+                    .enumerate()
+                    .map(|(i, ins)| (ins, site(i)))
+                    .collect()
+            })
+            .collect();
         Machine {
-            programs: [numbered(0), numbered(1)],
-            names: k.threads(),
-            same_block: k.same_block(),
-            barriers: [0, 0],
+            barriers: vec![0; programs.len()],
+            programs,
+            threads: k.threads(),
             memory: HashMap::new(),
             lines: Vec::new(),
         }
     }
 
     fn runnable(&self, role: usize) -> bool {
-        // At a barrier, a thread waits for its block-mate to arrive.
-        let waits = self.same_block && self.barriers[role] > self.barriers[1 - role];
-        let done = self.programs[role].is_empty();
-        !(done || waits)
+        // At a barrier, a thread waits for its block-mates to arrive.
+        let block = self.threads[role].0;
+        let waits = (0..self.threads.len())
+            .any(|o| self.threads[o].0 == block && self.barriers[o] < self.barriers[role]);
+        !(self.programs[role].is_empty() || waits)
     }
 
+    /// `bias`: the chance that the first thread runs next, when it can; the others share the
+    /// rest evenly.
     fn run(mut self, seed: u64, bias: f64) -> String {
         let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut draw = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
         for _ in 0..100_000 {
-            let ready: Vec<usize> = (0..2).filter(|&r| self.runnable(r)).collect();
+            let ready: Vec<usize> = (0..self.programs.len())
+                .filter(|&r| self.runnable(r))
+                .collect();
             let role = match ready.as_slice() {
                 [] => return self.lines.join("\n") + "\n",
                 [one] => *one,
-                _ => {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    usize::from((rng % 1000) as f64 >= bias * 1000.0)
-                }
+                [0, rest @ ..] if ((draw() % 1000) as f64) < bias * 1000.0 || rest.is_empty() => 0,
+                [0, rest @ ..] => rest[(draw() % rest.len() as u64) as usize],
+                all => all[(draw() % all.len() as u64) as usize],
             };
             self.step(role);
         }
@@ -538,7 +701,8 @@ impl Machine {
 
     fn emit(&mut self, role: usize, text: String, site: Option<u32>) {
         let at = site.map_or(String::new(), |s| format!(" @{s}"));
-        self.lines.push(format!("{} {text}{at}", self.names[role]));
+        let (b, t) = self.threads[role];
+        self.lines.push(format!("b{b}.t{t} {text}{at}"));
     }
 
     fn rmw(&mut self, addr: &str, new: impl Fn(u64) -> u64) -> (u64, u64) {
@@ -582,11 +746,11 @@ impl Machine {
                     Some(site),
                 );
             }
-            Instr::Spin { atomic } => {
-                let v = self.memory.get("f").copied().unwrap_or(0);
+            Instr::Spin { addr, atomic } => {
+                let v = self.memory.get(addr).copied().unwrap_or(0);
                 let text = match atomic {
-                    None => format!("ld.volatile f {v}"),
-                    Some(s) => format!("atom.{} f {v} {v}", scope_word(*s)),
+                    None => format!("ld.volatile {addr} {v}"),
+                    Some(s) => format!("atom.{} {addr} {v} {v}", scope_word(*s)),
                 };
                 self.emit(role, text, Some(site));
                 done = v != 0;
@@ -641,30 +805,30 @@ impl Machine {
 
 /// The CUDA source of a kernel: `d` the data, `f` the flag, lock or counter, `out` the reads.
 pub fn cuda(k: &Kernel) -> String {
-    let [w, r] = k.programs();
-    let (rb, rt) = match k.place {
-        Place::Warp => (0, 1),
-        Place::Block => (0, 32),
-        Place::Grid => (1, 0),
-    };
+    let programs = k.programs();
+    let threads = k.threads();
     let mut s = format!(
-        "__global__ void {}(int *d, int *f, int *out) {{\n  const bool w = blockIdx.x == 0 && threadIdx.x == 0;\n  const bool r = blockIdx.x == {rb} && threadIdx.x == {rt};\n",
+        "__global__ void {}(int *d, int *f, int *out) {{\n",
         k.name()
     );
-    let split = |p: &[Instr]| -> Vec<Vec<Instr>> {
-        p.split(|i| matches!(i, Instr::Barrier))
-            .map(|x| x.to_vec())
-            .collect()
-    };
-    let (ws, rs) = (split(&w), split(&r));
-    for (n, (wpart, rpart)) in ws.iter().zip(&rs).enumerate() {
+    for (role, (b, t)) in threads.iter().enumerate() {
+        s.push_str(&format!(
+            "  const bool t{role} = blockIdx.x == {b} && threadIdx.x == {t};\n"
+        ));
+    }
+    // Each thread's program cut at its barriers: every thread of the block passes them.
+    let parts: Vec<Vec<&[Instr]>> = programs
+        .iter()
+        .map(|p| p.split(|i| matches!(i, Instr::Barrier)).collect())
+        .collect();
+    for n in 0..parts[0].len() {
         if n > 0 {
             s.push_str("  __syncthreads();\n");
         }
-        for (who, part, role) in [("w", wpart, 0), ("r", rpart, 1)] {
-            if !part.is_empty() {
+        for (role, p) in parts.iter().enumerate() {
+            if let Some(part) = p.get(n).filter(|part| !part.is_empty()) {
                 s.push_str(&format!(
-                    "  if ({who}) {{\n{}  }}\n",
+                    "  if (t{role}) {{\n{}  }}\n",
                     c_lines(part, role, 4)
                 ));
             }
@@ -681,10 +845,11 @@ fn suffix(s: Scope) -> &'static str {
     }
 }
 
-/// `d0`, `d1` as C: `d[0]`, `d[1]`; the synchronisation variable is `f[0]`.
+/// `d0`, `d1` as C: `d[0]`, `d[1]`; the synchronisation variable is `f[0]`, the relay's `f[1]`.
 fn c_addr(addr: &str) -> String {
     match addr.strip_prefix('d') {
         Some(i) => format!("d + {i}"),
+        None if addr == "g" => "f + 1".to_string(),
         None => "f".to_string(),
     }
 }
@@ -719,10 +884,17 @@ fn c_lines(part: &[Instr], role: usize, indent: usize) -> String {
                     c_addr(addr)
                 )
             }
-            Instr::Spin { atomic: None } => "while (*(volatile int *)(f) == 0) {}".to_string(),
-            Instr::Spin { atomic: Some(sc) } => {
-                format!("while (atomicAdd{}(f, 0) == 0) {{}}", suffix(*sc))
+            Instr::Spin { addr, atomic: None } => {
+                format!("while (*(volatile int *)({}) == 0) {{}}", c_addr(addr))
             }
+            Instr::Spin {
+                addr,
+                atomic: Some(sc),
+            } => format!(
+                "while (atomicAdd{}({}, 0) == 0) {{}}",
+                suffix(*sc),
+                c_addr(addr)
+            ),
             Instr::Lock(sc) => format!("while (atomicCAS{}(f, 0, 1) != 0) {{}}", suffix(*sc)),
             Instr::Unlock(sc) => format!("atomicExch{}(f, 0);", suffix(*sc)),
             Instr::VolatileUnlock => "*(volatile int *)(f) = 0;".to_string(),
