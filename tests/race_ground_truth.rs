@@ -195,3 +195,31 @@ fn a_sample_of_the_kernels_compiles_with_nvcc() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The suite for the GPU (every kernel and a `main`) and its labels, written to
+/// `$WMFIX_GROUND_TRUTH_OUT` (default `target/race-ground-truth`) and compiled with nvcc:
+/// `cargo test --profile test-fast --test race_ground_truth -- --ignored`.
+#[test]
+#[ignore]
+fn write_the_gpu_suite() {
+    let kernels = ground_truth::kernels();
+    let out = std::env::var_os("WMFIX_GROUND_TRUTH_OUT").map_or_else(
+        || common::repo().join("target/race-ground-truth"),
+        std::path::PathBuf::from,
+    );
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("suite.cu"), ground_truth::suite(&kernels)).unwrap();
+    std::fs::write(out.join("labels.json"), ground_truth::labels_json(&kernels)).unwrap();
+    let o = common::nvcc_command(&out)
+        .arg("-c")
+        .arg("nvcc -arch=sm_90 -o suite suite.cu")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    println!("{} kernels: {}", kernels.len(), out.display());
+}

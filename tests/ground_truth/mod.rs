@@ -911,3 +911,55 @@ fn c_lines(part: &[Instr], role: usize, indent: usize) -> String {
     }
     s
 }
+
+/// Blocks and threads a block every kernel is launched with: room for every placement.
+pub const LAUNCH: (u32, u32) = (3, 128);
+
+/// A whole program for the GPU: each kernel (or those named on the command line) launched once,
+/// in turn, on zeroed buffers; exit 1 on a CUDA error.
+pub fn suite(kernels: &[Kernel]) -> String {
+    let mut s = String::from(
+        "// wmfix race ground truth (tests/ground_truth/mod.rs): each kernel's label is in\n\
+         // labels.json beside this file.\n#include <cstdio>\n#include <cstring>\n\n",
+    );
+    for k in kernels {
+        s.push_str(&cuda(k));
+    }
+    s.push_str("\ntypedef void (*Kernel)(int *, int *, int *);\nstruct Case {\n  const char *name;\n  Kernel k;\n};\nstatic const Case cases[] = {\n");
+    for k in kernels {
+        s.push_str(&format!("    {{\"{0}\", {0}}},\n", k.name()));
+    }
+    let (blocks, threads) = LAUNCH;
+    s.push_str(&format!(
+        "}};\n\nint main(int argc, char **argv) {{\n  int *buf;\n  if (cudaMalloc(&buf, 12 * sizeof(int)) != cudaSuccess) return 1;\n  for (const Case &c : cases) {{\n    bool asked = argc < 2;\n    for (int i = 1; i < argc; ++i) asked |= strcmp(argv[i], c.name) == 0;\n    if (!asked) continue;\n    cudaMemset(buf, 0, 12 * sizeof(int));\n    c.k<<<{blocks}, {threads}>>>(buf, buf + 4, buf + 8);\n    cudaError_t e = cudaDeviceSynchronize();\n    if (e != cudaSuccess) {{\n      fprintf(stderr, \"%s: %s\\n\", c.name, cudaGetErrorString(e));\n      return 1;\n    }}\n  }}\n  return 0;\n}}\n"
+    ));
+    s
+}
+
+/// Every kernel's labels as JSON: `{"name": {"ptx": [["data", "data-race"]], "scoped-hrf": []}}`.
+pub fn labels_json(kernels: &[Kernel]) -> String {
+    let words = |l: Label| -> Vec<[&'static str; 2]> {
+        l.into_iter()
+            .map(|(v, c)| {
+                let var = if v == Var::Data { "data" } else { "sync" };
+                let class = match c {
+                    Class::DataRace => "data-race",
+                    Class::RelaxedMessage => "relaxed-message",
+                    Class::UnorderedStrong => "unordered-strong",
+                };
+                [var, class]
+            })
+            .collect()
+    };
+    let all: serde_json::Map<String, serde_json::Value> = kernels
+        .iter()
+        .map(|k| {
+            let v = serde_json::json!({
+                "ptx": words(k.label(Model::Ptx)),
+                "scoped-hrf": words(k.label(Model::ScopedHrf)),
+            });
+            (k.name(), v)
+        })
+        .collect();
+    serde_json::to_string_pretty(&all).expect("labels serialise")
+}
