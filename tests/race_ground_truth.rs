@@ -174,18 +174,15 @@ fn every_schedule_of_every_kernel_gets_its_label_under_both_models() {
     );
 }
 
+/// The suite program (kernels and `main`) of every 13th kernel compiles and links.
 #[test]
 fn a_sample_of_the_kernels_compiles_with_nvcc() {
-    let kernels = ground_truth::kernels();
-    let mut src = String::from("// wmfix race ground truth (a sample)\n");
-    for k in kernels.iter().step_by(7) {
-        src.push_str(&ground_truth::cuda(k));
-    }
+    let sample: Vec<Kernel> = ground_truth::kernels().into_iter().step_by(13).collect();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("gt.cu"), &src).unwrap();
+    std::fs::write(dir.path().join("gt.cu"), ground_truth::suite(&sample)).unwrap();
     let o = common::nvcc_command(dir.path())
         .arg("-c")
-        .arg("nvcc -arch=sm_90 -c gt.cu -o gt.o")
+        .arg("nvcc -arch=sm_90 -o gt gt.cu")
         .output()
         .unwrap();
     assert!(
@@ -197,29 +194,83 @@ fn a_sample_of_the_kernels_compiles_with_nvcc() {
 }
 
 /// The suite for the GPU (every kernel and a `main`) and its labels, written to
-/// `$WMFIX_GROUND_TRUTH_OUT` (default `target/race-ground-truth`) and compiled with nvcc:
-/// `cargo test --profile test-fast --test race_ground_truth -- --ignored`.
+/// `$WMFIX_GROUND_TRUTH_OUT` (default `target/race-ground-truth`): each kernel defined and
+/// launched once, each labelled under both models.
 #[test]
-#[ignore]
-fn write_the_gpu_suite() {
+fn the_gpu_suite_and_its_labels_are_written() {
     let kernels = ground_truth::kernels();
     let out = std::env::var_os("WMFIX_GROUND_TRUTH_OUT").map_or_else(
         || common::repo().join("target/race-ground-truth"),
         std::path::PathBuf::from,
     );
     std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("suite.cu"), ground_truth::suite(&kernels)).unwrap();
-    std::fs::write(out.join("labels.json"), ground_truth::labels_json(&kernels)).unwrap();
-    let o = common::nvcc_command(&out)
-        .arg("-c")
-        .arg("nvcc -arch=sm_90 -o suite suite.cu")
-        .output()
+    let suite = ground_truth::suite(&kernels);
+    std::fs::write(out.join("suite.cu"), &suite).unwrap();
+    let labels = ground_truth::labels_json(&kernels);
+    std::fs::write(out.join("labels.json"), &labels).unwrap();
+    let labels: serde_json::Value = serde_json::from_str(&labels).unwrap();
+    let names: Vec<String> = kernels.iter().map(Kernel::name).collect();
+    let defined: Vec<String> = suite
+        .lines()
+        .filter_map(|l| l.strip_prefix("__global__ void "))
+        .filter_map(|l| l.split('(').next())
+        .map(str::to_string)
+        .collect();
+    let launched: Vec<String> = suite
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("{\""))
+        .filter_map(|l| l.split('"').next())
+        .map(str::to_string)
+        .collect();
+    assert_eq!(defined, names);
+    assert_eq!(launched, names);
+    for name in &names {
+        let label = &labels[name];
+        assert!(
+            label["ptx"].is_array() && label["scoped-hrf"].is_array(),
+            "{name}"
+        );
+    }
+}
+
+/// `scripts/race_ground_truth.py` on a made-up `wmfix race` folder: rows find their kernel by
+/// fences.json's function, their variable by the access; a missed pair is wrong (exit 1).
+#[test]
+fn the_gpu_checker_compares_race_json_with_the_labels() {
+    let kernels = ground_truth::kernels();
+    let k = kernels
+        .iter()
+        .find(|k| k.label(Model::Ptx) == Label::from([(Var::Data, Class::DataRace)]))
         .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("labels.json");
+    std::fs::write(&labels, ground_truth::labels_json(std::slice::from_ref(k))).unwrap();
+    let fences = serde_json::json!({"fences": [
+        {"id": 0, "function": k.name(), "access": "*(d + 0)"},
+        {"id": 1, "function": k.name(), "access": "out[1]", "accesses": ["*(d + 0)"]},
+    ]});
+    std::fs::write(dir.path().join("fences.json"), fences.to_string()).unwrap();
+    let check = |rows: serde_json::Value| {
+        let race = serde_json::json!({"model": "ptx", "rows": rows});
+        std::fs::write(dir.path().join("race.json"), race.to_string()).unwrap();
+        std::process::Command::new("python3")
+            .arg(common::repo().join("scripts/race_ground_truth.py"))
+            .arg(dir.path())
+            .arg(&labels)
+            .output()
+            .unwrap()
+    };
+    let row = serde_json::json!({"class": "data-race", "first": {"site": 0, "location": "a"},
+        "second": {"site": 1, "location": "b"}});
+    let o = check(serde_json::json!([row]));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        text.contains("data-race               1      0      0      1"),
+        "{text}"
     );
-    println!("{} kernels: {}", kernels.len(), out.display());
+    let o = check(serde_json::json!([]));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("WRONG {}", k.name())), "{text}");
 }
