@@ -132,7 +132,7 @@ fn a_missing_acquire_races_under_ptx_and_the_row_says_scoped_hrf_would_not_call_
         &["--model", "scoped-hrf"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("no race in 1 run(s)"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("no race in 1 run(s) under scoped-hrf"), "{}", stdout(&o));
 }
 
 #[test]
@@ -192,7 +192,7 @@ fn a_whole_fenced_trace_is_a_verdict_of_no_race_and_the_trace_is_sized_without_a
     let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(doc["complete"], true, "{doc}");
     assert_eq!(doc["checked_share"], 1.0, "{doc}");
-    assert!(stderr(&o).contains("no race in 1 run(s) (every event checked"));
+    assert!(stderr(&o).contains("no race in 1 run(s) under ptx (every event checked"));
     // The runtime sizes the buffer from the device's free memory unless --events is given.
     let said = std::fs::read_to_string(&env).unwrap();
     assert_eq!(said, "events=auto memory=0.25\n");

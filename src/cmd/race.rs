@@ -62,8 +62,6 @@ struct Document<'a> {
     app: String,
     env: TestEnv,
     fences: String,
-    /// The memory model races were found under (each row says it too).
-    model: crate::race::detect::Model,
     runs: &'a [RunInfo],
     /// The original program's run time natively, and the detection runs' mean.
     native_s: Option<f64>,
@@ -117,7 +115,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         app: app.root.display().to_string(),
         env: args.env.0,
         fences: args.fences.to_string(),
-        model: args.model,
         runs: &done.info,
         native_s: done.native.map(|(_, s)| s),
         native: done.native.map(|(o, _)| o),

@@ -79,6 +79,8 @@ pub struct Example {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The memory model races were found under (each row says it too).
+    pub model: Model,
     pub rows: Vec<Row>,
     /// Traces (runs) checked.
     pub traces: usize,
@@ -184,6 +186,7 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
     let checked = traces.iter().map(|t| t.events.len() as u64).sum::<u64>();
     let known = lost.is_empty() && unrecorded_launches == 0;
     Report {
+        model: opts.model,
         traces: super::launches::runs(traces),
         suggested: suggested.into_iter().collect(),
         left_with_suggested,
@@ -374,8 +377,10 @@ pub fn table(r: &Report) -> String {
     let mut out = String::new();
     if r.rows.is_empty() && r.complete {
         out.push_str(&format!(
-            "no race in {} run(s) (every event checked: {} accesses)\n",
-            r.traces, r.stats.accesses
+            "no race in {} run(s) under {} (every event checked: {} accesses)\n",
+            r.traces,
+            r.model.name(),
+            r.stats.accesses
         ));
     }
     for row in &r.rows {
