@@ -132,7 +132,11 @@ fn a_missing_acquire_races_under_ptx_and_the_row_says_scoped_hrf_would_not_call_
         &["--model", "scoped-hrf"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("no race in 1 run(s) under scoped-hrf"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("no race in 1 run(s) under scoped-hrf"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]

@@ -106,3 +106,60 @@ fn the_barrier_relaxation_is_what_orders_threadfence_reductions_reader() {
     assert_eq!(d.race_count(), 0);
     assert!(d.stats.barrier_acquires > 0);
 }
+
+/// The race suite's trace from an H100 run (`results/2026-11-27b-race-...`, the suite unchanged
+/// since): under ptx, rows in exactly the `race_*` kernels (as `scripts/race_suite.py` checks
+/// race.json), now with the unordered-strong class; under scoped-hrf, none in an `ok_*`
+/// kernel (its races are a subset).
+#[test]
+fn the_race_suites_gpu_trace_keeps_its_verdicts_under_both_models() {
+    use wmfix::fences::record::FenceList;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results/2026-11-27b-race-nvidia-h100-80gb-hbm3/race-suite");
+    let fences = FenceList::load(&dir.join("fences.json")).unwrap();
+    let kinds = wmfix::race::sites::site_kinds(&fences);
+    let bytes = std::fs::read(dir.join("trace-0.bin")).unwrap();
+    let traces = wmfix::race::launches::split(vec![Trace::from_bytes(&bytes, &kinds).unwrap()]);
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/race-suite/suite.cu"),
+    )
+    .unwrap();
+    let kernels: Vec<&str> = source
+        .lines()
+        .filter_map(|l| l.strip_prefix("__global__ void "))
+        .filter_map(|l| l.split('(').next())
+        .collect();
+    let racy = |model: detect::Model| -> BTreeSet<String> {
+        let opts = Options {
+            model,
+            ..Options::default()
+        };
+        let r = report::report(&traces, &opts, Some(&fences));
+        for row in &r.rows {
+            println!(
+                "{}: {:?} {} -> {} {}",
+                model.name(),
+                row.class,
+                row.first.location,
+                row.second.location,
+                row.other_model.as_deref().unwrap_or("")
+            );
+        }
+        r.rows
+            .iter()
+            .flat_map(|row| [row.first.site, row.second.site])
+            .flatten()
+            .filter_map(|s| fences.fences.get(s.0).map(|f| f.function.clone()))
+            .filter(|f| kernels.contains(&f.as_str()))
+            .collect()
+    };
+    let want: BTreeSet<String> = kernels
+        .iter()
+        .filter(|k| k.starts_with("race_"))
+        .map(|k| k.to_string())
+        .collect();
+    assert_eq!(racy(detect::Model::Ptx), want);
+    let hrf = racy(detect::Model::ScopedHrf);
+    assert!(hrf.is_subset(&want), "{hrf:?}");
+    println!("racy under scoped-hrf: {hrf:?}");
+}
