@@ -3,7 +3,8 @@
 //! strong read of that write or of a later atomic in its release sequence, then a fence),
 //! `__syncthreads` (the block's threads), and kernel boundaries. Two accesses to one address
 //! from different threads race when at least one writes, they are not both strong with scopes
-//! covering both threads, and neither happens before the other.
+//! covering both threads, and neither happens before the other. Under `Model::ScopedHrf` an
+//! atomic read-modify-write is also an acquire and a release at its scope.
 //!
 //! One relaxation, counted in the statistics: a `__syncthreads` after a strong read completes
 //! its acquire at the read's scope (`barrier_acquires`), as NVIDIA's threadFenceReduction

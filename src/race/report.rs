@@ -19,9 +19,10 @@ pub enum Class {
     DataRace,
     /// Volatile loads and stores a message passed between without the fences that order it.
     RelaxedMessage,
-    /// Two strong writes (not both read-modify-writes) that no synchronisation orders: no data
-    /// race under PTX, but which one lands last is left to chance (a store that bypasses a
-    /// lock, two blocks setting one word).
+    /// Two strong writes (not both read-modify-writes) that no synchronisation orders, or a
+    /// strong access under a lock and another thread's outside it: no data race under PTX, but
+    /// which write lands last, or what the read sees, is left to chance (a store that bypasses
+    /// a lock, two blocks setting one word).
     UnorderedStrong,
 }
 
@@ -47,9 +48,8 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_model: Option<String>,
     pub kind: RaceKind,
-    /// Both accesses strong (volatile or atomic): no data race under PTX, but a message passed
-    /// between the threads through relaxed accesses without the fences that order it (volatile
-    /// data after a volatile flag: the read may see the old value).
+    /// Both accesses strong (volatile or atomic): no data race under PTX (`class` says which
+    /// other kind it is); kept for readers of earlier race.json files.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub strong: bool,
     pub first: Place,
