@@ -2,8 +2,10 @@
 """The generated race ground truth on the GPU: `wmfix race`'s rows against each kernel's label.
 
     python3 scripts/race_ground_truth.py FOLDER LABELS
-    # FOLDER holds race.json and fences.json of `wmfix race` (any --model) on the suite that
-    # `cargo test --test race_ground_truth -- --ignored` writes; LABELS is its labels.json
+    # FOLDER: `wmfix race`'s output folder (race/race.json, fences.json), or one holding
+    # race.json and fences.json, of a run (any --model) on the suite that
+    # `cargo test --test race_ground_truth` writes (target/race-ground-truth); LABELS is its
+    # labels.json
 
 A row belongs to the kernel (fences.json's function) of its sites; it is on the data where one
 of its accesses names `d`, else on the synchronisation variable. Each kernel's found pairs
@@ -42,7 +44,8 @@ def found_pairs(race, fences):
 
 def main(folder, labels_path):
     folder = Path(folder)
-    race = unwrap(folder / "race.json")
+    race_json = folder / "race" / "race.json"
+    race = unwrap(race_json if race_json.exists() else folder / "race.json")
     fences = unwrap(folder / "fences.json")
     labels = json.loads(Path(labels_path).read_text())
     model = race.get("model", "ptx")

@@ -206,6 +206,7 @@ fn the_gpu_suite_and_its_labels_are_written() {
     std::fs::create_dir_all(&out).unwrap();
     let suite = ground_truth::suite(&kernels);
     std::fs::write(out.join("suite.cu"), &suite).unwrap();
+    std::fs::write(out.join("wmfix.toml"), ground_truth::wmfix_toml()).unwrap();
     let labels = ground_truth::labels_json(&kernels);
     std::fs::write(out.join("labels.json"), &labels).unwrap();
     let labels: serde_json::Value = serde_json::from_str(&labels).unwrap();

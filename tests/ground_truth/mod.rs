@@ -936,6 +936,15 @@ pub fn suite(kernels: &[Kernel]) -> String {
     s
 }
 
+/// The suite's `wmfix.toml`: `wmfix race DIR [--model M]` builds and runs it.
+pub fn wmfix_toml() -> String {
+    "# The generated race ground truth (tests/ground_truth/mod.rs): `wmfix race` on this folder,\n\
+     # then `python3 scripts/race_ground_truth.py wmfix-out labels.json`.\n\
+     sources = [\"suite.cu\"]\nbuild = \"nvcc -O3 -arch=sm_90 -o suite suite.cu\"\nrun = \"./suite\"\n\
+     timeout_s = 600\n"
+        .to_string()
+}
+
 /// Every kernel's labels as JSON: `{"name": {"ptx": [["data", "data-race"]], "scoped-hrf": []}}`.
 pub fn labels_json(kernels: &[Kernel]) -> String {
     let words = |l: Label| -> Vec<[&'static str; 2]> {
