@@ -1,27 +1,32 @@
 //! Ground truth for `wmfix race`: kernels of two threads built from parts (where the threads
-//! are, how the data is accessed, how they synchronise, which fences, the atomics' scope), each
-//! with the text traces of several schedules (a small interpreter runs the two threads,
-//! interleaved by a seeded scheduler), its CUDA source, and its label under both models.
+//! are, how the data is accessed, how they synchronise, which fences, the atomics' scope), and
+//! of three (a relay thread passing a flag's message on through a second flag), each with the
+//! text traces of several schedules (a small interpreter runs the threads, interleaved by a
+//! seeded scheduler), its CUDA source, and its label under both models.
 //!
 //! The labels follow from the construction, never from the detector:
 //! - Two accesses are *strong together* when both are volatile or atomic and their scopes
 //!   cover both threads: the same block, or both of device scope or wider (volatile is of
 //!   system scope).
-//! - The synchronisation variable races (a data race on it) when it is an atomic of block
-//!   scope used by threads of different blocks: those atomics are not atomic with each other.
+//! - A synchronisation variable races (a data race on it) when it is an atomic of block scope
+//!   used by threads of different blocks: those atomics are not atomic with each other.
 //! - The first data access happens before the second (`ordered`): through a barrier, in one
 //!   block only; through a flag, a lock or a counter whose accesses are strong together, under
 //!   ptx only with a fence on each side whose scopes cover both threads (any scope in one
 //!   block, device scope across blocks); under scoped-hrf also without fences where the
 //!   synchronisation is by atomics (an atomic write releases and an atomic read acquires at its
-//!   scope; a volatile access does neither); never without synchronisation or where the second
-//!   thread bypasses the lock.
+//!   scope; a volatile access does neither: a lock released by a volatile store needs the
+//!   fence before it, the lock's atomic acquiring); through a relay when both hops order;
+//!   never without synchronisation or where the second thread bypasses the lock.
+//! - A lock released by a volatile store: the store and the next lock's atomic are an unordered
+//!   strong pair unless the lock's code has a fence covering both threads (it releases the
+//!   store and acquires the atomic that read it).
 //! - An unordered data pair is a data race unless strong together; else nothing where both are
 //!   atomics (read-modify-writes are the synchronisation: counters, locks); else an unordered
 //!   strong pair where the second access writes (an atomic read is a read-modify-write) or
 //!   reads bypassing the lock the first holds; else a relaxed message where a message passed
-//!   between the threads (flag, lock, counter), and nothing otherwise (a volatile read of a
-//!   volatile store: store buffering, no bug alone).
+//!   between the threads (flag, lock, counter; through a relay, on both hops), and nothing
+//!   otherwise (a volatile read of a volatile store: store buffering, no bug alone).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
