@@ -432,8 +432,10 @@ fn the_race_oracle_finds_races_under_the_model_asked() {
     t.extend(rec(kind::LOAD, 0, D, 0, 3, 1));
     let (_tmp, ptx, _) = reduce_by_race(&t, "");
     assert_eq!(ptx["race"]["fences"], serde_json::json!([2]), "{ptx}");
+    assert_eq!(ptx["race"]["model"], "ptx");
     let (tmp, dir) = fixture("reduce-standin");
     let (hrf, err) = reduce_by_race_in(&dir, &t, "", &["--model", "scoped-hrf"]);
     assert_eq!(hrf["race"]["fences"], serde_json::json!([]), "{err}");
+    assert_eq!(hrf["race"]["model"], "scoped-hrf");
     drop(tmp);
 }

@@ -25,7 +25,18 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 /// The memory model a trace is checked under.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, clap::ValueEnum)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Model {
     /// PTX: only fences make release and acquire patterns; atomics are relaxed.

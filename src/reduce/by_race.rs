@@ -131,6 +131,9 @@ pub struct RaceStart {
     /// Every event of every detection run was checked (`race::report::Report::complete`).
     #[serde(default = "yes")]
     pub complete: bool,
+    /// The memory model the races were found under (earlier files: ptx).
+    #[serde(default)]
+    pub model: detect::Model,
 }
 
 fn yes() -> bool {
@@ -521,6 +524,7 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         detections: search.detections,
         seconds: t0.elapsed().as_secs_f64(),
         note,
+        model: opts.model,
     }
 }
 
