@@ -174,15 +174,34 @@ fn every_schedule_of_every_kernel_gets_its_label_under_both_models() {
     );
 }
 
-/// The suite program (kernels and `main`) of every 13th kernel compiles and links.
+/// Writes the suite's files, its `wmfix.toml` and its labels into `dir`; the files.
+fn write_suite(dir: &std::path::Path, kernels: &[Kernel]) -> Vec<(String, String)> {
+    std::fs::create_dir_all(dir).unwrap();
+    // An earlier suite's files would be built too.
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "cu") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let files = ground_truth::suite(kernels);
+    for (name, text) in &files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    std::fs::write(dir.join("wmfix.toml"), ground_truth::wmfix_toml(&files)).unwrap();
+    std::fs::write(dir.join("labels.json"), ground_truth::labels_json(kernels)).unwrap();
+    files
+}
+
+/// The suite of every 13th kernel builds (its parts and `main`) with its own build command.
 #[test]
 fn a_sample_of_the_kernels_compiles_with_nvcc() {
     let sample: Vec<Kernel> = ground_truth::kernels().into_iter().step_by(13).collect();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("gt.cu"), ground_truth::suite(&sample)).unwrap();
+    write_suite(dir.path(), &sample);
     let o = common::nvcc_command(dir.path())
         .arg("-c")
-        .arg("nvcc -arch=sm_90 -o gt gt.cu")
+        .arg(ground_truth::BUILD)
         .output()
         .unwrap();
     assert!(
@@ -191,11 +210,12 @@ fn a_sample_of_the_kernels_compiles_with_nvcc() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+    assert!(dir.path().join("suite").exists());
 }
 
-/// The suite for the GPU (every kernel and a `main`) and its labels, written to
-/// `$WMFIX_GROUND_TRUTH_OUT` (default `target/race-ground-truth`): each kernel defined and
-/// launched once, each labelled under both models.
+/// The suite for the GPU and its labels, written to `$WMFIX_GROUND_TRUTH_OUT` (default
+/// `target/race-ground-truth`): each kernel defined, declared and launched once, each labelled
+/// under both models.
 #[test]
 fn the_gpu_suite_and_its_labels_are_written() {
     let kernels = ground_truth::kernels();
@@ -203,28 +223,23 @@ fn the_gpu_suite_and_its_labels_are_written() {
         || common::repo().join("target/race-ground-truth"),
         std::path::PathBuf::from,
     );
-    std::fs::create_dir_all(&out).unwrap();
-    let suite = ground_truth::suite(&kernels);
-    std::fs::write(out.join("suite.cu"), &suite).unwrap();
-    std::fs::write(out.join("wmfix.toml"), ground_truth::wmfix_toml()).unwrap();
-    let labels = ground_truth::labels_json(&kernels);
-    std::fs::write(out.join("labels.json"), &labels).unwrap();
-    let labels: serde_json::Value = serde_json::from_str(&labels).unwrap();
+    let files = write_suite(&out, &kernels);
     let names: Vec<String> = kernels.iter().map(Kernel::name).collect();
-    let defined: Vec<String> = suite
-        .lines()
-        .filter_map(|l| l.strip_prefix("__global__ void "))
-        .filter_map(|l| l.split('(').next())
-        .map(str::to_string)
-        .collect();
-    let launched: Vec<String> = suite
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("{\""))
-        .filter_map(|l| l.split('"').next())
-        .map(str::to_string)
-        .collect();
-    assert_eq!(defined, names);
-    assert_eq!(launched, names);
+    let lines = |prefix: &str, parts: bool| -> Vec<String> {
+        files
+            .iter()
+            .filter(|(n, _)| n.starts_with("part_") == parts)
+            .flat_map(|(_, t)| t.lines())
+            .filter_map(|l| l.trim().strip_prefix(prefix))
+            .filter_map(|l| l.split(['(', '"']).next())
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(lines("__global__ void ", true), names, "defined");
+    assert_eq!(lines("__global__ void ", false), names, "declared");
+    assert_eq!(lines("{\"", false), names, "launched");
+    let labels: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("labels.json")).unwrap()).unwrap();
     for name in &names {
         let label = &labels[name];
         assert!(

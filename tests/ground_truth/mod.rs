@@ -920,15 +920,34 @@ fn c_lines(part: &[Instr], role: usize, indent: usize) -> String {
 /// Blocks and threads a block every kernel is launched with: room for every placement.
 pub const LAUNCH: (u32, u32) = (3, 128);
 
-/// A whole program for the GPU: each kernel (or those named on the command line) launched once,
-/// in turn, on zeroed buffers; exit 1 on a CUDA error.
-pub fn suite(kernels: &[Kernel]) -> String {
-    let mut s = String::from(
-        "// wmfix race ground truth (tests/ground_truth/mod.rs): each kernel's label is in\n\
-         // labels.json beside this file.\n#include <cstdio>\n#include <cstring>\n\n",
-    );
+/// Kernels a source file of the suite holds: files compile in parallel (`BUILD`).
+pub const PER_FILE: usize = 160;
+
+/// A whole program for the GPU, as (file name, text): `main.cu` launches each kernel (or those
+/// named on the command line) once, in turn, on zeroed buffers, exit 1 on a CUDA error; the
+/// kernels are in `part_NN.cu`, `PER_FILE` a file.
+pub fn suite(kernels: &[Kernel]) -> Vec<(String, String)> {
+    let head = "// wmfix race ground truth (tests/ground_truth/mod.rs): each kernel's label is in\n\
+                // labels.json beside this file.\n";
+    let mut files: Vec<(String, String)> = kernels
+        .chunks(PER_FILE)
+        .enumerate()
+        .map(|(n, part)| {
+            let text: String = part.iter().map(cuda).collect();
+            (format!("part_{n:02}.cu"), format!("{head}{text}"))
+        })
+        .collect();
+    files.push(("main.cu".to_string(), format!("{head}{}", main_cu(kernels))));
+    files
+}
+
+fn main_cu(kernels: &[Kernel]) -> String {
+    let mut s = String::from("#include <cstdio>\n#include <cstring>\n\n");
     for k in kernels {
-        s.push_str(&cuda(k));
+        s.push_str(&format!(
+            "__global__ void {}(int *d, int *f, int *out);\n",
+            k.name()
+        ));
     }
     s.push_str("\ntypedef void (*Kernel)(int *, int *, int *);\nstruct Case {\n  const char *name;\n  Kernel k;\n};\nstatic const Case cases[] = {\n");
     for k in kernels {
@@ -941,13 +960,18 @@ pub fn suite(kernels: &[Kernel]) -> String {
     s
 }
 
+/// The suite's build command: the parts on all cores, then the program.
+pub const BUILD: &str = "ls part_*.cu | xargs -P \"$(nproc)\" -I{} nvcc -O3 -arch=sm_90 -c {} -o {}.o && nvcc -O3 -arch=sm_90 -o suite main.cu part_*.cu.o";
+
 /// The suite's `wmfix.toml`: `wmfix race DIR [--model M]` builds and runs it.
-pub fn wmfix_toml() -> String {
-    "# The generated race ground truth (tests/ground_truth/mod.rs): `wmfix race` on this folder,\n\
-     # then `python3 scripts/race_ground_truth.py wmfix-out labels.json`.\n\
-     sources = [\"suite.cu\"]\nbuild = \"nvcc -O3 -arch=sm_90 -o suite suite.cu\"\nrun = \"./suite\"\n\
-     timeout_s = 600\n"
-        .to_string()
+pub fn wmfix_toml(files: &[(String, String)]) -> String {
+    let sources: Vec<String> = files.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+    format!(
+        "# The generated race ground truth (tests/ground_truth/mod.rs): `wmfix race` on this folder,\n\
+         # then `python3 scripts/race_ground_truth.py wmfix-out labels.json`.\n\
+         sources = [{}]\nbuild = '{BUILD}'\nrun = \"./suite\"\ntimeout_s = 600\n",
+        sources.join(", ")
+    )
 }
 
 /// Every kernel's labels as JSON: `{"name": {"ptx": [["data", "data-race"]], "scoped-hrf": []}}`.
