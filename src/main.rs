@@ -37,7 +37,7 @@ enum Command {
     /// Empirical fence insertion under stress (or from a race detection run, `--oracle race`);
     /// the patch is wmfix-out/reduce/fences.patch.
     Reduce(cmd::reduce::Args),
-    /// Find data races under the PTX model in one run, with the fences that order them.
+    /// Find data races (PTX or scoped-HRF model) in one run, with the fences that order them.
     ///
     /// Whether or not this GPU reorders. Exit status 2 when a race is found.
     Race(cmd::race::Args),

@@ -8,8 +8,8 @@ use common::{fixture, stderr, stdout, wmfix};
 use serde_json::Value;
 use std::path::Path;
 
-use common::race_trace::{D, rec_in, trace};
-use wmfix::race::format::kind;
+use common::race_trace::{D, F, rec, rec_in, trace};
+use wmfix::race::format::{NO_SITE, Record, flag, kind};
 
 fn race(dir: &Path, trace: &[u8], args: &[&str]) -> std::process::Output {
     race_env(dir, trace, args, Path::new("/dev/null"))
@@ -71,6 +71,104 @@ fn a_message_without_fences_is_a_race_named_with_the_fences_that_order_it() {
     assert_eq!(saved["rows"], doc["rows"]);
 }
 
+/// An atomic's record (device scope) of thread 0 of `block`: `old` read, `new` written.
+fn rmw(addr: u64, old: u64, new: u64, block: u32) -> Vec<u8> {
+    rmw_at(addr, old, new, block, NO_SITE)
+}
+
+fn rmw_at(addr: u64, old: u64, new: u64, block: u32, site: u32) -> Vec<u8> {
+    let mut r = Vec::new();
+    Record {
+        addr,
+        a: old,
+        b: new,
+        launch: 9,
+        block,
+        site,
+        kind: kind::RMW,
+        flags: flag::DEVICE | flag::VALUE,
+        ..Record::default()
+    }
+    .encode(&mut r);
+    r
+}
+
+/// Block 0 stores d (site 0), fences, and sets the flag with an atomic; block 1 reads the flag
+/// with an atomic, then d (site 3) with no fence between: an acquire missing under ptx.
+fn atomic_flag_no_reader_fence() -> Vec<u8> {
+    let mut t = b"wmfix-race-trace 1 capacity=100 dropped=0\n".to_vec();
+    t.extend(rec(kind::ACCESS, 0, D, 0, 0, 0));
+    t.extend(rec(kind::FENCE, flag::DEVICE, 0, 0, NO_SITE, 0));
+    t.extend(rmw(F, 0, 1, 0));
+    t.extend(rmw(F, 1, 1, 1));
+    t.extend(rec(kind::LOAD, 0, D, 0, 3, 1));
+    t
+}
+
+#[test]
+fn a_missing_acquire_races_under_ptx_and_the_row_says_scoped_hrf_would_not_call_it_one() {
+    let (_tmp, dir) = fixture("race-standin");
+    let o = race(&dir, &atomic_flag_no_reader_fence(), &["--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["model"], "ptx");
+    let row = &doc["rows"][0];
+    assert_eq!(row["class"], "data-race", "{doc}");
+    assert_eq!(row["model"], "ptx");
+    let other = row["other_model"].as_str().unwrap_or_default();
+    assert!(
+        other.starts_with("a missing acquire: ") && other.contains("scoped-hrf would not"),
+        "{doc}"
+    );
+    let table = stderr(&o);
+    assert!(table.contains("; under ptx\n"), "{table}");
+    assert!(
+        table.contains("scoped-hrf would not call it one"),
+        "{table}"
+    );
+    let o = race(
+        &dir,
+        &atomic_flag_no_reader_fence(),
+        &["--model", "scoped-hrf"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("no race in 1 run(s) under scoped-hrf"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn two_blocks_storing_one_word_unsynchronised_are_reported_as_their_own_class() {
+    let (_tmp, dir) = fixture("race-standin");
+    // Both blocks store the flag (volatile, site 1): no data race under ptx, but unordered.
+    let mut t = b"wmfix-race-trace 1 capacity=100 dropped=0\n".to_vec();
+    t.extend(rec(kind::ACCESS, flag::STRONG | flag::VALUE, F, 1, 1, 0));
+    t.extend(rec(kind::ACCESS, flag::STRONG | flag::VALUE, F, 2, 1, 1));
+    let o = race(&dir, &t, &["--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{doc}");
+    assert_eq!(rows[0]["class"], "unordered-strong");
+    assert_eq!(rows[0]["kind"], "write-write");
+    let table = stderr(&o);
+    assert!(
+        table.contains(
+            "unordered conflicting strong accesses: no synchronisation orders these writes"
+        ),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_bad_model_is_refused() {
+    let (_tmp, dir) = fixture("race-standin");
+    let o = race(&dir, &trace(false, 0), &["--model", "hrf"]);
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+}
+
 #[test]
 fn no_race_in_a_trace_the_buffer_cut_short_is_inconclusive_not_a_verdict() {
     let (_tmp, dir) = fixture("race-standin");
@@ -98,7 +196,7 @@ fn a_whole_fenced_trace_is_a_verdict_of_no_race_and_the_trace_is_sized_without_a
     let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(doc["complete"], true, "{doc}");
     assert_eq!(doc["checked_share"], 1.0, "{doc}");
-    assert!(stderr(&o).contains("no race in 1 run(s) (every event checked"));
+    assert!(stderr(&o).contains("no race in 1 run(s) under ptx (every event checked"));
     // The runtime sizes the buffer from the device's free memory unless --events is given.
     let said = std::fs::read_to_string(&env).unwrap();
     assert_eq!(said, "events=auto memory=0.25\n");
@@ -321,4 +419,23 @@ fn a_stress_reduction_that_drops_what_race_found_says_so() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn the_race_oracle_finds_races_under_the_model_asked() {
+    // The reader's atomic flag read at fence site 2: under ptx its fence is the acquire.
+    let mut t = b"wmfix-race-trace 1 capacity=100 dropped=0\n".to_vec();
+    t.extend(rec(kind::ACCESS, 0, D, 0, 0, 0));
+    t.extend(rec(kind::FENCE, flag::DEVICE, 0, 0, NO_SITE, 0));
+    t.extend(rmw(F, 0, 1, 0));
+    t.extend(rmw_at(F, 1, 1, 1, 2));
+    t.extend(rec(kind::LOAD, 0, D, 0, 3, 1));
+    let (_tmp, ptx, _) = reduce_by_race(&t, "");
+    assert_eq!(ptx["race"]["fences"], serde_json::json!([2]), "{ptx}");
+    assert_eq!(ptx["race"]["model"], "ptx");
+    let (tmp, dir) = fixture("reduce-standin");
+    let (hrf, err) = reduce_by_race_in(&dir, &t, "", &["--model", "scoped-hrf"]);
+    assert_eq!(hrf["race"]["fences"], serde_json::json!([]), "{err}");
+    assert_eq!(hrf["race"]["model"], "scoped-hrf");
+    drop(tmp);
 }

@@ -1,7 +1,8 @@
 //! The race detector on hand-written traces with known verdicts (`tests/fixtures/race/`): each
 //! file says which addresses race (`# expect: race x,y` or `none`) and, where a fence orders
 //! them, which fence sites the report must suggest (`# suggests: 0,3`); with the suggested
-//! fences taken as enabled, no race may be left.
+//! fences taken as enabled, no race may be left. Under scoped-hrf the same races are expected
+//! unless `# expect scoped-hrf:` says otherwise.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -12,20 +13,33 @@ use wmfix::race::trace::Trace;
 struct Expected {
     races: BTreeSet<String>,
     suggests: Option<BTreeSet<usize>>,
+    /// `# expect scoped-hrf:`, where that model differs.
+    hrf: Option<BTreeSet<String>>,
+}
+
+/// `race x,y` or `none`.
+fn addresses(v: &str, line: &str) -> BTreeSet<String> {
+    match v.strip_prefix("race ") {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => {
+            assert_eq!(v.trim(), "none", "bad expect line {line:?}");
+            BTreeSet::new()
+        }
+    }
 }
 
 fn expected(text: &str) -> Expected {
     let mut e = Expected {
         races: BTreeSet::new(),
         suggests: None,
+        hrf: None,
     };
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("# expect: ") {
-            if let Some(list) = v.strip_prefix("race ") {
-                e.races = list.split(',').map(|s| s.trim().to_string()).collect();
-            } else {
-                assert_eq!(v.trim(), "none", "bad expect line {line:?}");
-            }
+            e.races = addresses(v, line);
+        }
+        if let Some(v) = line.strip_prefix("# expect scoped-hrf: ") {
+            e.hrf = Some(addresses(v, line));
         }
         if let Some(v) = line.strip_prefix("# suggests: ") {
             e.suggests = Some(v.split(',').map(|s| s.trim().parse().unwrap()).collect());
@@ -34,8 +48,8 @@ fn expected(text: &str) -> Expected {
     e
 }
 
-fn racing_addresses(trace: &Trace) -> BTreeSet<String> {
-    let d = detect::detect(trace, &Options::default());
+fn racing_addresses(trace: &Trace, opts: &Options) -> BTreeSet<String> {
+    let d = detect::detect(trace, opts);
     report::reported(trace, &d)
         .into_iter()
         .flat_map(|(_, p, _)| p.examples.iter())
@@ -59,7 +73,18 @@ fn every_ground_truth_trace_gets_its_verdict_and_its_fences() {
         let want = expected(&text);
         let trace = Trace::parse_text(&text).unwrap();
         let name = f.file_name().unwrap().to_string_lossy().to_string();
-        let got = racing_addresses(&trace);
+        let hrf = Options {
+            model: detect::Model::ScopedHrf,
+            ..Options::default()
+        };
+        let want_hrf = want.hrf.as_ref().unwrap_or(&want.races);
+        let got_hrf = racing_addresses(&trace, &hrf);
+        if &got_hrf != want_hrf {
+            wrong.push(format!(
+                "{name}: under scoped-hrf races on {got_hrf:?}, expected {want_hrf:?}"
+            ));
+        }
+        let got = racing_addresses(&trace, &Options::default());
         if got != want.races {
             wrong.push(format!(
                 "{name}: races on {got:?}, expected {:?}",
@@ -105,4 +130,61 @@ fn the_barrier_relaxation_is_what_orders_threadfence_reductions_reader() {
     let d = detect::detect(&trace, &Options::default());
     assert_eq!(d.race_count(), 0);
     assert!(d.stats.barrier_acquires > 0);
+}
+
+/// The race suite's trace from an H100 run (`results/2026-11-27b-race-...`, the suite unchanged
+/// since): under ptx, rows in exactly the `race_*` kernels (as `scripts/race_suite.py` checks
+/// race.json), now with the unordered-strong class; under scoped-hrf, none in an `ok_*`
+/// kernel (its races are a subset).
+#[test]
+fn the_race_suites_gpu_trace_keeps_its_verdicts_under_both_models() {
+    use wmfix::fences::record::FenceList;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results/2026-11-27b-race-nvidia-h100-80gb-hbm3/race-suite");
+    let fences = FenceList::load(&dir.join("fences.json")).unwrap();
+    let kinds = wmfix::race::sites::site_kinds(&fences);
+    let bytes = std::fs::read(dir.join("trace-0.bin")).unwrap();
+    let traces = wmfix::race::launches::split(vec![Trace::from_bytes(&bytes, &kinds).unwrap()]);
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/race-suite/suite.cu"),
+    )
+    .unwrap();
+    let kernels: Vec<&str> = source
+        .lines()
+        .filter_map(|l| l.strip_prefix("__global__ void "))
+        .filter_map(|l| l.split('(').next())
+        .collect();
+    let racy = |model: detect::Model| -> BTreeSet<String> {
+        let opts = Options {
+            model,
+            ..Options::default()
+        };
+        let r = report::report(&traces, &opts, Some(&fences));
+        for row in &r.rows {
+            println!(
+                "{}: {:?} {} -> {} {}",
+                model.name(),
+                row.class,
+                row.first.location,
+                row.second.location,
+                row.other_model.as_deref().unwrap_or("")
+            );
+        }
+        r.rows
+            .iter()
+            .flat_map(|row| [row.first.site, row.second.site])
+            .flatten()
+            .filter_map(|s| fences.fences.get(s.0).map(|f| f.function.clone()))
+            .filter(|f| kernels.contains(&f.as_str()))
+            .collect()
+    };
+    let want: BTreeSet<String> = kernels
+        .iter()
+        .filter(|k| k.starts_with("race_"))
+        .map(|k| k.to_string())
+        .collect();
+    assert_eq!(racy(detect::Model::Ptx), want);
+    let hrf = racy(detect::Model::ScopedHrf);
+    assert!(hrf.is_subset(&want), "{hrf:?}");
+    println!("racy under scoped-hrf: {hrf:?}");
 }

@@ -1,5 +1,5 @@
-//! `wmfix race`: data races under the PTX model from one run (or a few), with the fences that
-//! would order them.
+//! `wmfix race`: data races under the PTX (or scoped-HRF) model from one run (or a few), with
+//! the fences that would order them.
 
 use super::AppArgs;
 use crate::cmd::values::{Count, Env, TraceShare};
@@ -43,6 +43,11 @@ pub struct Args {
     /// acquire (threadFenceReduction's reader then races).
     #[arg(long)]
     strict: bool,
+    /// The memory model races are found under: `ptx` (fences alone make release and acquire
+    /// patterns) or `scoped-hrf` (an atomic read-modify-write also acquires what it reads and
+    /// releases at its scope). Under ptx, a row scoped-hrf would not report says so.
+    #[arg(long, value_enum, default_value = "ptx")]
+    model: crate::race::detect::Model,
     #[arg(long, default_value_t = 1, value_parser = crate::cmd::values::whole_u64)]
     seed: u64,
     /// Print the report (what race.json holds) as one JSON document on stdout; the table goes
@@ -97,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let done = runs::run(&app, &out, &opts, &built.original)?;
     let detect = Detect {
         barrier_acquires: !args.strict,
+        model: args.model,
         fence_scope: args.app.fence.into(),
         ..Detect::default()
     };

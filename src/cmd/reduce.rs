@@ -131,6 +131,9 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     if let Some(r) = &race {
         header["oracle"] = "race".into();
         header["race_start"] = serde_json::to_value(&r.fences)?;
+        if let Some(model) = opts.race.and_then(RaceRuns::model_in_journal) {
+            header["race_model"] = model.into();
+        }
     }
     let header = serde_json::to_string(&header)?;
     let mut program = Program {
@@ -302,11 +305,7 @@ fn race_start(
         return Ok(None);
     };
     let reachable = all.difference(&structure.unreachable).copied().collect();
-    let detect = crate::race::detect::Options {
-        fence_scope: opts.scope.into(),
-        barrier_acquires: !how.strict,
-        ..Default::default()
-    };
+    let detect = how.detect_options(opts.scope.into());
     let found = by_race::start(app, out, original, how, &detect, &reachable, resume)?;
     eprintln!("wmfix: {}", why::race_line(&found));
     Ok(Some(found))
@@ -715,6 +714,9 @@ pub struct Args {
     /// its strong read does not complete the acquire: the reader side needs a fence).
     #[arg(long)]
     strict: bool,
+    /// `--oracle race`: the memory model races are found under, as `race --model` takes it.
+    #[arg(long, value_enum, default_value = "ptx")]
+    model: crate::race::detect::Model,
     /// Print the report (what reduce.json holds) as one JSON document on stdout; the summary
     /// goes to stderr.
     #[arg(long)]
@@ -771,6 +773,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             trace: crate::race::runs::TraceSize::of(args.race_events, args.race_trace_memory.0),
             seed: args.seed,
             strict: args.strict,
+            model: args.model,
         }),
     };
     let report = reduce_app(&opts)?;

@@ -3,7 +3,8 @@
 //! strong read of that write or of a later atomic in its release sequence, then a fence),
 //! `__syncthreads` (the block's threads), and kernel boundaries. Two accesses to one address
 //! from different threads race when at least one writes, they are not both strong with scopes
-//! covering both threads, and neither happens before the other.
+//! covering both threads, and neither happens before the other. Under `Model::ScopedHrf` an
+//! atomic read-modify-write is also an acquire and a release at its scope.
 //!
 //! One relaxation, counted in the statistics: a `__syncthreads` after a strong read completes
 //! its acquire at the read's scope (`barrier_acquires`), as NVIDIA's threadFenceReduction
@@ -23,8 +24,41 @@ use foldhash::{HashMap, HashMapExt};
 use std::rc::Rc;
 use std::sync::Arc;
 
+/// The memory model a trace is checked under.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Model {
+    /// PTX: only fences make release and acquire patterns; atomics are relaxed.
+    #[default]
+    Ptx,
+    /// Scoped heterogeneous-race-free: an atomic read-modify-write also acquires what it
+    /// reads and releases at its scope; volatile accesses stay relaxed.
+    ScopedHrf,
+}
+
+impl Model {
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Ptx => "ptx",
+            Model::ScopedHrf => "scoped-hrf",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
+    pub model: Model,
     /// Fence sites taken as enabled: a fence of `fence_scope` right after each of their accesses
     /// (what enabling them would order, on this trace).
     pub fences: Ids,
@@ -38,6 +72,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
+            model: Model::Ptx,
             fences: Ids::new(),
             fence_scope: Scope::Device,
             barrier_acquires: true,
@@ -138,6 +173,8 @@ pub struct Detection {
     /// PTX, but a message passed through relaxed accesses (volatile data after a volatile
     /// flag) still needs its fences. `report.rs` keeps those a message explains.
     pub strong_pairs: HashMap<PairKey, Pair>,
+    /// The model it was detected under.
+    pub model: Model,
     pub stats: Stats,
     /// Every address with an unordered conflicting pair (weak or strong).
     pub addresses: foldhash::HashSet<u64>,
@@ -341,6 +378,7 @@ pub fn detect_prepared(trace: &Trace, prep: &Arc<Prepared>, opts: &Options) -> D
         out: Detection {
             pairs: HashMap::new(),
             strong_pairs: HashMap::new(),
+            model: opts.model,
             stats: Stats::default(),
             addresses: Default::default(),
             prep: prep.clone(),
@@ -462,11 +500,18 @@ impl Detector<'_> {
             }
             Op::Rmw { scope, .. } => {
                 self.access(i, t, e.addr, true, Some(scope));
+                let pending = self.threads[t as usize].pending.len();
                 let from = self.read_from(i, t, Some(scope));
+                if self.opts.model == Model::ScopedHrf {
+                    self.atomic_acquire(t, scope, pending);
+                }
                 // An atomic continues the release sequence of the write it read.
                 let mut sync = (*self.own_release(t)).clone();
                 if let Some(w) = from {
                     sync.merge(&w);
+                }
+                if self.opts.model == Model::ScopedHrf {
+                    sync.merge(&self.atomic_release(t, scope));
                 }
                 let continued = self.prep.read_from[i as usize];
                 self.written(i, t, Some(scope), Rc::new(sync), continued);
@@ -509,6 +554,42 @@ impl Detector<'_> {
         ts.release_block = Some(snapshot);
         ts.own += 1;
         ts.vc.raise_thread(t, ts.own);
+    }
+
+    /// Scoped-HRF: an atomic acquires, at its scope, the releases its read just handed over
+    /// (those pending from `from` on), not those of earlier relaxed reads.
+    fn atomic_acquire(&mut self, t: u32, scope: Scope, from: usize) {
+        let ts = &mut self.threads[t as usize];
+        if scope >= Scope::Device {
+            // What `observed.rs` counts as a reader side's fence.
+            ts.acquires += 1;
+        }
+        let handed: Vec<(Release, Scope)> = ts.pending.drain(from..).collect();
+        for (r, _) in handed {
+            if r.block == ts.block || (scope >= Scope::Device && r.scope >= Scope::Device) {
+                ts.vc.join(&r.clock);
+            }
+        }
+    }
+
+    /// Scoped-HRF: an atomic releases, at its scope, all its thread did up to it; later strong
+    /// writes release nothing by it (unlike a fence).
+    fn atomic_release(&mut self, t: u32, scope: Scope) -> Sync {
+        let ts = &mut self.threads[t as usize];
+        let release = Release {
+            clock: Rc::new(ts.vc.clone()),
+            scope,
+            block: ts.block,
+        };
+        if scope >= Scope::Device {
+            // What `observed.rs` counts as a writer side's fence.
+            ts.fences += 1;
+        }
+        ts.own += 1;
+        ts.vc.raise_thread(t, ts.own);
+        Sync {
+            releases: vec![release],
+        }
     }
 
     fn barrier(&mut self, t: u32) {

@@ -4,7 +4,7 @@
 //! that read and its access (or the fences there are of block scope where the threads are in
 //! different blocks). Enabling an instrumented fence site in the range orders the pair.
 
-use super::detect::{Detection, ORIGINS_KEPT};
+use super::detect::{Detection, Model, ORIGINS_KEPT};
 use super::trace::{Op, Scope, Trace};
 use crate::fences::id::FenceId;
 
@@ -26,6 +26,11 @@ pub enum Explanation {
         read: u32,
         writer: Option<Side>,
         reader: Option<Side>,
+        /// Where the message went through a third thread (it read the write, then wrote what
+        /// the later thread read; `read` is then the later thread's): its side between the two,
+        /// where it needs a fence.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        relay: Option<Side>,
     },
     /// No strong read of the later thread saw a write made after the earlier access: no fence
     /// orders them (a barrier, an atomic or a lock is missing, or the accesses are unrelated).
@@ -37,10 +42,16 @@ impl Explanation {
     /// orders every earlier access), the reader's first after its read.
     pub fn suggested(&self) -> Vec<FenceId> {
         match self {
-            Explanation::Message { writer, reader, .. } => {
+            Explanation::Message {
+                writer,
+                reader,
+                relay,
+                ..
+            } => {
                 let w = writer.as_ref().and_then(|s| s.sites.last().copied());
+                let m = relay.as_ref().and_then(|s| s.sites.first().copied());
                 let r = reader.as_ref().and_then(|s| s.sites.first().copied());
-                w.into_iter().chain(r).collect()
+                w.into_iter().chain(m).chain(r).collect()
             }
             Explanation::NoMessage => Vec::new(),
         }
@@ -76,6 +87,7 @@ pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explan
                             read: r,
                             writer,
                             reader: None,
+                            relay: None,
                         };
                     }
                 }
@@ -86,7 +98,7 @@ pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explan
             return message(trace, d, earlier, s, r, later);
         }
     }
-    Explanation::NoMessage
+    relayed(trace, d, earlier, later).unwrap_or(Explanation::NoMessage)
 }
 
 /// A read of another block overwritten by the later write: the message of the reader thread's
@@ -110,8 +122,12 @@ fn first_message(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Opti
     let mut best: Option<(u32, u32)> = None;
     for &r in &d.prep.histories[t][..tp] {
         let mut from = d.prep.read_from[r as usize];
+        let mut reader = r;
         for _ in 0..ORIGINS_KEPT {
             let Some(s) = from else { break };
+            if !strong_together(trace, reader, s) {
+                break;
+            }
             let earlier_write =
                 |(b, _): (u32, u32)| d.prep.position[s as usize] < d.prep.position[b as usize];
             if d.prep.thread_of[s as usize] == w
@@ -123,10 +139,23 @@ fn first_message(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Opti
             if !matches!(trace.events[s as usize].op, Op::Rmw { .. }) {
                 break;
             }
+            reader = s;
             from = d.prep.read_from[s as usize];
         }
     }
     best
+}
+
+/// Whether a read and the write it read are strong with scopes covering both threads: else
+/// no message passed between them (block-scope atomics of two blocks), whatever fences.
+fn strong_together(trace: &Trace, read: u32, write: u32) -> bool {
+    let (r, w) = (&trace.events[read as usize], &trace.events[write as usize]);
+    match (r.op.strong(), w.op.strong()) {
+        (Some(a), Some(b)) => {
+            r.thread.block == w.thread.block || (a >= Scope::Device && b >= Scope::Device)
+        }
+        _ => false,
+    }
 }
 
 /// The write of `earlier`'s thread after it that `r` read, through atomics' release sequences.
@@ -137,7 +166,11 @@ fn message_source(trace: &Trace, d: &Detection, earlier: u32, r: u32) -> Option<
     );
     let mut from = d.prep.read_from[r as usize];
     let mut steps = 0;
+    let mut reader = r;
     while let Some(s) = from {
+        if !strong_together(trace, reader, s) {
+            return None;
+        }
         if d.prep.thread_of[s as usize] == w && d.prep.position[s as usize] > wp {
             return Some(s);
         }
@@ -146,9 +179,38 @@ fn message_source(trace: &Trace, d: &Detection, earlier: u32, r: u32) -> Option<
         if !via_atomic || steps > CHAIN_LIMIT {
             return None;
         }
+        reader = s;
         from = d.prep.read_from[s as usize];
     }
     None
+}
+
+/// Whether the later write `b`, a read-modify-write, read `a` and synchronised with it (a
+/// lock taken from the store that released it): ordered by the value it waited for, though
+/// happens-before orders only what follows its acquire. Released: a fence of a scope covering
+/// both threads before `a` (under scoped-hrf also `a` an atomic); acquired: such a fence
+/// after `b` (under scoped-hrf `b` itself).
+pub fn took_in_order(trace: &Trace, d: &Detection, a: u32, b: u32) -> bool {
+    if d.prep.read_from[b as usize] != Some(a)
+        || !matches!(trace.events[b as usize].op, Op::Rmw { .. })
+    {
+        return false;
+    }
+    let hrf = d.model == Model::ScopedHrf;
+    let needed = needed(trace, a, b);
+    let released = (hrf && matches!(trace.events[a as usize].op, Op::Rmw { .. }))
+        || fence_beside(trace, d, a, needed, true);
+    released && (hrf || fence_beside(trace, d, b, needed, false))
+}
+
+/// Whether `e`'s thread makes a fence of at least `needed` scope before (or after) it.
+fn fence_beside(trace: &Trace, d: &Detection, e: u32, needed: Scope, before: bool) -> bool {
+    let h = &d.prep.histories[d.prep.thread_of[e as usize] as usize];
+    let p = d.prep.position[e as usize] as usize;
+    let range = if before { &h[..p] } else { &h[p + 1..] };
+    range
+        .iter()
+        .any(|&x| matches!(trace.events[x as usize].op, Op::Fence { scope } if scope >= needed))
 }
 
 /// Another thread of the later access's block: its history cut at its barriers.
@@ -202,7 +264,54 @@ fn message(
         read,
         writer,
         reader,
+        relay: None,
     }
+}
+
+/// Threads of the later one's reads looked at for a relay, and events of a relay's history
+/// looked back through: explaining stays cheap on long traces.
+const RELAY_LIMIT: usize = 4096;
+
+/// A message through a third thread: the later thread read (at `r`) a write `s` of a relay
+/// thread made after the relay read (at `r2`) a write of the earlier thread made after its
+/// access. Each side needs a fence of the scope its own two threads need.
+fn relayed(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Option<Explanation> {
+    let t = d.prep.thread_of[later as usize];
+    let e = d.prep.thread_of[earlier as usize];
+    let tp = d.prep.position[later as usize] as usize;
+    let mut tried = Vec::new();
+    for &r in d.prep.histories[t as usize][..tp]
+        .iter()
+        .rev()
+        .take(RELAY_LIMIT)
+    {
+        let Some(s) = d.prep.read_from[r as usize] else {
+            continue;
+        };
+        let m = d.prep.thread_of[s as usize];
+        if m == e || m == t || tried.contains(&m) || !strong_together(trace, r, s) {
+            continue;
+        }
+        tried.push(m);
+        let mp = d.prep.position[s as usize] as usize;
+        let before = d.prep.histories[m as usize][..mp]
+            .iter()
+            .rev()
+            .take(RELAY_LIMIT);
+        for &r2 in before {
+            if let Some(s2) = message_source(trace, d, earlier, r2) {
+                let (first, second) = (needed(trace, earlier, r2), needed(trace, s, later));
+                return Some(Explanation::Message {
+                    write: s2,
+                    read: r,
+                    writer: side(trace, d, earlier, s2, first, false),
+                    reader: side(trace, d, r, later, second, true),
+                    relay: side(trace, d, r2, s, first.max(second), false),
+                });
+            }
+        }
+    }
+    None
 }
 
 /// Device scope between blocks, block scope within one.

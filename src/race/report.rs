@@ -3,7 +3,7 @@
 //! example, and the fences that would order it; the set of fences suggested for all of them,
 //! checked by detecting again on the same traces with those fences taken as enabled.
 
-use super::detect::{self, Detection, Options, PairKey, RaceKind, Stats};
+use super::detect::{self, Detection, Model, Options, PairKey, RaceKind, Stats};
 use super::explain::{self, Explanation};
 use super::trace::{Op, Trace};
 use crate::fences::id::{FenceId, Ids};
@@ -11,12 +11,45 @@ use crate::fences::record::FenceList;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// What a row reports (race.json's `class`, to filter by).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// A weak access, or strong ones whose scopes do not cover both threads, unordered.
+    DataRace,
+    /// Volatile loads and stores a message passed between without the fences that order it.
+    RelaxedMessage,
+    /// Two strong writes (not both read-modify-writes) that no synchronisation orders, or a
+    /// strong access under a lock and another thread's outside it: no data race under PTX, but
+    /// which write lands last, or what the read sees, is left to chance (a store that bypasses
+    /// a lock, two blocks setting one word).
+    UnorderedStrong,
+}
+
+impl Class {
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::DataRace => "data race",
+            Class::RelaxedMessage => "relaxed message: both strong",
+            Class::UnorderedStrong => {
+                "unordered conflicting strong accesses: no synchronisation orders these writes"
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
+    pub class: Class,
+    /// The model under which this is a race (`--model`).
+    pub model: Model,
+    /// Where the other model would not report this row, why (a missing acquire or release
+    /// that an atomic makes under scoped-hrf).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_model: Option<String>,
     pub kind: RaceKind,
-    /// Both accesses strong (volatile or atomic): no data race under PTX, but a message passed
-    /// between the threads through relaxed accesses without the fences that order it (volatile
-    /// data after a volatile flag: the read may see the old value).
+    /// Both accesses strong (volatile or atomic): no data race under PTX (`class` says which
+    /// other kind it is); kept for readers of earlier race.json files.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub strong: bool,
     pub first: Place,
@@ -46,6 +79,8 @@ pub struct Example {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The memory model races were found under (each row says it too).
+    pub model: Model,
     pub rows: Vec<Row>,
     /// Traces (runs) checked.
     pub traces: usize,
@@ -95,7 +130,7 @@ fn place(site: Option<FenceId>, fences: Option<&FenceList>) -> Place {
 /// Detects over every trace (each launch of each run: `launches::split`) with `opts`, on all
 /// cores, then explains and checks the suggestion.
 pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> Report {
-    let mut rows: BTreeMap<(bool, PairKey), (Row, BTreeSet<usize>)> = BTreeMap::new();
+    let mut rows: BTreeMap<(Class, PairKey), (Row, BTreeSet<usize>)> = BTreeMap::new();
     let mut stats = Stats::default();
     let mut racing = Vec::new();
     let each = crate::rewrite::parallel::map(traces.iter().collect(), |t| piece(t, opts, fences));
@@ -151,6 +186,7 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
     let checked = traces.iter().map(|t| t.events.len() as u64).sum::<u64>();
     let known = lost.is_empty() && unrecorded_launches == 0;
     Report {
+        model: opts.model,
         traces: super::launches::runs(traces),
         suggested: suggested.into_iter().collect(),
         left_with_suggested,
@@ -167,12 +203,13 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
 
 /// One trace's rows (each with its count and the suggestions of all its examples), its
 /// detection's figures and its racing addresses.
-type Piece = (Vec<((bool, PairKey), Row)>, Stats, foldhash::HashSet<u64>);
+type Piece = (Vec<((Class, PairKey), Row)>, Stats, foldhash::HashSet<u64>);
 
 fn piece(trace: &Trace, opts: &Options, fences: Option<&FenceList>) -> Piece {
     let d = detect::detect(trace, opts);
     let mut rows = Vec::new();
-    for (key, pair, strong) in reported(trace, &d) {
+    for (key, pair, class) in reported(trace, &d) {
+        let strong = class != Class::DataRace;
         // A strong pair's row shows an example a message explains.
         let explained = |&(a, b): &(u32, u32)| (a, b, explain::explain(trace, &d, a, b));
         let mut all = pair.examples.iter().map(explained);
@@ -182,26 +219,98 @@ fn piece(trace: &Trace, opts: &Options, fences: Option<&FenceList>) -> Piece {
         } else {
             first
         };
-        let mut row = new_row(trace, key, a, b, explanation, fences, strong);
+        let mut row = new_row(trace, key, a, b, explanation, fences, class);
+        row.model = opts.model;
         row.count = pair.count;
         add_explanations(trace, &d, pair, &mut row);
-        rows.push(((strong, key), row));
+        rows.push(((class, key), row));
+    }
+    if opts.model == Model::Ptx && !rows.is_empty() {
+        note_other_model(trace, &d, opts, &mut rows);
     }
     (rows, d.stats.clone(), d.addresses.clone())
 }
 
-/// The pairs a report shows: every data race, and the strong pairs of plain (volatile) loads
-/// and stores whose example a message explains with a side that needs a fence
-/// (`Detection::strong_pairs`); atomics are the synchronisation itself, not its data.
-pub fn reported<'d>(trace: &Trace, d: &'d Detection) -> Vec<(PairKey, &'d detect::Pair, bool)> {
-    let weak = d.pairs.iter().map(|(k, p)| (*k, p, false));
+/// Under ptx, the rows scoped-hrf would not report (its races are a subset: an atomic there
+/// also acquires and releases), said with the fence ptx misses. Checked on the trace slimmed
+/// to the racing addresses.
+fn note_other_model(
+    trace: &Trace,
+    d: &Detection,
+    opts: &Options,
+    rows: &mut [((Class, PairKey), Row)],
+) {
+    let hrf = Options {
+        model: Model::ScopedHrf,
+        ..opts.clone()
+    };
+    let slim = super::slim::slim(trace, &d.addresses);
+    let other = detect::detect(&slim, &hrf);
+    let kept: BTreeSet<(Class, PairKey)> = reported(&slim, &other)
+        .into_iter()
+        .map(|(k, _, c)| (c, k))
+        .collect();
+    for (key, row) in rows.iter_mut() {
+        if !kept.contains(key) {
+            row.other_model = Some(other_model_words(&row.explanation));
+        }
+    }
+}
+
+fn other_model_words(e: &Explanation) -> String {
+    let missing = match e {
+        Explanation::Message {
+            writer: None,
+            reader: Some(_),
+            relay: None,
+            ..
+        } => "a missing acquire: ",
+        Explanation::Message {
+            writer: Some(_),
+            reader: None,
+            relay: None,
+            ..
+        } => "a missing release: ",
+        _ => "",
+    };
+    format!(
+        "{missing}a race under ptx; scoped-hrf would not call it one (an atomic read acquires and an atomic write releases there)"
+    )
+}
+
+/// The pairs a report shows: every data race; of the strong pairs (`Detection::strong_pairs`),
+/// two writes not both read-modify-writes (`UnorderedStrong`), and volatile loads and stores
+/// whose example a message explains with a side that needs a fence (`RelaxedMessage`); atomics
+/// with each other are the synchronisation itself, not its data.
+pub fn reported<'d>(trace: &Trace, d: &'d Detection) -> Vec<(PairKey, &'d detect::Pair, Class)> {
+    let weak = d.pairs.iter().map(|(k, p)| (*k, p, Class::DataRace));
+    let strong = d
+        .strong_pairs
+        .iter()
+        .filter_map(|(k, p)| strong_class(trace, d, k, p).map(|c| (*k, p, c)));
+    weak.chain(strong).collect()
+}
+
+fn strong_class(trace: &Trace, d: &Detection, k: &PairKey, p: &detect::Pair) -> Option<Class> {
     let atomic = |i: u32| matches!(trace.events[i as usize].op, Op::Rmw { .. });
-    let strong = d.strong_pairs.iter().filter(|(_, p)| {
-        p.examples.iter().any(|&(a, b)| {
-            !atomic(a) && !atomic(b) && !explain::explain(trace, d, a, b).suggested().is_empty()
-        })
+    let writes = k.kind == RaceKind::WriteWrite;
+    // Two atomics are the synchronisation; a lock taken from its releasing store is ordered.
+    let ordered =
+        |a: u32, b: u32| (atomic(a) && atomic(b)) || explain::took_in_order(trace, d, a, b);
+    let unordered = |&(a, b): &(u32, u32)| !ordered(a, b);
+    if writes && p.examples.iter().any(unordered) {
+        return Some(Class::UnorderedStrong);
+    }
+    // A read outside the lock its writer holds (or under one the writer does not take).
+    let breaks =
+        |&(a, b): &(u32, u32)| !ordered(a, b) && super::locks::breaks_a_lock(trace, d, a, b);
+    if p.examples.iter().any(breaks) {
+        return Some(Class::UnorderedStrong);
+    }
+    let explained = p.examples.iter().any(|&(a, b)| {
+        !atomic(a) && !atomic(b) && !explain::explain(trace, d, a, b).suggested().is_empty()
     });
-    weak.chain(strong.map(|(k, p)| (*k, p, true))).collect()
+    explained.then_some(Class::RelaxedMessage)
 }
 
 /// A pair's further examples may need other fences (another path to the same access): their
@@ -228,12 +337,15 @@ fn new_row(
     b: u32,
     explanation: Explanation,
     fences: Option<&FenceList>,
-    strong: bool,
+    class: Class,
 ) -> Row {
     let (ea, eb) = (&trace.events[a as usize], &trace.events[b as usize]);
     Row {
+        class,
+        model: Model::Ptx,
+        other_model: None,
         kind: key.kind,
-        strong,
+        strong: class != Class::DataRace,
         first: place(key.first, fences),
         second: place(key.second, fences),
         count: 0,
@@ -265,18 +377,19 @@ pub fn table(r: &Report) -> String {
     let mut out = String::new();
     if r.rows.is_empty() && r.complete {
         out.push_str(&format!(
-            "no race in {} run(s) (every event checked: {} accesses)\n",
-            r.traces, r.stats.accesses
+            "no race in {} run(s) under {} (every event checked: {} accesses)\n",
+            r.traces,
+            r.model.name(),
+            r.stats.accesses
         ));
     }
     for row in &r.rows {
         out.push_str(&format!(
-            "race ({}{}): {} -> {}: {} pair(s) in {} of {} run(s); e.g. {} then {} at {}\n",
+            "race ({}{}): {} -> {}: {} pair(s) in {} of {} run(s); e.g. {} then {} at {}; under {}\n",
             row.kind.name(),
-            if row.strong {
-                ", relaxed message: both strong"
-            } else {
-                ""
+            match row.class {
+                Class::DataRace => String::new(),
+                c => format!(", {}", c.name()),
             },
             row.first.location,
             row.second.location,
@@ -285,9 +398,13 @@ pub fn table(r: &Report) -> String {
             r.traces,
             row.example.first,
             row.example.second,
-            row.example.address
+            row.example.address,
+            row.model.name()
         ));
         out.push_str(&format!("  {}\n", describe(&row.explanation)));
+        if let Some(other) = &row.other_model {
+            out.push_str(&format!("  {other}\n"));
+        }
     }
     if !r.suggested.is_empty() {
         let ids: Vec<String> = r.suggested.iter().map(|f| f.to_string()).collect();
@@ -353,9 +470,14 @@ fn describe(e: &Explanation) -> String {
         Explanation::NoMessage => {
             "no fence orders them: nothing the later thread read was written after the earlier access".to_string()
         }
-        Explanation::Message { writer, reader, .. } => {
+        Explanation::Message {
+            writer,
+            reader,
+            relay,
+            ..
+        } => {
             let mut parts = Vec::new();
-            for (name, side) in [("writer", writer), ("reader", reader)] {
+            for (name, side) in [("writer", writer), ("relay", relay), ("reader", reader)] {
                 if let Some(s) = side {
                     let scope = if s.block_scope_fence {
                         " (its fence is of block scope, device scope needed)"

@@ -34,6 +34,26 @@ pub struct RaceRuns {
     /// PTX strictly (`race --strict`): a `__syncthreads` after a strong read does not complete
     /// its acquire, so the reader side needs its own fence.
     pub strict: bool,
+    /// The memory model the traces are checked under (`--model`).
+    pub model: detect::Model,
+}
+
+impl RaceRuns {
+    /// What the detections take from the options: `fence_scope` that of wmfix's fences.
+    pub fn detect_options(&self, fence_scope: crate::race::scope::Scope) -> Options {
+        Options {
+            fence_scope,
+            barrier_acquires: !self.strict,
+            model: self.model,
+            ..Options::default()
+        }
+    }
+
+    /// The model as the journal's header names it: only when not the default, so that
+    /// journals written before there was a choice still resume.
+    pub fn model_in_journal(self) -> Option<&'static str> {
+        (self.model != detect::Model::Ptx).then(|| self.model.name())
+    }
 }
 
 /// The start set of `out`'s reduction: read back on a resume (the traces of another run could
@@ -111,6 +131,9 @@ pub struct RaceStart {
     /// Every event of every detection run was checked (`race::report::Report::complete`).
     #[serde(default = "yes")]
     pub complete: bool,
+    /// The memory model the races were found under (earlier files: ptx).
+    #[serde(default)]
+    pub model: detect::Model,
 }
 
 fn yes() -> bool {
@@ -143,7 +166,7 @@ impl RaceStart {
 /// thief's slot read before a failed claim, and before a successful one): its count tells them
 /// apart.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Left(BTreeMap<(bool, PairKey), u64>);
+struct Left(BTreeMap<(report::Class, PairKey), u64>);
 
 impl Left {
     /// Nothing races more than it does with every fence (`floor`).
@@ -261,8 +284,8 @@ fn detect_all(
     let each = par_map(&traces.0, |(t, prep)| {
         let d = detect::detect_prepared(t, prep, &with);
         let (mut left, mut named) = (Left::default(), Ids::new());
-        for (k, pair, strong) in report::reported(t, &d) {
-            *left.0.entry((strong, k)).or_default() += pair.count;
+        for (k, pair, class) in report::reported(t, &d) {
+            *left.0.entry((class, k)).or_default() += pair.count;
             if name {
                 for &(a, b) in &pair.examples {
                     named.extend(explain::explain(t, &d, a, b).suggested());
@@ -501,6 +524,7 @@ pub fn minimise(traces: &[Trace], opts: &Options, all: &Ids) -> RaceStart {
         detections: search.detections,
         seconds: t0.elapsed().as_secs_f64(),
         note,
+        model: opts.model,
     }
 }
 
@@ -529,14 +553,14 @@ fn proofs(traces: &Prepped, opts: &Options, set: &Ids) -> BTreeMap<FenceId, Race
                 .0
                 .iter()
                 .find(|(k, n)| with.0.get(k).is_none_or(|w| *n > w));
-            if let Some(((strong, key), _)) = more {
+            if let Some(((class, key), _)) = more {
                 out.insert(
                     *f,
                     RaceProof {
                         first: key.first,
                         second: key.second,
                         kind: key.kind.name().to_string(),
-                        strong: *strong,
+                        strong: *class != report::Class::DataRace,
                         run: traces.0[run].0.run,
                     },
                 );
