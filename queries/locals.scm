@@ -8,6 +8,16 @@
 ; level, which made the query walk grow with depth squared.
 (declaration declarator: [(array_declarator) @local.decl
   (init_declarator declarator: (array_declarator) @local.decl)])
+; CUDA's wmma fragments (`wmma::fragment<...> f;`, `nvcuda::wmma::fragment<...>`) are registers
+; (crt/mma.h): one declared in a block is local, and `f.x[i]` is in `f` (`x` is its array of
+; elements, declared in a header outside the program).
+(declaration type: (template_type name: (type_identifier) @_fragment)
+  declarator: (identifier) @fragment.decl (#eq? @_fragment "fragment"))
+(declaration type: (qualified_identifier name: (template_type name: (type_identifier) @_fragment))
+  declarator: (identifier) @fragment.decl (#eq? @_fragment "fragment"))
+(declaration type: (qualified_identifier name: (qualified_identifier
+    name: (template_type name: (type_identifier) @_fragment)))
+  declarator: (identifier) @fragment.decl (#eq? @_fragment "fragment"))
 (declaration declarator: (init_declarator declarator: (pointer_declarator) @alias.decl
   value: (_) @alias.value))
 ; Members declared as arrays (`int w[32];`): `s.w[i]` is in `s`, so a __shared__ `s` keeps it out

@@ -42,7 +42,7 @@ static inline int wmfix_matrix_uses_std_names() {\n\
 const KNOWN: &[(&str, &str, &str)] = &[];
 
 /// The fixtures meant to compile (`bad/` is not; the others have no CUDA file).
-const FIXTURES: [&str; 15] = [
+const FIXTURES: [&str; 16] = [
     "constructs",
     "cost-standin",
     "cxx11",
@@ -58,6 +58,7 @@ const FIXTURES: [&str; 15] = [
     "scoping",
     "std-names",
     "thrust_cub",
+    "wmma",
 ];
 
 /// One folder, copied and instrumented twice: as it is, and with `STD_NAMES` at the top of each

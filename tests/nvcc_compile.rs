@@ -426,6 +426,27 @@ fn inline_ptx_loads_stores_and_atomics_get_fences() {
     assert_eq!(fences("computed"), [1], "only the switch skips it");
 }
 
+/// Issue 45: wmma fragments (`fixtures/wmma`) are registers: their elements (`f.x[i]`, in a
+/// fragment or an array of them) get no fence, only the global store does; it compiles.
+#[test]
+fn wmma_fragment_elements_are_not_fence_sites() {
+    let (_tmp, _orig, tree) = instrument(&repo().join("tests/fixtures/wmma"));
+    let text = std::fs::read_to_string(tree.join("frag.cu")).unwrap();
+    let fenced: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains("WMFIX_FENCE"))
+        .collect();
+    assert_eq!(
+        fenced,
+        ["  c[wmfix_threadIdx().x] += 1.0f; WMFIX_FENCE_AT(0, c[wmfix_threadIdx().x]);"],
+        "{text}"
+    );
+    sh(
+        &tree,
+        "nvcc -arch=sm_90 -std=c++11 -w --ptx -o frag.ptx frag.cu",
+    );
+}
+
 #[test]
 fn the_runtimes_interface_test_compiles() {
     // runtime-cu/tests/interface_compile.cu: every macro the rewriter emits, with static

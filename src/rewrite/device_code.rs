@@ -200,6 +200,9 @@ struct Ways<'s> {
     cast: IdSet,
 }
 
+/// The member holding a wmma fragment's elements (`x`, an array: crt/mma.h).
+const FRAGMENT_ELEMENTS: &str = "x";
+
 /// Member names a text declares: as arrays, and otherwise. `s.w` is inside `s` only where `w`
 /// is declared as an array and never otherwise (another struct's pointer member `w`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -213,8 +216,14 @@ impl<'s> Members<'s> {
         let name = |n: &Node| &text[name_node(*n).byte_range()];
         let arrays = caps.ids(Capture::FieldArray);
         let all = caps.get(Capture::FieldDecl);
+        let mut arrays_named: HashSet<&'s str> =
+            caps.get(Capture::FieldArray).iter().map(name).collect();
+        if !caps.get(Capture::FragmentDecl).is_empty() {
+            // A wmma fragment's elements (`f.x[i]`), declared in CUDA's header.
+            arrays_named.insert(FRAGMENT_ELEMENTS);
+        }
         Members {
-            arrays: caps.get(Capture::FieldArray).iter().map(name).collect(),
+            arrays: arrays_named,
             others: all
                 .iter()
                 .filter(|n| !arrays.contains(&n.id()))
@@ -459,9 +468,15 @@ fn local_declarators<'t>(
                 .map(name_node),
         );
     }
-    // An array is local inside a block; at file or namespace scope it is global memory.
+    // An array is local inside a block; at file or namespace scope it is global memory. So is
+    // a wmma fragment (registers).
     let arrays = caps.get(Capture::LocalDecl).iter().map(|d| name_node(*d));
-    names.extend(arrays.filter(|n| scopes.at(n.start_byte()).is_some()));
+    let fragments = caps.get(Capture::FragmentDecl).iter().copied();
+    names.extend(
+        arrays
+            .chain(fragments)
+            .filter(|n| scopes.at(n.start_byte()).is_some()),
+    );
     let always = names.iter().map(Node::start_byte).collect();
     let mut aliases = IdMap::default();
     for m in &caps.matches {

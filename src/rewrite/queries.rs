@@ -90,6 +90,8 @@ pub enum Capture {
     DeviceBody,
     /// Every member declarator, and those declaring arrays.
     FieldArray,
+    /// A wmma fragment variable (`rewrite/device_code.rs`: local, its `x` an array).
+    FragmentDecl,
     FieldDecl,
     /// Every function body (`rewrite/macros.rs`: a device qualifier macro in its head).
     FunctionBody,
@@ -137,7 +139,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 64] = [
+    pub const ALL: [Capture; 65] = [
         Capture::Access,
         Capture::AccessAsm,
         Capture::AccessAsmCode,
@@ -162,6 +164,7 @@ impl Capture {
         Capture::CoopLaunch,
         Capture::DeviceBody,
         Capture::FieldArray,
+        Capture::FragmentDecl,
         Capture::FieldDecl,
         Capture::FunctionBody,
         Capture::FunctionName,
@@ -230,6 +233,7 @@ impl Capture {
             Capture::CoopLaunch => "coop.launch",
             Capture::DeviceBody => "device.body",
             Capture::FieldArray => "field.array",
+            Capture::FragmentDecl => "fragment.decl",
             Capture::FieldDecl => "field.decl",
             Capture::FunctionBody => "function.body",
             Capture::FunctionName => "function.name",
