@@ -1031,6 +1031,28 @@ trust_public() {
 }
 add trust-differential-public trust_public
 
+# Issue 46: the race ground truth (tests/ground_truth: kernels labelled by construction under
+# ptx and scoped-hrf), written on the workstation by `cargo test --profile test-fast --test
+# race_ground_truth` into target/race-ground-truth and carried as carry/race-ground-truth (the
+# GPU machine has no cargo). `wmfix race` on it under each model (RACE_DEFAULTS: the trace a
+# quarter of free memory), then scripts/race_ground_truth.py against labels.json: confusion.txt,
+# the wrong kernels, exit 1 if any. Repeated (-again-N) for the same verdict on every run.
+ground_truth() { # ground_truth MODEL
+  [ -d carry/race-ground-truth ] || { echo "no carry/race-ground-truth" >> "$STEP_DIR/log.txt"; return 1; }
+  rm -rf "$WORK/gt-$STEP" && cp -r carry/race-ground-truth "$WORK/gt-$STEP"
+  RACE_DEFAULTS=1 LIMIT=${LIMIT:-480} race_step "$WORK/gt-$STEP" --model "$1" || return 1
+  cp "$WORK/gt-$STEP/labels.json" "$STEP_DIR/" 2>/dev/null
+  python3 scripts/race_ground_truth.py "$STEP_DIR" "$STEP_DIR/labels.json" > "$STEP_DIR/confusion.txt" 2>&1
+  local rc=$?
+  rm -f "$STEP_DIR/labels.json" "$STEP_DIR/trace-0.bin.gz"
+  tail -n 3 "$STEP_DIR/confusion.txt" >> "$STEP_DIR/log.txt"
+  return $rc
+}
+for m in ptx scoped-hrf; do
+  add "ground-truth-$m" ground_truth "$m"
+  for i in 2 3; do add "ground-truth-$m-again-$i" ground_truth "$m"; done
+done
+
 # ---- the driver ----
 is_done() { [ -f "$RESULTS/$1/DONE" ]; }
 matches() { # matches NAME PATTERN...: no pattern, or one is a glob matching NAME
