@@ -790,6 +790,9 @@ def serve_on(folder):
     print(provenance(metas))
 
 
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
 def insert_speed(folder):
     """`wmfix insert`'s speed (issue 47), from the bench's raw file FOLDER/insert_throughput.jsonl
     (`WMFIX_BENCH_RAW=... cargo bench --bench insert_throughput`): the latest record of each
@@ -820,7 +823,7 @@ def insert_speed(folder):
         machines = sorted({f"{r['cpu']}, {r['nproc']} cores" for r in rs})
         print(f"\nMeasured on {'; '.join(machines)}, {dates[0]} to {dates[-1]} (load: the 1, 5 and 15 "
               f"minute load averages when the case began), each row by the command in its record, "
-              f"`WMFIX_BENCH_RAW={path} WMFIX_BENCH_RUNS=N cargo bench --bench insert_throughput -- CASE`.")
+              f"`WMFIX_BENCH_RAW={os.path.relpath(path, REPO)} WMFIX_BENCH_RUNS=N cargo bench --bench insert_throughput -- CASE`.")
 
 
 TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on, "insert-speed": insert_speed}
