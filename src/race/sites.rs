@@ -59,6 +59,9 @@ impl SiteKind {
     /// A call's kind by its callee: `__ldcg(...)`, `cub::ThreadLoad<LOAD_CG>(...)`,
     /// `detail::store_release(...)`; anything else stays an atomic.
     pub fn of_call(call: &str) -> SiteKind {
+        if let Some(kind) = of_asm(call) {
+            return kind;
+        }
         let callee = call.split('(').next().unwrap_or("").trim();
         let (path, args) = match callee.split_once('<') {
             Some((p, a)) => (p, a),
@@ -96,9 +99,59 @@ impl SiteKind {
     }
 }
 
+/// Inline PTX counted as a load/store call (`rewrite/asm.rs`: its strong or atomic instruction):
+/// an acquire or relaxed load, a release or relaxed store at the scope it names, an atomic.
+fn of_asm(call: &str) -> Option<SiteKind> {
+    let t = call.trim_start();
+    if !(t.starts_with("asm") || t.starts_with("__asm")) {
+        return None;
+    }
+    let (_, op) = crate::rewrite::asm::kind_of(&crate::rewrite::asm::memory_ops(t))?;
+    let scope = Scope::from(op.scope);
+    Some(match op.kind {
+        AccessKind::Load => SiteKind::StrongLoad {
+            scope,
+            acquire: op.acquire,
+        },
+        AccessKind::Store => SiteKind::StrongStore {
+            scope,
+            release: op.release,
+        },
+        _ => SiteKind::Atomic,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_ptx_calls_are_strong_loads_stores_or_atomics_by_their_instruction() {
+        assert_eq!(
+            SiteKind::of_call(
+                r#"asm volatile("ld.global.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory")"#
+            ),
+            SiteKind::StrongLoad {
+                scope: Scope::Device,
+                acquire: true
+            }
+        );
+        assert_eq!(
+            SiteKind::of_call(
+                r#"asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(p), "r"(v))"#
+            ),
+            SiteKind::StrongStore {
+                scope: Scope::Block,
+                release: false
+            }
+        );
+        assert_eq!(
+            SiteKind::of_call(
+                r#"asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(o) : "l"(c), "r"(1u))"#
+            ),
+            SiteKind::Atomic
+        );
+    }
 
     #[test]
     fn cache_operator_and_cub_calls_are_loads_and_stores_by_their_name() {

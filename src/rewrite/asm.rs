@@ -5,6 +5,7 @@
 
 use super::queries::{Capture, Captures};
 use crate::fences::record::AccessKind;
+use crate::fences::scope::FenceScope;
 use foldhash::{HashMap, HashMapExt};
 use regex::Regex;
 use std::sync::OnceLock;
@@ -18,6 +19,12 @@ pub struct MemOp {
     pub strong: bool,
     /// The operand number in `[%N]`, when the address is an operand.
     pub operand: Option<usize>,
+    /// `.acquire` (or `.acq_rel`), and `.release` (or `.acq_rel`).
+    pub acquire: bool,
+    pub release: bool,
+    /// `.cta`, `.gpu` (or `.cluster`: read as the block's), `.sys`; `.volatile` is relaxed at
+    /// system scope; device where none is named.
+    pub scope: FenceScope,
 }
 
 fn instruction() -> &'static Regex {
@@ -46,10 +53,21 @@ pub fn memory_ops(code: &str) -> Vec<MemOp> {
                 "st" => AccessKind::Store,
                 _ => AccessKind::Atomic,
             };
+            let has = |m: &str| c[2].split('.').any(|p| p == m);
+            let scope = if has("cta") || has("cluster") {
+                FenceScope::Block
+            } else if has("sys") || has("volatile") {
+                FenceScope::System
+            } else {
+                FenceScope::Device
+            };
             MemOp {
                 kind,
                 strong: kind == AccessKind::Atomic || STRONG.iter().any(|s| c[2].contains(s)),
                 operand: c.get(4).and_then(|n| n.as_str().parse().ok()),
+                acquire: has("acquire") || has("acq_rel"),
+                release: has("release") || has("acq_rel"),
+                scope,
             }
         })
         .collect()
@@ -126,6 +144,9 @@ mod tests {
             kind,
             strong,
             operand: Some(operand),
+            acquire: false,
+            release: false,
+            scope: FenceScope::Device,
         }
     }
 
@@ -138,7 +159,18 @@ mod tests {
         );
         assert_eq!(
             memory_ops(r#""ld.acquire.gpu.u32 %0, [%1];""#),
-            [op(Load, true, 1)]
+            [MemOp {
+                acquire: true,
+                ..op(Load, true, 1)
+            }]
+        );
+        assert_eq!(
+            memory_ops(r#""st.release.cta.global.u32 [%0], %1;""#),
+            [MemOp {
+                release: true,
+                scope: FenceScope::Block,
+                ..op(Store, true, 0)
+            }]
         );
         assert_eq!(
             memory_ops(r#""atom.global.add.u32 %0, [%1], %2;""#),
@@ -146,7 +178,10 @@ mod tests {
         );
         assert_eq!(
             memory_ops(r#""{\n\t.reg .pred p;\n\tld.volatile.global.v2.u32 {%0, %1}, [%2+8];\n}""#),
-            [op(Load, true, 2)]
+            [MemOp {
+                scope: FenceScope::System,
+                ..op(Load, true, 2)
+            }]
         );
         assert_eq!(
             memory_ops(r#""@p st.global.wb.u64 [%0], %1;""#),
@@ -159,9 +194,8 @@ mod tests {
         assert_eq!(
             computed,
             [MemOp {
-                kind: Store,
-                strong: false,
-                operand: None
+                operand: None,
+                ..op(Store, false, 0)
             }]
         );
     }
@@ -184,7 +218,11 @@ mod tests {
         let two = memory_ops(r#""ld.global.u32 %0, [%2]; st.global.u32 [%1], %0;""#);
         assert_eq!(kind_of(&two), Some((Store, op(Store, false, 1))));
         let strong = memory_ops(r#""ld.global.u32 %0, [%2]; st.release.gpu.u32 [%1], %0;""#);
-        assert_eq!(kind_of(&strong), Some((Call, op(Store, true, 1))));
+        let release = MemOp {
+            release: true,
+            ..op(Store, true, 1)
+        };
+        assert_eq!(kind_of(&strong), Some((Call, release)));
         assert_eq!(kind_of(&[]), None);
     }
 }
