@@ -1041,10 +1041,9 @@ ground_truth() { # ground_truth MODEL
   [ -d carry/race-ground-truth ] || { echo "no carry/race-ground-truth" >> "$STEP_DIR/log.txt"; return 1; }
   rm -rf "$WORK/gt-$STEP" && cp -r carry/race-ground-truth "$WORK/gt-$STEP"
   RACE_DEFAULTS=1 LIMIT=${LIMIT:-480} race_step "$WORK/gt-$STEP" --model "$1" || return 1
-  cp "$WORK/gt-$STEP/labels.json" "$STEP_DIR/" 2>/dev/null
-  python3 scripts/race_ground_truth.py "$STEP_DIR" "$STEP_DIR/labels.json" > "$STEP_DIR/confusion.txt" 2>&1
+  python3 scripts/race_ground_truth.py "$STEP_DIR" "$WORK/gt-$STEP/labels.json" > "$STEP_DIR/confusion.txt" 2>&1
   local rc=$?
-  rm -f "$STEP_DIR/labels.json" "$STEP_DIR/trace-0.bin.gz"
+  rm -f "$STEP_DIR/trace-0.bin.gz"
   tail -n 3 "$STEP_DIR/confusion.txt" >> "$STEP_DIR/log.txt"
   return $rc
 }

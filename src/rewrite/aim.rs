@@ -11,9 +11,9 @@
 //! (line breaks, comments, preprocessor lines, quotes).
 
 use crate::fences::record::AccessKind;
+use crate::rewrite::asm::AsmPointers;
 use crate::rewrite::device_code::call_pointer;
 use crate::rewrite::queries::{Capture, Captures, IdSet};
-use foldhash::HashMap;
 use std::ops::Range;
 use tree_sitter::Node;
 
@@ -36,10 +36,10 @@ pub struct Aim {
 }
 
 /// What a file's captures say about which text may be copied.
-pub struct Facts<'t> {
+pub struct Facts<'a, 't> {
     calls: IdSet,
     /// Inline PTX accesses and the operand holding each one's address (`asm.rs`).
-    asm: HashMap<usize, Option<Node<'t>>>,
+    asm: &'a AsmPointers<'t>,
     /// Byte ranges of impure expressions, by start.
     impure: Vec<Range<usize>>,
     /// Byte ranges of pack expansions, by start.
@@ -64,8 +64,9 @@ fn starting_in<'v, T>(v: &'v [T], start: impl Fn(&T) -> usize, r: &Range<usize>)
     &v[lo..hi]
 }
 
-impl<'t> Facts<'t> {
-    pub fn new(caps: &Captures<'t>, text: &'t str) -> Facts<'t> {
+impl<'a, 't> Facts<'a, 't> {
+    /// `asm`: the address operands `device_code::accesses` found.
+    pub fn new(caps: &Captures<'t>, text: &'t str, asm: &'a AsmPointers<'t>) -> Facts<'a, 't> {
         let mut calls = caps.ids(Capture::AccessAtomic);
         calls.extend(caps.ids(Capture::AccessCached));
         let mut assigned: Vec<(usize, &str)> = caps
@@ -76,7 +77,7 @@ impl<'t> Facts<'t> {
         assigned.sort();
         Facts {
             calls,
-            asm: super::asm::pointers(&super::asm::asm_accesses(caps, text)),
+            asm,
             impure: sorted_ranges(caps.get(Capture::AimImpure)),
             packed: sorted_ranges(caps.get(Capture::AimPacked)),
             assigned,

@@ -127,7 +127,10 @@ pub fn asm_accesses<'t>(caps: &Captures<'t>, text: &str) -> Vec<AsmAccess<'t>> {
 }
 
 /// The address operand of each accessing `asm`, by node id.
-pub fn pointers<'t>(accesses: &[AsmAccess<'t>]) -> HashMap<usize, Option<Node<'t>>> {
+pub type AsmPointers<'t> = HashMap<usize, Option<Node<'t>>>;
+
+/// [`AsmPointers`] of `accesses`.
+pub fn pointers<'t>(accesses: &[AsmAccess<'t>]) -> AsmPointers<'t> {
     let mut m = HashMap::new();
     for a in accesses {
         m.insert(a.node.id(), a.pointer);

@@ -1,6 +1,7 @@
 //! Device code: the `__global__`/`__device__` functions of a file, and the expressions in them
 //! that may access global memory.
 
+use crate::rewrite::asm::AsmPointers;
 use crate::rewrite::macros::Meaning;
 use crate::rewrite::mask::Qualified;
 use crate::rewrite::queries::{self, Capture, Captures, IdMap, IdSet};
@@ -572,6 +573,8 @@ pub struct Accesses<'t, 's> {
     pub top: HashSet<&'s str>,
     /// The name of each access through a `__device__` variable's name.
     pub global_uses: Vec<&'s str>,
+    /// Inline PTX accesses' address operands, by node id (`asm.rs`), for the fences' aim.
+    pub asm: AsmPointers<'t>,
 }
 
 /// Every expression in device code that may access global memory; `outside`: `__device__`
@@ -647,7 +650,8 @@ pub fn accesses<'t, 's>(
     for n in caps.get(Capture::AccessRef) {
         push(*n, AccessKind::Store, &mut out);
     }
-    for a in super::asm::asm_accesses(caps, text) {
+    let asm = super::asm::asm_accesses(caps, text);
+    for a in &asm {
         push(a.node, a.kind, &mut out);
     }
     for n in caps.get(Capture::Access) {
@@ -677,6 +681,7 @@ pub fn accesses<'t, 's>(
         globals,
         top,
         global_uses,
+        asm: super::asm::pointers(&asm),
     }
 }
 

@@ -3,6 +3,7 @@
 //! condition accesses memory, around a returned or switched-on value, or as a comma operand.
 
 use crate::rewrite::aim::{self, Aim};
+use crate::rewrite::asm::AsmPointers;
 use crate::rewrite::device_code::{Access, AccessKind, first_named};
 use crate::rewrite::edits::{Edit, Slot};
 use crate::rewrite::flat::{At, Flat};
@@ -241,9 +242,14 @@ pub fn depth(root: Node, node: Node) -> usize {
 /// A site as accesses are gathered into it: where it is, the site, its accesses' nodes.
 type Gathered<'t> = (Found<'t>, Site, Vec<(Node<'t>, AccessKind)>);
 
-pub fn place<'t>(accesses: &[Access<'t>], caps: &Captures<'t>, text: &'t str) -> Placed<'t> {
+pub fn place<'t>(
+    accesses: &[Access<'t>],
+    caps: &Captures<'t>,
+    text: &'t str,
+    asm: &AsmPointers<'t>,
+) -> Placed<'t> {
     let roles = Roles::new(caps);
-    let facts = aim::Facts::new(caps, text);
+    let facts = aim::Facts::new(caps, text, asm);
     let mut by_site: IdMap<Gathered<'t>> = IdMap::default();
     let mut order = Vec::new();
     let mut unplaced = Vec::new();
