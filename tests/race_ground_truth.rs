@@ -128,8 +128,9 @@ fn every_schedule_of_every_kernel_gets_its_label_under_both_models() {
     let kernels = ground_truth::kernels();
     let relayed = kernels.iter().filter(|k| k.relay.is_some()).count();
     println!(
-        "{} kernels ({relayed} of three threads), 3 schedules each, 2 models; per kernel, schedule and model, each kind on the data and on the synchronisation variable:",
-        kernels.len()
+        "{} kernels ({relayed} of three threads), {} schedules each, 2 models; per kernel, schedule and model, each kind on the data and on the synchronisation variable:",
+        kernels.len(),
+        kernels[0].traces().len()
     );
     for k in kernels {
         let traces = k.traces();

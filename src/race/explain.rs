@@ -5,6 +5,7 @@
 //! different blocks). Enabling an instrumented fence site in the range orders the pair.
 
 use super::detect::{Detection, Model, ORIGINS_KEPT};
+use super::locks;
 use super::trace::{Op, Scope, Trace};
 use crate::fences::id::FenceId;
 
@@ -189,11 +190,11 @@ fn message_source(trace: &Trace, d: &Detection, earlier: u32, r: u32) -> Option<
 /// lock taken from the store that released it): ordered by the value it waited for, though
 /// happens-before orders only what follows its acquire. Released: a fence of a scope covering
 /// both threads before `a` (under scoped-hrf also `a` an atomic); acquired: such a fence
-/// after `b` (under scoped-hrf `b` itself).
+/// after `b` (under scoped-hrf `b` itself). Only a lock's hand-over (`locks::hand_over`): a
+/// read-modify-write of data reading the write it conflicts with is the unordered pair itself,
+/// whichever fences surround it.
 pub fn took_in_order(trace: &Trace, d: &Detection, a: u32, b: u32) -> bool {
-    if d.prep.read_from[b as usize] != Some(a)
-        || !matches!(trace.events[b as usize].op, Op::Rmw { .. })
-    {
+    if d.prep.read_from[b as usize] != Some(a) || !locks::hand_over(trace, d, a, b) {
         return false;
     }
     let hrf = d.model == Model::ScopedHrf;

@@ -49,3 +49,19 @@ pub fn breaks_a_lock(trace: &Trace, d: &Detection, a: u32, b: u32) -> bool {
         .chain(&hb)
         .any(|l| *l != addr && ha.contains(l) != hb.contains(l))
 }
+
+/// Whether `b`, a read-modify-write that read the write `a`, takes a lock `a` released: `a`'s
+/// thread took the word by an atomic that changed it before `a`, and `b` changes it too (a
+/// lock of any values: Barnes-Hut locks a child pointer by a marker and unlocks it with the
+/// new cell). A plain data word written and then read by an atomic is no lock.
+pub fn hand_over(trace: &Trace, d: &Detection, a: u32, b: u32) -> bool {
+    let addr = trace.events[a as usize].addr;
+    let changes = |op: &Op| matches!(op, Op::Rmw { old: Some(o), new: Some(n), .. } if o != n);
+    let h = &d.prep.histories[d.prep.thread_of[a as usize] as usize];
+    let p = d.prep.position[a as usize] as usize;
+    let took = h[..p].iter().any(|&x| {
+        let ev = &trace.events[x as usize];
+        ev.addr == addr && changes(&ev.op)
+    });
+    took && changes(&trace.events[b as usize].op)
+}
