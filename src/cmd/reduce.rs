@@ -178,6 +178,9 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     bar.finish_and_clear();
     if let Some(w) = &warm {
         eprintln!("wmfix: {}", w.describe());
+        for line in w.pace() {
+            eprintln!("wmfix: warm runs on {line}");
+        }
     }
     let replayed = journal.replayed;
     // Interrupted, the best set so far is still written, marked as such.

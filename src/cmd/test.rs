@@ -294,6 +294,9 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     write_summary(&files, &summary)?;
     if let Some(w) = &warm {
         eprintln!("wmfix: {}", w.describe());
+        for line in w.pace() {
+            eprintln!("wmfix: warm runs on {line}");
+        }
     }
     Ok((summary, dir.to_path_buf()))
 }

@@ -15,6 +15,7 @@
 //! the program: that spares a buggy program's runs, nearly all of which err, a process each.
 
 use crate::app::child::{self, Exit, Finished};
+use crate::run::pace::Pace;
 use crate::exit_code::{UNAVAILABLE, USAGE, fail};
 use anyhow::Result;
 use std::io::{BufRead, BufReader, Write};
@@ -172,6 +173,8 @@ pub struct Pool {
     unhealthy: AtomicU64,
     /// Processes replaced after serving `RUNS_A_PROCESS` runs.
     retired: AtomicU64,
+    /// How many runs at a time each GPU serves.
+    pace: Pace,
 }
 
 impl Pool {
@@ -187,6 +190,7 @@ impl Pool {
             served_on: AtomicU64::new(0),
             unhealthy: AtomicU64::new(0),
             retired: AtomicU64::new(0),
+            pace: Pace::default(),
         })
     }
 
@@ -246,6 +250,11 @@ impl Pool {
         )
     }
 
+    /// Each GPU's runs at a time (`run::pace`), a line each, with the rates that chose it.
+    pub fn pace(&self) -> Vec<String> {
+        self.pace.describe()
+    }
+
     /// One run of `command` in `dir` with `env`, its output in `log`; `None` when the run
     /// cannot be warm (its variables ask for files written at exit: coverage, a race trace),
     /// and the caller runs it as usual. Give the lease back with `Lease::done`.
@@ -296,7 +305,19 @@ impl Pool {
         let run = self.runs.fetch_add(1, Ordering::SeqCst);
         let mut env = env.to_vec();
         env.push((RUN_VAR.to_string(), run.to_string()));
-        let finished = server.run(&env, log, timeout)?;
+        let gpu = key.at_start.iter().find(|(k, _)| k == "CUDA_VISIBLE_DEVICES");
+        let slot = self.pace.enter(gpu.map_or("", |(_, v)| v.as_str()));
+        let started = server.runs > 0;
+        let finished = server.run(&env, log, timeout);
+        let counts = |f: &Finished| started && matches!(f.exit, Exit::Code(_));
+        slot.leave(
+            finished
+                .as_ref()
+                .ok()
+                .filter(|f| counts(f))
+                .map(|f| f.duration.as_secs_f64()),
+        );
+        let finished = finished?;
         Ok((
             finished,
             Lease {

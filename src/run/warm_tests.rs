@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
   if (seed == 3) exit(7);
   if (seed == 4) abort();
   if (seed == 5) sleep(100);
+  if (seed == 6) usleep(3000);
   return seed % 2;
 }
 "#;
@@ -312,4 +313,40 @@ fn only_plain_commands_without_a_launcher_run_warm() {
             .contains("launcher")
     );
     assert!(refusal("./a", Some(" ")).is_none());
+}
+
+#[test]
+fn runs_of_several_workers_pass_each_gpu_s_gate_and_the_rates_are_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let on = |gpu: &str| {
+        [
+            seed("6"),
+            vec![("CUDA_VISIBLE_DEVICES".to_string(), gpu.to_string())],
+        ]
+        .concat()
+    };
+    std::thread::scope(|s| {
+        for w in 0..4 {
+            let (pool, dir, env) = (&pool, &dir, on(if w % 2 == 0 { "0" } else { "1" }));
+            s.spawn(move || {
+                for _ in 0..40 {
+                    let log = dir.join(format!("run-{w}.log"));
+                    let (f, lease) = pool
+                        .run("./app hi", dir, &env, &log, Duration::from_secs(5))
+                        .expect("can be warm")
+                        .unwrap();
+                    assert_eq!(f.exit, Exit::Code(0));
+                    lease.done(End::Passed);
+                }
+            });
+        }
+    });
+    let pace = pool.pace();
+    assert_eq!(pace.len(), 2, "{pace:?}");
+    assert!(pace[0].starts_with("GPU 0: "), "{pace:?}");
+    assert!(pace[1].starts_with("GPU 1: "), "{pace:?}");
+    assert!(pace.iter().all(|l| l.contains("by runs at a time: 1: ")), "{pace:?}");
+    assert_eq!(pool.started(), 4);
 }

@@ -1,0 +1,238 @@
+//! How many warm runs share a GPU at once. Without MPS the processes' kernels take turns on a
+//! GPU: where a run holds the GPU long, more runs at a time only add switching between
+//! contexts, and where it is short the host's part dominates and more at a time is faster
+//! (results/2026-11-29-head-nvidia-h200: tpo-tm without fences made 378k runs/h one at a time
+//! and 136k eight at a time; cbe-dot 384k and 1.27M). So each GPU's limit starts at one run and
+//! doubles while the rate it gives (runs in flight / mean run time, over a window of runs of
+//! processes already started) rises by more than `GAIN`; then it stays where the rate was best.
+//! A limit the workers do not fill is not raised: the gate is not what holds them back.
+
+use std::collections::BTreeMap;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// The rise in rate that doubling the limit must bring to be kept.
+pub const GAIN: f64 = 1.15;
+/// Runs measured at each limit: at least this many, and this many per run at a time.
+const WINDOW_MIN: usize = 8;
+const WINDOW_PER_RUN: usize = 4;
+
+/// One GPU's limit and what it measured.
+#[derive(Clone, Debug, Default)]
+pub struct Gate {
+    limit: usize,
+    busy: usize,
+    settled: bool,
+    /// The current window: runs, the sum of their times, the sum of the runs in flight as each
+    /// began.
+    runs: usize,
+    seconds: f64,
+    in_flight: usize,
+    /// Each limit tried and its rate (runs a second).
+    pub tried: Vec<(usize, f64)>,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        Gate {
+            limit: 1,
+            ..Gate::default()
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub fn settled(&self) -> bool {
+        self.settled
+    }
+
+    /// A measured run: `in_flight` runs (itself included) were in flight when it began, and it
+    /// took `seconds`. Moves the limit at the end of a window.
+    pub fn record(&mut self, in_flight: usize, seconds: f64) {
+        if self.settled {
+            return;
+        }
+        self.runs += 1;
+        self.seconds += seconds;
+        self.in_flight += in_flight;
+        if self.runs < WINDOW_MIN.max(WINDOW_PER_RUN * self.limit) {
+            return;
+        }
+        let mean_in_flight = self.in_flight as f64 / self.runs as f64;
+        let rate = mean_in_flight * self.runs as f64 / self.seconds.max(1e-9);
+        let filled = mean_in_flight >= 0.75 * self.limit as f64;
+        let best = self.tried.iter().map(|t| t.1).fold(0.0, f64::max);
+        self.tried.push((self.limit, rate));
+        (self.runs, self.seconds, self.in_flight) = (0, 0.0, 0);
+        if rate > best * GAIN && filled {
+            self.limit *= 2;
+        } else {
+            self.settled = true;
+            let (limit, _) = self
+                .tried
+                .iter()
+                .copied()
+                .fold((1, 0.0), |a, t| if t.1 > a.1 { t } else { a });
+            self.limit = limit;
+        }
+    }
+}
+
+/// The gates of a pool's GPUs, by the device a process sees (`CUDA_VISIBLE_DEVICES`; "" for
+/// the inherited selection).
+#[derive(Default)]
+pub struct Pace {
+    gates: Mutex<BTreeMap<String, Gate>>,
+    changed: Condvar,
+}
+
+/// A run in flight on a GPU; `leave` when it ended.
+pub struct Slot<'a> {
+    pace: &'a Pace,
+    gpu: String,
+    in_flight: usize,
+}
+
+impl Pace {
+    /// Waits until `gpu` has room for another run.
+    pub fn enter(&self, gpu: &str) -> Slot<'_> {
+        let mut gates = self.gates.lock().unwrap();
+        loop {
+            let gate = gates.entry(gpu.to_string()).or_insert_with(Gate::new);
+            if gate.busy < gate.limit {
+                gate.busy += 1;
+                return Slot {
+                    pace: self,
+                    gpu: gpu.to_string(),
+                    in_flight: gate.busy,
+                };
+            }
+            gates = self
+                .changed
+                .wait_timeout(gates, Duration::from_millis(50))
+                .unwrap()
+                .0;
+        }
+    }
+
+    /// Each GPU's limit and the rates tried: "GPU 0: 1 run at a time (105/s; 2: 92/s)".
+    pub fn describe(&self) -> Vec<String> {
+        let gates = self.gates.lock().unwrap();
+        gates
+            .iter()
+            .filter(|(_, g)| !g.tried.is_empty())
+            .map(|(gpu, g)| {
+                let name = if gpu.is_empty() {
+                    "the GPU".to_string()
+                } else {
+                    format!("GPU {gpu}")
+                };
+                let tried: Vec<String> = g
+                    .tried
+                    .iter()
+                    .map(|(l, r)| format!("{l}: {r:.0}/s"))
+                    .collect();
+                let state = if g.settled { "" } else { ", still measuring" };
+                format!(
+                    "{name}: {} at a time{state} (runs a second by runs at a time: {})",
+                    g.limit,
+                    tried.join(", ")
+                )
+            })
+            .collect()
+    }
+}
+
+impl Slot<'_> {
+    /// The run ended after `seconds`, which count when given (not for a process's first run,
+    /// which makes its CUDA context, nor for a broken one).
+    pub fn leave(self, seconds: Option<f64>) {
+        let mut gates = self.pace.gates.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(gate) = gates.get_mut(&self.gpu) {
+            gate.busy -= 1;
+            if let Some(s) = seconds {
+                gate.record(self.in_flight, s);
+            }
+        }
+        drop(gates);
+        self.pace.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds a gate runs whose time at `limit` runs in flight is `seconds(limit)`, every slot
+    /// filled, until it settles; its limit.
+    fn settle(seconds: impl Fn(usize) -> f64) -> Gate {
+        let mut g = Gate::new();
+        for _ in 0..1000 {
+            if g.settled() {
+                break;
+            }
+            let l = g.limit();
+            g.record(l, seconds(l));
+        }
+        assert!(g.settled(), "{g:?}");
+        g
+    }
+
+    #[test]
+    fn a_gpu_bound_program_keeps_one_run_at_a_time() {
+        // tpo-tm as measured: 9.5 ms alone, and each run more in flight adds switching.
+        let g = settle(|l| 0.0095 * l as f64 * (1.0 + 0.3 * (l as f64 - 1.0)));
+        assert_eq!(g.limit(), 1, "{:?}", g.tried);
+        assert_eq!(g.tried.len(), 2, "{:?}", g.tried);
+    }
+
+    #[test]
+    fn a_host_bound_program_gets_runs_side_by_side_until_the_rate_stops_rising() {
+        // A run's time grows only past 8 in flight (the host's cores).
+        let g = settle(|l| 0.01 * (l as f64 / 8.0).max(1.0));
+        assert_eq!(g.limit(), 8, "{:?}", g.tried);
+        assert_eq!(
+            g.tried.iter().map(|t| t.0).collect::<Vec<_>>(),
+            [1, 2, 4, 8, 16]
+        );
+    }
+
+    #[test]
+    fn a_limit_the_workers_do_not_fill_is_not_raised() {
+        let mut g = Gate::new();
+        for _ in 0..WINDOW_MIN * 2 {
+            let l = g.limit();
+            // Two workers: never more than two in flight.
+            g.record(l.min(2), 0.01);
+        }
+        for _ in 0..WINDOW_MIN * 8 {
+            g.record(2, 0.01);
+        }
+        assert!(g.settled());
+        assert_eq!(g.limit(), 2, "{:?}", g.tried);
+        assert_eq!(g.tried.iter().map(|t| t.0).collect::<Vec<_>>(), [1, 2, 4]);
+    }
+
+    #[test]
+    fn runs_wait_at_the_gate_and_enter_as_others_leave() {
+        let pace = Pace::default();
+        let a = pace.enter("0");
+        // Another GPU has its own gate.
+        let other = pace.enter("1");
+        let entered = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let b = pace.enter("0");
+                entered.store(true, std::sync::atomic::Ordering::SeqCst);
+                b.leave(None);
+            });
+            std::thread::sleep(Duration::from_millis(120));
+            assert!(!entered.load(std::sync::atomic::Ordering::SeqCst));
+            a.leave(None);
+        });
+        assert!(entered.load(std::sync::atomic::Ordering::SeqCst));
+        other.leave(None);
+    }
+}
