@@ -18,7 +18,7 @@ const WINDOW_MIN: usize = 8;
 const WINDOW_PER_RUN: usize = 4;
 
 /// One GPU's limit and what it measured.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Gate {
     limit: usize,
     busy: usize,
@@ -28,18 +28,26 @@ pub struct Gate {
     runs: usize,
     seconds: f64,
     in_flight: usize,
-    /// Each limit tried and its rate (runs a second).
-    pub tried: Vec<(usize, f64)>,
+    /// Each limit tried: its rate (runs a second) and the mean runs in flight.
+    pub tried: Vec<(usize, f64, f64)>,
+}
+
+impl Default for Gate {
+    /// One run at a time, nothing measured.
+    fn default() -> Gate {
+        Gate {
+            limit: 1,
+            busy: 0,
+            settled: false,
+            runs: 0,
+            seconds: 0.0,
+            in_flight: 0,
+            tried: Vec::new(),
+        }
+    }
 }
 
 impl Gate {
-    fn new() -> Gate {
-        Gate {
-            limit: 1,
-            ..Gate::default()
-        }
-    }
-
     pub fn limit(&self) -> usize {
         self.limit
     }
@@ -64,19 +72,24 @@ impl Gate {
         let rate = mean_in_flight * self.runs as f64 / self.seconds.max(1e-9);
         let filled = mean_in_flight >= 0.75 * self.limit as f64;
         let best = self.tried.iter().map(|t| t.1).fold(0.0, f64::max);
-        self.tried.push((self.limit, rate));
+        self.tried.push((self.limit, rate, mean_in_flight));
         (self.runs, self.seconds, self.in_flight) = (0, 0.0, 0);
         if rate > best * GAIN && filled {
             self.limit *= 2;
         } else {
             self.settled = true;
-            let (limit, _) = self
+            let best = self
                 .tried
                 .iter()
-                .copied()
-                .fold((1, 0.0), |a, t| if t.1 > a.1 { t } else { a });
-            self.limit = limit;
+                .fold(&(1, 0.0, 0.0), |a, t| if t.1 > a.1 { t } else { a });
+            self.limit = best.0;
         }
+    }
+
+    /// A process's first run ended: the window's times are not those of steady runs (it made
+    /// its CUDA context while they ran); start it again.
+    pub fn restart_window(&mut self) {
+        (self.runs, self.seconds, self.in_flight) = (0, 0.0, 0);
     }
 }
 
@@ -100,7 +113,7 @@ impl Pace {
     pub fn enter(&self, gpu: &str) -> Slot<'_> {
         let mut gates = self.gates.lock().unwrap();
         loop {
-            let gate = gates.entry(gpu.to_string()).or_insert_with(Gate::new);
+            let gate = gates.entry(gpu.to_string()).or_default();
             if gate.busy < gate.limit {
                 gate.busy += 1;
                 return Slot {
@@ -117,7 +130,8 @@ impl Pace {
         }
     }
 
-    /// Each GPU's limit and the rates tried: "GPU 0: 1 run at a time (105/s; 2: 92/s)".
+    /// Each GPU's limit and the rates tried: "GPU 0: 1 at a time (runs a second by runs at a
+    /// time: 1: 105/s (1.0 in flight), 2: 92/s (2.0 in flight))".
     pub fn describe(&self) -> Vec<String> {
         let gates = self.gates.lock().unwrap();
         gates
@@ -132,7 +146,7 @@ impl Pace {
                 let tried: Vec<String> = g
                     .tried
                     .iter()
-                    .map(|(l, r)| format!("{l}: {r:.0}/s"))
+                    .map(|(l, r, f)| format!("{l}: {r:.0}/s ({f:.1} in flight)"))
                     .collect();
                 let state = if g.settled { "" } else { ", still measuring" };
                 format!(
@@ -146,19 +160,30 @@ impl Pace {
 }
 
 impl Slot<'_> {
-    /// The run ended after `seconds`, which count when given (not for a process's first run,
-    /// which makes its CUDA context, nor for a broken one).
-    pub fn leave(self, seconds: Option<f64>) {
+    pub fn leave(self, end: Ended) {
         let mut gates = self.pace.gates.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(gate) = gates.get_mut(&self.gpu) {
             gate.busy -= 1;
-            if let Some(s) = seconds {
-                gate.record(self.in_flight, s);
+            match end {
+                Ended::Steady(s) => gate.record(self.in_flight, s),
+                Ended::First => gate.restart_window(),
+                Ended::Broke => {}
             }
         }
         drop(gates);
         self.pace.changed.notify_all();
     }
+}
+
+/// How a run in a slot ended, for the gate's measure.
+#[derive(Clone, Copy, Debug)]
+pub enum Ended {
+    /// A later run of a process that ended by its own exit, after these seconds.
+    Steady(f64),
+    /// A process's first run: it made its CUDA context while others ran.
+    First,
+    /// A crash, a time-out or a request that failed: not counted.
+    Broke,
 }
 
 #[cfg(test)]
@@ -168,7 +193,7 @@ mod tests {
     /// Feeds a gate runs whose time at `limit` runs in flight is `seconds(limit)`, every slot
     /// filled, until it settles; its limit.
     fn settle(seconds: impl Fn(usize) -> f64) -> Gate {
-        let mut g = Gate::new();
+        let mut g = Gate::default();
         for _ in 0..1000 {
             if g.settled() {
                 break;
@@ -201,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_limit_the_workers_do_not_fill_is_not_raised() {
-        let mut g = Gate::new();
+        let mut g = Gate::default();
         for _ in 0..WINDOW_MIN * 2 {
             let l = g.limit();
             // Two workers: never more than two in flight.
@@ -216,6 +241,21 @@ mod tests {
     }
 
     #[test]
+    fn a_window_that_saw_a_process_start_is_measured_again() {
+        let mut g = Gate::default();
+        // Slow runs while other processes make their contexts, then a first run ends.
+        for _ in 0..WINDOW_MIN - 1 {
+            g.record(1, 1.0);
+        }
+        g.restart_window();
+        for _ in 0..WINDOW_MIN {
+            g.record(1, 0.01);
+        }
+        assert_eq!(g.tried.len(), 1);
+        assert!((g.tried[0].1 - 100.0).abs() < 1e-6, "{:?}", g.tried);
+    }
+
+    #[test]
     fn runs_wait_at_the_gate_and_enter_as_others_leave() {
         let pace = Pace::default();
         let a = pace.enter("0");
@@ -226,13 +266,13 @@ mod tests {
             s.spawn(|| {
                 let b = pace.enter("0");
                 entered.store(true, std::sync::atomic::Ordering::SeqCst);
-                b.leave(None);
+                b.leave(Ended::Broke);
             });
             std::thread::sleep(Duration::from_millis(120));
             assert!(!entered.load(std::sync::atomic::Ordering::SeqCst));
-            a.leave(None);
+            a.leave(Ended::Broke);
         });
         assert!(entered.load(std::sync::atomic::Ordering::SeqCst));
-        other.leave(None);
+        other.leave(Ended::Broke);
     }
 }

@@ -15,8 +15,8 @@
 //! the program: that spares a buggy program's runs, nearly all of which err, a process each.
 
 use crate::app::child::{self, Exit, Finished};
-use crate::run::pace::Pace;
 use crate::exit_code::{UNAVAILABLE, USAGE, fail};
+use crate::run::pace::{Ended, Pace};
 use anyhow::Result;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -305,18 +305,19 @@ impl Pool {
         let run = self.runs.fetch_add(1, Ordering::SeqCst);
         let mut env = env.to_vec();
         env.push((RUN_VAR.to_string(), run.to_string()));
-        let gpu = key.at_start.iter().find(|(k, _)| k == "CUDA_VISIBLE_DEVICES");
+        let gpu = key
+            .at_start
+            .iter()
+            .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES");
         let slot = self.pace.enter(gpu.map_or("", |(_, v)| v.as_str()));
         let started = server.runs > 0;
         let finished = server.run(&env, log, timeout);
-        let counts = |f: &Finished| started && matches!(f.exit, Exit::Code(_));
-        slot.leave(
-            finished
-                .as_ref()
-                .ok()
-                .filter(|f| counts(f))
-                .map(|f| f.duration.as_secs_f64()),
-        );
+        slot.leave(match &finished {
+            Ok(f) if !matches!(f.exit, Exit::Code(_)) => Ended::Broke,
+            Ok(_) if !started => Ended::First,
+            Ok(f) => Ended::Steady(f.duration.as_secs_f64()),
+            Err(_) => Ended::Broke,
+        });
         let finished = finished?;
         Ok((
             finished,

@@ -347,6 +347,9 @@ fn runs_of_several_workers_pass_each_gpu_s_gate_and_the_rates_are_said() {
     assert_eq!(pace.len(), 2, "{pace:?}");
     assert!(pace[0].starts_with("GPU 0: "), "{pace:?}");
     assert!(pace[1].starts_with("GPU 1: "), "{pace:?}");
-    assert!(pace.iter().all(|l| l.contains("by runs at a time: 1: ")), "{pace:?}");
+    assert!(
+        pace.iter().all(|l| l.contains("by runs at a time: 1: ")),
+        "{pace:?}"
+    );
     assert_eq!(pool.started(), 4);
 }
