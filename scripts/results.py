@@ -22,6 +22,7 @@ import contextlib
 import difflib
 import io
 import json
+import lzma
 import math
 import os
 import re
@@ -29,11 +30,15 @@ import sys
 
 
 def load(folder, step, name):
+    """A step's JSON file, or its xz-compressed copy (`NAME.xz`: large raw files), or None."""
     path = os.path.join(folder, step, name)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    if os.path.exists(path + ".xz"):
+        with lzma.open(path + ".xz", "rt") as f:
+            return json.load(f)
+    return None
 
 
 def read(folder, step, name):
@@ -317,6 +322,33 @@ def trust_race(folder):
         verdict = "race (exit 2)" if rows else ("no race (exit 0)" if r.get("complete") else "inconclusive (exit 6)")
         print(f"| {d[len('trust-race-'):]} | {events:,} | {lost} | {whole} | {rows} | {verdict} | "
               f"{r['detection_s']:.1f} | {r['check_s']:.1f} |")
+    print(provenance(metas))
+
+
+def ground_truth(folder):
+    """`wmfix race` on the ground-truth suite (ground-truth-MODEL[-again-N]): per model and
+    kind, the kernels' pairs found and missed against labels.json (the step's confusion.txt,
+    written by scripts/race_ground_truth.py), and the kernels with a wrong verdict."""
+    metas = []
+    print("`wmfix race` on the generated suite (tests/ground_truth: 5,076 kernels labelled by construction), "
+          "one detection run a step; per kind, kernel pairs found (TP), missed (FN), reported wrongly (FP), "
+          "rightly not reported (TN):\n")
+    print("| step | model | kind | TP | FN | FP | TN | kernels wrong |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for d in steps(folder, "ground-truth-"):
+        doc = load(folder, d, "race.json")
+        if doc:
+            metas.append(doc["meta"])
+        text = read(folder, d, "confusion.txt")
+        m = re.search(r"^model (\S+):", text, re.M)
+        wrong = len(re.findall(r"^WRONG ", text, re.M))
+        rows = re.findall(r"^(data-race|relaxed-message|unordered-strong)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", text, re.M)
+        if not m or not rows:
+            print(f"| {d} | - | not run | | | | | |")
+            continue
+        for i, (kind, tp, fn, fp, tn) in enumerate(rows):
+            last = wrong if i == len(rows) - 1 else ""
+            print(f"| {d if i == 0 else ''} | {m[1] if i == 0 else ''} | {kind} | {tp} | {fn} | {fp} | {tn} | {last} |")
     print(provenance(metas))
 
 
@@ -750,18 +782,20 @@ def serve_on(folder):
         cell_ = lambda r, base=None: f"{errs(r)}; {rate(r, base)}" if r else "not run"
         procs = "/".join(str(r["procs"]) if r and r["procs"] is not None else "-" for r in (a1, a2))
         print(f"| {st} | {cell_(c)} | {cell_(b, c)} | {cell_(a1, c)} | {cell_(a2, a1)} | {procs} |")
-    extra = sorted({(m["study"], m["kind"] or "cold400") for d in os.listdir(folder)
-                    for m in [re.match(r"serve-on-(?:after-[12]-(?P<kind>long|j16|mps|mpsj16)|cold400)-(?P<study>.+)$", d)] if m})
+    extra = sorted({(m["study"], m["kind"] or m["cold"]) for d in os.listdir(folder)
+                    for m in [re.match(r"serve-on-(?:after-[12]-(?P<kind>long|j1|j2|j4|j16|mps|mpsj16|paced)|(?P<cold>cold400|cold-mps))-(?P<study>.+)$", d)] if m})
     if extra:
-        print("\nLonger cells (long: 24,000 runs a GPU; j16: 16 runs at a time a GPU; mps: under wmfix's "
-              "MPS server (`--mps`), mpsj16 with 16 at a time; cold400: 400 cold runs), the ratio to the cold runs above and, for two GPUs, to one:\n")
+        print("\nLonger cells (long: 24,000 runs a GPU; jN: N runs at a time a GPU; mps: under wmfix's "
+              "MPS server (`--mps`), mpsj16 with 16 at a time; paced: as many at a time as make the most runs (`run::pace`); "
+              "cold400: 400 cold runs; cold-mps: 400 cold runs under `--mps`), the ratio to the cold runs above and, for two GPUs, to one:\n")
         print("| study | cell | 1 GPU | 2 GPUs | processes (1 GPU / 2 GPUs) |")
         print("|---|---|---|---|---|")
         for st, kind in extra:
             c = row(f"serve-on-cold-{st}")
-            if kind == "cold400":
-                r = row(f"serve-on-cold400-{st}")
-                print(f"| {st} | cold, 400 runs | {errs(r)}; {rate(r)} | - | - |" if r else f"| {st} | cold, 400 runs | not run | - | - |")
+            if kind in ("cold400", "cold-mps"):
+                r = row(f"serve-on-{kind}-{st}")
+                name = "cold, 400 runs" + (", `--mps`" if kind == "cold-mps" else "")
+                print(f"| {st} | {name} | {errs(r)}; {rate(r)} | - | - |" if r else f"| {st} | {name} | not run | - | - |")
                 continue
             a1, a2 = row(f"serve-on-after-1-{kind}-{st}"), row(f"serve-on-after-2-{kind}-{st}")
             cell_ = lambda r, base=None: f"{errs(r)}; {rate(r, base)}" if r else "not run"
@@ -826,7 +860,7 @@ def insert_speed(folder):
               f"`WMFIX_BENCH_RAW={os.path.relpath(path, REPO)} WMFIX_BENCH_RUNS=N cargo bench --bench insert_throughput -- CASE`.")
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on, "insert-speed": insert_speed}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on, "ground-truth": ground_truth, "insert-speed": insert_speed}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER

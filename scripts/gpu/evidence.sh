@@ -1000,11 +1000,25 @@ done
 serve_on_16() { JOBS_A_GPU=16 unfenced_runs "$@"; }
 add serve-on-after-1-j16-tpo-tm serve_on_16 tpo-tm 1 3200 --warm
 add serve-on-after-2-j16-tpo-tm serve_on_16 tpo-tm 2 6400 --warm
+# One and four runs at a time: how much of an erring run's GPU time is the kernel itself and how
+# much the processes taking turns on the GPU.
+serve_on_j() { JOBS_A_GPU=$1 unfenced_runs "${@:2}"; }
+add serve-on-after-1-j1-tpo-tm serve_on_j 1 tpo-tm 1 800 --warm
+add serve-on-after-1-j4-tpo-tm serve_on_j 4 tpo-tm 1 1600 --warm
+add serve-on-after-1-j2-tpo-tm serve_on_j 2 tpo-tm 1 1600 --warm
+for s in cbe-dot cbe-ht; do add "serve-on-after-1-j1-$s" serve_on_j 1 "$s" 1 1600 --warm; done
+# The same cells as serve-on-after-1-*, with the binary that paces warm runs (run::pace: as
+# many at a time a GPU as make the most runs, where the cells above had 8 at a time).
+for s in cbe-dot cbe-ht tpo-tm; do add "serve-on-after-1-paced-$s" unfenced_runs "$s" 1 1600 --warm; done
 # tpo-tm's erring runs are bound by the GPU time each takes (16 at a time a GPU gave the rate of
 # 8): with wmfix's MPS server the processes' kernels can run side by side.
 add serve-on-after-1-mps-tpo-tm unfenced_runs tpo-tm 1 1600 --warm --mps
 add serve-on-after-1-mpsj16-tpo-tm serve_on_16 tpo-tm 1 3200 --warm --mps
 add serve-on-after-2-mps-tpo-tm unfenced_runs tpo-tm 2 3200 --warm --mps
+# MPS runs the kernels of several processes side by side, a testing environment of its own: the
+# warm cells' error rates are compared with cold runs under the same server.
+cold_mps() { LIMIT=200 unfenced_runs "$1" 1 "$2" --mps; }
+add serve-on-cold-mps-tpo-tm cold_mps tpo-tm 400
 for s in cbe-dot cbe-ht tpo-tm sdk-red-nf cub-scan-nf ls-bh-nf ct-octree; do
   add "serve-on-before-reduce-$s" before gpus_reduce "$s" 1 --warm
   add "serve-on-after-reduce-$s" gpus_reduce "$s" 1 --warm
