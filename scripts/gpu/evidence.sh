@@ -1057,7 +1057,8 @@ ground_truth() { # ground_truth MODEL
   RACE_DEFAULTS=1 LIMIT=${LIMIT:-480} race_step "$WORK/gt-$STEP" --model "$1" || return 1
   python3 scripts/race_ground_truth.py "$STEP_DIR" "$WORK/gt-$STEP/labels.json" > "$STEP_DIR/confusion.txt" 2>&1
   local rc=$?
-  rm -f "$STEP_DIR/trace-0.bin.gz"
+  # A wrong verdict keeps its trace (to replay the kernel on the workstation); else it goes.
+  [ $rc -eq 0 ] && rm -f "$STEP_DIR/trace-0.bin.gz"
   tail -n 3 "$STEP_DIR/confusion.txt" >> "$STEP_DIR/log.txt"
   return $rc
 }
