@@ -55,6 +55,11 @@ fn seed(s: &str) -> Vec<(String, String)> {
     vec![("SEED".to_string(), s.to_string())]
 }
 
+/// SEED and one more variable.
+fn seed_and(s: &str, name: &str, value: &str) -> Vec<(String, String)> {
+    [seed(s), vec![(name.to_string(), value.to_string())]].concat()
+}
+
 struct Ran {
     exit: Exit,
     out: String,
@@ -152,13 +157,7 @@ fn the_driver_s_variables_are_set_when_the_process_starts_and_keep_processes_apa
     let tmp = tempfile::tempdir().unwrap();
     let dir = app(tmp.path());
     let pool = Pool::new(&tmp.path().join("warm")).unwrap();
-    let mps = |pipe: &str| {
-        [
-            seed("2"),
-            vec![("CUDA_MPS_PIPE_DIRECTORY".to_string(), pipe.to_string())],
-        ]
-        .concat()
-    };
+    let mps = |pipe: &str| seed_and("2", "CUDA_MPS_PIPE_DIRECTORY", pipe);
     let a = go(&pool, &dir, &mps("/p1"), End::Passed);
     assert_eq!(field(&a.out, "mps"), "/p1", "{}", a.out);
     let b = go(&pool, &dir, &mps("/p2"), End::Passed);
@@ -320,13 +319,7 @@ fn runs_of_several_workers_pass_each_gpu_s_gate_and_the_rates_are_said() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = app(tmp.path());
     let pool = Pool::new(&tmp.path().join("warm")).unwrap();
-    let on = |gpu: &str| {
-        [
-            seed("6"),
-            vec![("CUDA_VISIBLE_DEVICES".to_string(), gpu.to_string())],
-        ]
-        .concat()
-    };
+    let on = |gpu: &str| seed_and("6", "CUDA_VISIBLE_DEVICES", gpu);
     std::thread::scope(|s| {
         for w in 0..4 {
             let (pool, dir, env) = (&pool, &dir, on(if w % 2 == 0 { "0" } else { "1" }));
