@@ -106,6 +106,7 @@ pub struct Slot<'a> {
     pace: &'a Pace,
     gpu: String,
     in_flight: usize,
+    left: bool,
 }
 
 impl Pace {
@@ -120,6 +121,7 @@ impl Pace {
                     pace: self,
                     gpu: gpu.to_string(),
                     in_flight: gate.busy,
+                    left: false,
                 };
             }
             gates = self
@@ -160,7 +162,15 @@ impl Pace {
 }
 
 impl Slot<'_> {
-    pub fn leave(self, end: Ended) {
+    pub fn leave(mut self, end: Ended) {
+        self.free(end);
+    }
+
+    fn free(&mut self, end: Ended) {
+        if self.left {
+            return;
+        }
+        self.left = true;
         let mut gates = self.pace.gates.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(gate) = gates.get_mut(&self.gpu) {
             gate.busy -= 1;
@@ -172,6 +182,14 @@ impl Slot<'_> {
         }
         drop(gates);
         self.pace.changed.notify_all();
+    }
+}
+
+/// A slot dropped without `leave` (a panic while its run was served) still frees its place:
+/// the other workers wait at the gate for it.
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.free(Ended::Broke);
     }
 }
 
@@ -274,5 +292,31 @@ mod tests {
         });
         assert!(entered.load(std::sync::atomic::Ordering::SeqCst));
         other.leave(Ended::Broke);
+    }
+
+    #[test]
+    fn a_slot_dropped_without_leaving_frees_its_place() {
+        let pace = Pace::default();
+        let gone = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _slot = pace.enter("0");
+            panic!("the run's worker failed");
+        }));
+        assert!(gone.is_err());
+        // Limit one: this waits for ever if the first slot still holds the gate.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let slot = pace.enter("0");
+                let _ = tx.send(());
+                slot.leave(Ended::Broke);
+            });
+            let entered = rx.recv_timeout(Duration::from_secs(2));
+            if entered.is_err() {
+                // Free the waiter so that the scope can end, then fail.
+                pace.gates.lock().unwrap().get_mut("0").unwrap().busy = 0;
+                pace.changed.notify_all();
+            }
+            assert!(entered.is_ok(), "the gate stayed held");
+        });
     }
 }
