@@ -51,6 +51,14 @@ fn app(tmp: &Path) -> PathBuf {
     tmp.to_path_buf()
 }
 
+/// A scratch folder with the stand-in built, and a pool whose files live in it.
+fn fresh() -> (tempfile::TempDir, PathBuf, Pool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = app(tmp.path());
+    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    (tmp, dir, pool)
+}
+
 fn seed(s: &str) -> Vec<(String, String)> {
     vec![("SEED".to_string(), s.to_string())]
 }
@@ -86,9 +94,7 @@ fn field<'a>(out: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn one_process_serves_runs_that_pass_each_with_its_own_variables_and_log() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
-    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let (_tmp, dir, pool) = fresh();
     let a = go(
         &pool,
         &dir,
@@ -116,9 +122,7 @@ fn one_process_serves_runs_that_pass_each_with_its_own_variables_and_log() {
 
 #[test]
 fn a_run_that_failed_ends_its_process_unless_the_pool_serves_on_after_errors() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
-    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let (_tmp, dir, pool) = fresh();
     let a = go(&pool, &dir, &seed("1"), End::Failed);
     let b = go(&pool, &dir, &seed("2"), End::Passed);
     assert_ne!(field(&b.out, "pid"), field(&a.out, "pid"));
@@ -154,9 +158,7 @@ fn a_run_that_failed_ends_its_process_unless_the_pool_serves_on_after_errors() {
 
 #[test]
 fn the_driver_s_variables_are_set_when_the_process_starts_and_keep_processes_apart() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
-    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let (_tmp, dir, pool) = fresh();
     let mps = |pipe: &str| seed_and("2", "CUDA_MPS_PIPE_DIRECTORY", pipe);
     let a = go(&pool, &dir, &mps("/p1"), End::Passed);
     assert_eq!(field(&a.out, "mps"), "/p1", "{}", a.out);
@@ -170,9 +172,7 @@ fn the_driver_s_variables_are_set_when_the_process_starts_and_keep_processes_apa
 
 #[test]
 fn a_process_is_retired_after_its_share_of_runs_and_the_summary_says_so() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
-    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let (_tmp, dir, pool) = fresh();
     pool.serve_on_errors(true);
     let first = go(&pool, &dir, &seed("1"), End::Failed);
     for _ in 1..RUNS_A_PROCESS {
@@ -197,9 +197,7 @@ fn health(h: &str, s: &str) -> Vec<(String, String)> {
 
 #[test]
 fn a_sticky_cuda_error_or_leaked_device_memory_ends_the_process() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
-    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let (_tmp, dir, pool) = fresh();
     pool.serve_on_errors(true);
     // Free memory after the first run: 8000 of 8000; falling by up to an eighth is served on.
     let a = go(&pool, &dir, &health("8000", "1"), End::Failed);
@@ -228,9 +226,7 @@ fn a_sticky_cuda_error_or_leaked_device_memory_ends_the_process() {
 
 #[test]
 fn a_run_that_erred_ends_its_process() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
-    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let (_tmp, dir, pool) = fresh();
     let a = go(&pool, &dir, &seed("2"), End::Failed);
     let b = go(&pool, &dir, &seed("2"), End::Passed);
     assert_ne!(field(&b.out, "pid"), field(&a.out, "pid"));
@@ -240,9 +236,7 @@ fn a_run_that_erred_ends_its_process() {
 
 #[test]
 fn a_crash_and_a_timeout_are_the_runs_and_the_next_run_gets_a_fresh_process() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
-    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let (_tmp, dir, pool) = fresh();
     let a = go(&pool, &dir, &seed("2"), End::Passed);
     let crash = go(&pool, &dir, &seed("4"), End::Passed);
     assert_eq!(crash.exit, Exit::Signal(libc::SIGABRT));
@@ -316,9 +310,7 @@ fn only_plain_commands_without_a_launcher_run_warm() {
 
 #[test]
 fn runs_of_several_workers_pass_each_gpu_s_gate_and_the_rates_are_said() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = app(tmp.path());
-    let pool = Pool::new(&tmp.path().join("warm")).unwrap();
+    let (_tmp, dir, pool) = fresh();
     let on = |gpu: &str| seed_and("6", "CUDA_VISIBLE_DEVICES", gpu);
     std::thread::scope(|s| {
         for w in 0..4 {
