@@ -803,8 +803,8 @@ def serve_on(folder):
             print(f"| {st} | `--warm` after, {kind} | {cell_(a1, c)} | {cell_(a2, a1)} | {procs} |")
     print("\nReductions with `--warm` on one GPU (the stress oracle, and the race oracle with its stress "
           "confirmation), wall seconds before and after, and whether they kept the same fences:\n")
-    print("| study | oracle | before | after | after/before | same fences |")
-    print("|---|---|---|---|---|---|")
+    print("| study | oracle | before | after | after/before | same fences | paced (`run::pace`) | paced/before |")
+    print("|---|---|---|---|---|---|---|---|")
     def red(d):
         r = load(folder, d, "reduce.json")
         if not r:
@@ -812,7 +812,7 @@ def serve_on(folder):
         metas.append(r["meta"])
         return r["result"]
     names = sorted({(m.group(2), m.group(1) or "") for d in os.listdir(folder)
-                    for m in [re.match(r"serve-on-before-reduce-(race-)?(.+)$", d)] if m})
+                    for m in [re.match(r"serve-on-(?:before|paced)-reduce-(race-)?(.+)$", d)] if m})
     for st, race in names:
         b, a = red(f"serve-on-before-reduce-{race}{st}"), red(f"serve-on-after-reduce-{race}{st}")
         oracle = "race" if race else "stress"
@@ -820,7 +820,9 @@ def serve_on(folder):
         ratio = f"x{a['wall_seconds'] / b['wall_seconds']:.2f}" if a and b else "-"
         ids = lambda r: sorted(k["id"] for k in r.get("kept") or [])
         same = ("yes" if ids(a) == ids(b) else f"no: {ids(b)} -> {ids(a)}") if a and b else "-"
-        print(f"| {st} | {oracle} | {wall(b)} | {wall(a)} | {ratio} | {same} |")
+        p = red(f"serve-on-paced-reduce-{race}{st}")
+        paced = f"x{p['wall_seconds'] / b['wall_seconds']:.2f}" if p and b else "-"
+        print(f"| {st} | {oracle} | {wall(b)} | {wall(a)} | {ratio} | {same} | {wall(p)} | {paced} |")
     print(provenance(metas))
 
 

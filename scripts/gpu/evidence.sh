@@ -1027,6 +1027,11 @@ for s in cbe-dot cbe-ht tpo-tm cub-scan-nf ls-bh-nf ct-octree; do
   add "serve-on-before-reduce-race-$s" before race_reduce_warm "$s"
   add "serve-on-after-reduce-race-$s" race_reduce_warm "$s"
 done
+# The same reductions with warm runs paced per GPU (run::pace), the binary at carry/wmfix.
+for s in cbe-dot cbe-ht tpo-tm sdk-red-nf cub-scan-nf ls-bh-nf ct-octree; do
+  add "serve-on-paced-reduce-$s" gpus_reduce "$s" 1 --warm
+  add "serve-on-paced-reduce-race-$s" race_reduce_warm "$s"
+done
 # Issue 44, item 4: public programs (cuda-samples' and HeteroSync's, scripts/public_programs.py's
 # table), prepared on the workstation into carry/public (`python3 scripts/public_programs.py
 # prepare /work/.mirror carry/public`: no third-party code in the repository). `wmfix build` on
