@@ -318,3 +318,36 @@ fn heartbeat_passes_lines_through_and_speaks_up_when_a_command_is_silent() {
         "{err}"
     );
 }
+
+/// Listing the steps runs none of them and unpacks nothing: the old binary (`before` steps) is
+/// unpacked from `carry/wmfix-old.xz` only by a step that runs it.
+#[test]
+fn listing_the_steps_leaves_the_carried_binaries_packed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join("scripts/gpu")).unwrap();
+    std::fs::copy(
+        repo().join("scripts/gpu/evidence.sh"),
+        root.join("scripts/gpu/evidence.sh"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("carry")).unwrap();
+    let packed = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("echo old | xz > carry/wmfix-old.xz")
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(packed.success());
+    let o = std::process::Command::new("bash")
+        .args(["scripts/gpu/evidence.sh", "--list"])
+        .current_dir(root)
+        .env("RESULTS", root.join("results"))
+        .env("WORK", root.join("work"))
+        .env("OUT", root.join("out"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("serve-on-before-reduce-cbe-dot"));
+    assert!(!root.join("carry/wmfix-old").exists());
+}

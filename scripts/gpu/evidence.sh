@@ -974,8 +974,9 @@ add trust-warm-module-state trust_module_state --warm
 # runs_per_hour); then stress reductions (--warm) and the race oracle's reductions with their warm
 # stress confirmation, before and after (wall time: reduce.json's wall_seconds).
 OLD_W=$ROOT/carry/wmfix-old
-if [ ! -x "$OLD_W" ] && [ -f "$OLD_W.xz" ]; then xz -dc "$OLD_W.xz" >"$OLD_W" && chmod +x "$OLD_W"; fi
 before() { # before FUNCTION ARGS...: FUNCTION with the old wmfix, its own builds and provenance
+  # Unpacked only by a step that runs it (listing the steps, or a test, writes nothing).
+  if [ ! -x "$OLD_W" ] && [ -f "$OLD_W.xz" ]; then xz -dc "$OLD_W.xz" >"$OLD_W" && chmod +x "$OLD_W"; fi
   [ -x "$OLD_W" ] || { echo "no $OLD_W" >> "$STEP_DIR/log.txt"; return 1; }
   W=$OLD_W COMMIT=$(cat "$ROOT/carry/VERSION-old" 2>/dev/null || echo unknown) BUILD_TAG=old- "$@"
 }
