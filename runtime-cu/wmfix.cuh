@@ -440,9 +440,10 @@ struct DeviceOr {
   __device__ unsigned operator()(unsigned* w, unsigned bits) const { return atomicOr(w, bits); }
 };
 
-// Coverage of fence site `id` (only while recording it): out of line, so that each fence site
-// adds a test and a call, not the filters.
-__device__ __noinline__ void cover(unsigned id, bool global) {
+// Coverage of fence site `id` (only while recording it). Inline: a call at each of thousands
+// of fence sites in unrolled library code (CUTLASS's GEMM: 30,840 calls in its PTX) made ptxas
+// save registers around every one, and the compile took four times as long.
+__device__ __forceinline__ void cover(unsigned id, bool global) {
   cover_site(kBlockCover && block_state_valid() ? block_state.cover : nullptr, cover_seen, tu_const.coverage, id,
              global, DeviceOr());
 }
@@ -508,8 +509,8 @@ __host__ __device__ __forceinline__ WMFIX_CONSTEXPR14 typename after_result<T>::
 // Records where fence `id`'s access went, for the stressing blocks to aim at: the first time a
 // block runs the access (one lane; later runs and other lanes only test a shared bit), so a hot
 // loop does not hammer the slot. Other blocks and later launches overwrite it. Only global
-// memory counts, and only in blocks whose mapping this launch wrote. Out of line (aim-str only).
-__device__ __noinline__ void aim_sample(unsigned id, const volatile void* p) {
+// memory counts, and only in blocks whose mapping this launch wrote. Inline, as `cover`.
+__device__ __forceinline__ void aim_sample(unsigned id, const volatile void* p) {
   if (p == nullptr || !__isGlobal((const void*)p) || !block_state_valid()) return;
   const unsigned k = id % kAimSlots, bit = 1U << (k % 32);
   unsigned* const seen = &block_state.aim_seen[k / 32];
