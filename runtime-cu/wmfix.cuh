@@ -506,26 +506,21 @@ __host__ __device__ __forceinline__ WMFIX_CONSTEXPR14 typename after_result<T>::
   return ::wmfix::after_ref<Id>(static_cast<T&&>(value));
 }
 
-// Records where fence `id`'s access went, for the stressing blocks to aim at: the first time a
-// block runs the access (one lane; later runs and other lanes only test a shared bit), so a hot
-// loop does not hammer the slot. Other blocks and later launches overwrite it. Only global
-// memory counts, and only in blocks whose mapping this launch wrote. Inline, as `cover`.
-__device__ __forceinline__ void aim_sample(unsigned id, const volatile void* p) {
-  if (p == nullptr || !__isGlobal((const void*)p) || !block_state_valid()) return;
+// Records where fence `id`'s access went, for the stressing blocks to aim at (aim-str only):
+// the first time a block runs the access (one lane; later runs and other lanes only test a
+// shared bit), so a hot loop does not hammer the slot. Other blocks and later launches
+// overwrite it. Only global memory counts, and only in blocks whose mapping this launch wrote.
+// Inline, with the test for global memory first: for an object the compiler keeps in registers
+// (CUTLASS's Matrix and Array members) __isGlobal folds to false and the address goes nowhere;
+// out of line, the address forced such objects into memory and each site was a call (CUTLASS's
+// basic_gemm instrumented: past 25 minutes in cicc; results/2026-11-29-compile-time).
+__device__ __forceinline__ void aim_at(unsigned id, const volatile void* p) {
+  if (!aiming() || p == nullptr || !__isGlobal((const void*)p) || !block_state_valid()) return;
   const unsigned k = id % kAimSlots, bit = 1U << (k % 32);
   unsigned* const seen = &block_state.aim_seen[k / 32];
   if ((*(volatile unsigned*)seen & bit) || (atomicOr(seen, bit) & bit)) return;
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(tu_const.aim + k),
                "l"((unsigned long long)p));
-}
-
-// aim_sample, only for an address on global memory, tested here rather than inside: where the
-// access is to an object the compiler keeps in registers (CUTLASS's Matrix and Array members),
-// __isGlobal folds to false and the address never reaches the out-of-line sampler, which would
-// force the object into local memory (CUTLASS's basic_gemm instrumented: past 25 minutes in cicc
-// with the test inside, 4 min 45 s in all with it here).
-__device__ __forceinline__ void aim_at(unsigned id, const volatile void* p) {
-  if (aiming() && p != nullptr && __isGlobal((const void*)p)) aim_sample(id, p);
 }
 
 __device__ __forceinline__ unsigned long long kernel_entry() { return tu_const.active ? enter_active() : 0ULL; }
