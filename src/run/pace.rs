@@ -68,12 +68,13 @@ impl Gate {
         if self.runs < WINDOW_MIN.max(WINDOW_PER_RUN * self.limit) {
             return;
         }
+        // Runs in flight over the mean run time: their sum over the window's total time.
+        let rate = self.in_flight as f64 / self.seconds.max(1e-9);
         let mean_in_flight = self.in_flight as f64 / self.runs as f64;
-        let rate = mean_in_flight * self.runs as f64 / self.seconds.max(1e-9);
         let filled = mean_in_flight >= 0.75 * self.limit as f64;
         let best = self.tried.iter().map(|t| t.1).fold(0.0, f64::max);
         self.tried.push((self.limit, rate, mean_in_flight));
-        (self.runs, self.seconds, self.in_flight) = (0, 0.0, 0);
+        self.restart_window();
         if rate > best * GAIN && filled {
             self.limit *= 2;
         } else {
