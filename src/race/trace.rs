@@ -263,6 +263,7 @@ impl Trace {
             });
         }
         trace.drop_cut_launch();
+        trace.mend_reread_stores();
         Ok(trace)
     }
 
@@ -287,6 +288,79 @@ impl Trace {
             addr: 0,
             site: None,
         });
+    }
+
+    /// A strong store's value is read back after the store (the runtime has only its lvalue),
+    /// so another thread's atomic in between is what it records: a lock released by a volatile
+    /// store of 0 and taken again at once shows a release of 1. An atomic that read a value no
+    /// write of its launch wrote, on a word where another thread's strong store recorded the
+    /// value that atomic wrote, read that store (the nearest in slot order): the store wrote
+    /// what the atomic read.
+    fn mend_reread_stores(&mut self) {
+        type Key = (u32, u64, u64);
+        let mut stores: HashMap<Key, Vec<usize>> = HashMap::new();
+        for (i, e) in self.events.iter().enumerate() {
+            if let Op::Write {
+                strong: Some(_),
+                value: Some(v),
+            } = e.op
+            {
+                stores
+                    .entry((e.thread.launch, e.addr, v))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        if stores.is_empty() {
+            return;
+        }
+        let words: std::collections::HashSet<(u32, u64)> =
+            stores.keys().map(|&(l, a, _)| (l, a)).collect();
+        let mut writes: HashMap<Key, Vec<usize>> = HashMap::new();
+        for (i, e) in self.events.iter().enumerate() {
+            let value = match e.op {
+                Op::Write { value, .. } => value,
+                Op::Rmw { new, .. } => new,
+                _ => None,
+            };
+            if let Some(v) = value.filter(|_| words.contains(&(e.thread.launch, e.addr))) {
+                writes
+                    .entry((e.thread.launch, e.addr, v))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        let mut mended: HashMap<usize, u64> = HashMap::new();
+        for (i, e) in self.events.iter().enumerate() {
+            let Op::Rmw {
+                old: Some(old),
+                new: Some(new),
+                ..
+            } = e.op
+            else {
+                continue;
+            };
+            let other = |w: &usize| self.events[*w].thread != e.thread;
+            let (launch, addr) = (e.thread.launch, e.addr);
+            let written = writes
+                .get(&(launch, addr, old))
+                .is_some_and(|ws| ws.iter().any(|w| *w < i || (*w > i && other(w))));
+            if written {
+                continue;
+            }
+            let Some(cands) = stores.get(&(launch, addr, new)) else {
+                continue;
+            };
+            let before = cands.iter().rev().find(|w| **w < i && other(w));
+            if let Some(&w) = before.or_else(|| cands.iter().find(|w| **w > i && other(w))) {
+                mended.entry(w).or_insert(old);
+            }
+        }
+        for (w, old) in mended {
+            if let Op::Write { value, .. } = &mut self.events[w].op {
+                *value = Some(old);
+            }
+        }
     }
 
     /// A full buffer cut the last launch short: an atomic it read from may be among the
@@ -323,6 +397,7 @@ impl Trace {
             trace.events.push(event);
         }
         trace.names = addrs.into_iter().map(|(k, v)| (v, k)).collect();
+        trace.mend_reread_stores();
         Ok(trace)
     }
 
