@@ -395,3 +395,28 @@ fn reduce_warm_by_race_confirms_the_start_set_as_cold_runs_do() {
     cold_line(&o);
     assert_eq!(warm["warm_check"]["kept_warm"], false, "{warm}");
 }
+
+#[test]
+fn the_checks_runs_do_not_choose_the_runs_at_a_time() {
+    // The check serves 24 runs one after another (a window of 8 at one run at a time and one
+    // at two, never filled, was the measure the pace kept); 4 runs of the test are less than a
+    // window, so nothing is chosen yet and no pace line is said.
+    let (tmp, app) = fixture("warm-standin");
+    let out = tmp.path().join("few");
+    let o = wmfix()
+        .current_dir(&app)
+        .args([
+            "test",
+            ".",
+            "--out",
+            out.to_str().unwrap(),
+            "--env",
+            "sys-str+",
+        ])
+        .args(["--runs", "4", "--seed", "1", "--jobs", "1", "--warm"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(err.contains("wmfix: --warm: warm runs agree"), "{err}");
+    assert!(!err.contains("wmfix: warm runs on"), "{err}");
+}

@@ -8,6 +8,7 @@
 //! A limit the workers do not fill is not raised: the gate is not what holds them back.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -100,6 +101,9 @@ impl Gate {
 pub struct Pace {
     gates: Mutex<BTreeMap<String, Gate>>,
     changed: Condvar,
+    /// Runs that must not choose the limit (the warm check's, one at a time by design) pass
+    /// the gates without being measured.
+    unmeasured: AtomicBool,
 }
 
 /// A run in flight on a GPU; `leave` when it ended.
@@ -111,6 +115,13 @@ pub struct Slot<'a> {
 }
 
 impl Pace {
+    /// Whether runs from now on are measured; measuring again starts every window afresh.
+    pub fn measure(&self, on: bool) {
+        let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
+        self.unmeasured.store(!on, Ordering::SeqCst);
+        gates.values_mut().for_each(Gate::restart_window);
+    }
+
     /// Waits until `gpu` has room for another run.
     pub fn enter(&self, gpu: &str) -> Slot<'_> {
         let mut gates = self.gates.lock().unwrap();
@@ -175,10 +186,11 @@ impl Slot<'_> {
         let mut gates = self.pace.gates.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(gate) = gates.get_mut(&self.gpu) {
             gate.busy -= 1;
+            let measured = !self.pace.unmeasured.load(Ordering::SeqCst);
             match end {
-                Ended::Steady(s) => gate.record(self.in_flight, s),
+                Ended::Steady(s) if measured => gate.record(self.in_flight, s),
                 Ended::First => gate.restart_window(),
-                Ended::Broke => {}
+                Ended::Steady(_) | Ended::Broke => {}
             }
         }
         drop(gates);
@@ -272,6 +284,28 @@ mod tests {
         }
         assert_eq!(g.tried.len(), 1);
         assert!((g.tried[0].1 - 100.0).abs() < 1e-6, "{:?}", g.tried);
+    }
+
+    #[test]
+    fn unmeasured_runs_choose_nothing_and_measuring_again_starts_a_window() {
+        let pace = Pace::default();
+        let run = |seconds: f64| pace.enter("0").leave(Ended::Steady(seconds));
+        pace.measure(false);
+        for _ in 0..WINDOW_MIN * 4 {
+            run(1.0);
+        }
+        assert!(pace.describe().is_empty(), "{:?}", pace.describe());
+        for _ in 0..WINDOW_MIN - 1 {
+            run(1.0);
+        }
+        pace.measure(true);
+        for _ in 0..WINDOW_MIN {
+            run(0.01);
+        }
+        let gates = pace.gates.lock().unwrap();
+        let tried = &gates["0"].tried;
+        assert_eq!(tried.len(), 1, "{tried:?}");
+        assert!((tried[0].1 - 100.0).abs() < 1e-6, "{tried:?}");
     }
 
     #[test]

@@ -250,6 +250,11 @@ impl Pool {
         )
     }
 
+    /// Whether runs from now on choose each GPU's runs at a time (`Pace::measure`).
+    pub fn measure_pace(&self, on: bool) {
+        self.pace.measure(on);
+    }
+
     /// Each GPU's runs at a time (`run::pace`), a line each, with the rates that chose it.
     pub fn pace(&self) -> Vec<String> {
         self.pace.describe()

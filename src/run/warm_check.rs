@@ -179,6 +179,10 @@ pub fn settle(
 }
 
 fn check(pool: &Pool, batch: &Batch, logs: &Path, env: TestEnv, seed: u64) -> Result<Agreement> {
+    // The check's runs go one at a time and with other fences than the command's: they must
+    // not choose how many of the command's runs share a GPU.
+    pool.measure_pace(false);
+    let _measure_after = MeasureAfter(pool);
     let spec = |i: usize| TrialSpec::new(env, crate::rng::seed(seed, SEEDS, i), &FenceSet::All);
     // One worker: the warm runs go to one process, one after another, while they pass.
     let warm_batch = Batch {
@@ -207,6 +211,15 @@ fn check(pool: &Pool, batch: &Batch, logs: &Path, env: TestEnv, seed: u64) -> Re
         kept_warm,
         recovery,
     })
+}
+
+/// Measures the pool's pace again when the check ends, however it ends.
+struct MeasureAfter<'a>(&'a Pool);
+
+impl Drop for MeasureAfter<'_> {
+    fn drop(&mut self) {
+        self.0.measure_pace(true);
+    }
 }
 
 /// The runs after errors (`Recovery`), in the pool's processes with serving on after errors;
