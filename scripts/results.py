@@ -803,8 +803,8 @@ def serve_on(folder):
             print(f"| {st} | `--warm` after, {kind} | {cell_(a1, c)} | {cell_(a2, a1)} | {procs} |")
     print("\nReductions with `--warm` on one GPU (the stress oracle, and the race oracle with its stress "
           "confirmation), wall seconds before and after, and whether they kept the same fences:\n")
-    print("| study | oracle | before | after | after/before | same fences | paced (`run::pace`) | paced/before |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| study | oracle | before | after | after/before | same fences | paced (`run::pace`) | paced/before | paced fences as after's |")
+    print("|---|---|---|---|---|---|---|---|---|")
     def red(d):
         r = load(folder, d, "reduce.json")
         if not r:
@@ -822,7 +822,8 @@ def serve_on(folder):
         same = ("yes" if ids(a) == ids(b) else f"no: {ids(b)} -> {ids(a)}") if a and b else "-"
         p = red(f"serve-on-paced-reduce-{race}{st}")
         paced = f"x{p['wall_seconds'] / b['wall_seconds']:.2f}" if p and b else "-"
-        print(f"| {st} | {oracle} | {wall(b)} | {wall(a)} | {ratio} | {same} | {wall(p)} | {paced} |")
+        p_same = ("yes" if ids(p) == ids(a) else f"no: {ids(a)} -> {ids(p)}") if p and a else "-"
+        print(f"| {st} | {oracle} | {wall(b)} | {wall(a)} | {ratio} | {same} | {wall(p)} | {paced} | {p_same} |")
     print(provenance(metas))
 
 
