@@ -11,7 +11,9 @@ A row belongs to the kernel (fences.json's function) of its sites; it is on the 
 of its accesses names `d`, else on the synchronisation variable. Each kernel's found pairs
 (data or sync, class) are compared with its label under race.json's model. Prints the confusion
 table (per class: true positives, false negatives, false positives, true negatives) and each
-wrong kernel; exits 1 when a verdict is wrong or a row belongs to no kernel.
+wrong kernel; with several detection runs (`--runs N`), also the kernels whose verdict was not
+the same in every run (a found pair whose rows were seen in fewer than N runs); exits 1 when a
+verdict is wrong, differs between runs, or a row belongs to no kernel.
 """
 import json
 import sys
@@ -26,9 +28,10 @@ def unwrap(path):
 
 
 def found_pairs(race, fences):
-    """{kernel: {(var, class)}} and the rows that belong to no kernel."""
+    """{kernel: {(var, class)}}, {(kernel, var, class): most runs a row of it was seen in}, and
+    the rows that belong to no kernel."""
     by_id = {f["id"]: f for f in fences["fences"]}
-    found, stray = {}, []
+    found, seen, stray = {}, {}, []
     for row in race["rows"]:
         records = [by_id.get(row[side]["site"]) for side in ("first", "second")]
         records = [r for r in records if r is not None]
@@ -38,8 +41,11 @@ def found_pairs(race, fences):
         texts = [r.get("access", "") for r in records]
         texts += [a for r in records for a in r.get("accesses", [])]
         var = "data" if any("d +" in t for t in texts) else "sync"
-        found.setdefault(records[0]["function"], set()).add((var, row["class"]))
-    return found, stray
+        kernel = records[0]["function"]
+        found.setdefault(kernel, set()).add((var, row["class"]))
+        key = (kernel, var, row["class"])
+        seen[key] = max(seen.get(key, 0), row.get("runs", 1))
+    return found, seen, stray
 
 
 def main(folder, labels_path):
@@ -49,9 +55,10 @@ def main(folder, labels_path):
     fences = unwrap(folder / "fences.json")
     labels = json.loads(Path(labels_path).read_text())
     model = race.get("model", "ptx")
-    found, stray = found_pairs(race, fences)
+    found, seen, stray = found_pairs(race, fences)
+    runs = len(race.get("runs") or [None])
     table = {c: [0, 0, 0, 0] for c in CLASSES}
-    wrong = []
+    wrong, unstable = [], []
     for kernel, label in labels.items():
         want = {tuple(p) for p in label[model]}
         got = found.get(kernel, set())
@@ -61,15 +68,24 @@ def main(folder, labels_path):
                 table[c][0 if w and g else 1 if w else 2 if g else 3] += 1
         if want != got:
             wrong.append(f"{kernel}: expected {sorted(want)}, found {sorted(got)}")
-    print(f"model {model}: {len(labels)} kernels")
+        partial = sorted(f"{v}/{c} in {seen[(kernel, v, c)]}" for v, c in got
+                         if seen[(kernel, v, c)] < runs)
+        if partial:
+            unstable.append(f"{kernel}: {', '.join(partial)} of {runs} runs")
+    print(f"model {model}: {len(labels)} kernels, {runs} detection run(s)")
     print(f"{'class':18} {'TP':>6} {'FN':>6} {'FP':>6} {'TN':>6}")
     for c, (tp, fn, fp, tn) in table.items():
         print(f"{c:18} {tp:>6} {fn:>6} {fp:>6} {tn:>6}")
+    if runs > 1:
+        print(f"kernels with the same verdict in all {runs} runs: {len(labels) - len(unstable)} "
+              f"of {len(labels)}")
     for line in wrong:
         print(f"WRONG {line}")
+    for line in unstable:
+        print(f"NOT IN EVERY RUN {line}")
     for row in stray:
         print(f"a row in no kernel: {row['first']['location']} -> {row['second']['location']}")
-    return 1 if wrong or stray else 0
+    return 1 if wrong or unstable or stray else 0
 
 
 if __name__ == "__main__":

@@ -326,29 +326,35 @@ def trust_race(folder):
 
 
 def ground_truth(folder):
-    """`wmfix race` on the ground-truth suite (ground-truth-MODEL[-again-N]): per model and
+    """`wmfix race` on the ground-truth suite (ground-truth-MODEL[-again-N|-runs10]): per model and
     kind, the kernels' pairs found and missed against labels.json (the step's confusion.txt,
-    written by scripts/race_ground_truth.py), and the kernels with a wrong verdict."""
+    written by scripts/race_ground_truth.py), the kernels with a wrong verdict and, over
+    several detection runs, those whose verdict was not the same in every run."""
     metas = []
     print("`wmfix race` on the generated suite (tests/ground_truth: 5,076 kernels labelled by construction), "
-          "one detection run a step; per kind, kernel pairs found (TP), missed (FN), reported wrongly (FP), "
-          "rightly not reported (TN):\n")
-    print("| step | model | kind | TP | FN | FP | TN | kernels wrong |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+          "one build a step and its detection runs; per kind, kernel pairs found in some run (TP), missed (FN), "
+          "reported wrongly (FP), rightly not reported (TN):\n")
+    print("| step | model | runs | kind | TP | FN | FP | TN | kernels wrong | verdict not the same in every run |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for d in steps(folder, "ground-truth-"):
         doc = load(folder, d, "race.json")
         if doc:
             metas.append(doc["meta"])
         text = read(folder, d, "confusion.txt")
         m = re.search(r"^model (\S+):", text, re.M)
+        runs = re.search(r"^model \S+: \d+ kernels, (\d+) detection run", text, re.M)
+        runs = int(runs[1]) if runs else 1
         wrong = len(re.findall(r"^WRONG ", text, re.M))
+        unstable = len(re.findall(r"^NOT IN EVERY RUN ", text, re.M)) if runs > 1 else "-"
         rows = re.findall(r"^(data-race|relaxed-message|unordered-strong)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", text, re.M)
         if not m or not rows:
-            print(f"| {d} | - | not run | | | | | |")
+            print(f"| {d} | - | - | not run | | | | | | |")
             continue
         for i, (kind, tp, fn, fp, tn) in enumerate(rows):
-            last = wrong if i == len(rows) - 1 else ""
-            print(f"| {d if i == 0 else ''} | {m[1] if i == 0 else ''} | {kind} | {tp} | {fn} | {fp} | {tn} | {last} |")
+            end = i == len(rows) - 1
+            first = lambda v: v if i == 0 else ""
+            print(f"| {first(d)} | {first(m[1])} | {first(runs)} | {kind} | {tp} | {fn} | {fp} | {tn} | "
+                  f"{wrong if end else ''} | {unstable if end else ''} |")
     print(provenance(metas))
 
 

@@ -320,7 +320,9 @@ fn heartbeat_passes_lines_through_and_speaks_up_when_a_command_is_silent() {
 }
 
 /// Listing the steps runs none of them and unpacks nothing: the old binary (`before` steps) is
-/// unpacked from `carry/wmfix-old.xz` only by a step that runs it.
+/// unpacked from `carry/wmfix-old.xz` only by a step that runs it, the binary from
+/// `carry/wmfix.xz` only to run steps (an unpacked one, left in carry/, took the device tool's
+/// 64 MiB).
 #[test]
 fn listing_the_steps_leaves_the_carried_binaries_packed() {
     let tmp = tempfile::tempdir().unwrap();
@@ -334,7 +336,7 @@ fn listing_the_steps_leaves_the_carried_binaries_packed() {
     std::fs::create_dir_all(root.join("carry")).unwrap();
     let packed = std::process::Command::new("sh")
         .arg("-c")
-        .arg("echo old | xz > carry/wmfix-old.xz")
+        .arg("echo old | xz > carry/wmfix-old.xz && echo new | xz > carry/wmfix.xz")
         .current_dir(root)
         .status()
         .unwrap();
@@ -350,4 +352,5 @@ fn listing_the_steps_leaves_the_carried_binaries_packed() {
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("serve-on-before-reduce-cbe-dot"));
     assert!(!root.join("carry/wmfix-old").exists());
+    assert!(!root.join("carry/wmfix").exists());
 }

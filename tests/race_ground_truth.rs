@@ -267,8 +267,9 @@ fn the_gpu_checker_compares_race_json_with_the_labels() {
         {"id": 1, "function": k.name(), "access": "out[1]", "accesses": ["*(d + 0)"]},
     ]});
     std::fs::write(dir.path().join("fences.json"), fences.to_string()).unwrap();
-    let check = |rows: serde_json::Value| {
-        let race = serde_json::json!({"model": "ptx", "rows": rows});
+    let check_runs = |rows: serde_json::Value, runs: usize| {
+        let runs: Vec<serde_json::Value> = (0..runs).map(|r| serde_json::json!({"run": r})).collect();
+        let race = serde_json::json!({"model": "ptx", "rows": rows, "runs": runs});
         std::fs::write(dir.path().join("race.json"), race.to_string()).unwrap();
         std::process::Command::new("python3")
             .arg(common::repo().join("scripts/race_ground_truth.py"))
@@ -277,6 +278,7 @@ fn the_gpu_checker_compares_race_json_with_the_labels() {
             .output()
             .unwrap()
     };
+    let check = |rows| check_runs(rows, 1);
     let row = serde_json::json!({"class": "data-race", "first": {"site": 0, "location": "a"},
         "second": {"site": 1, "location": "b"}});
     let o = check(serde_json::json!([row]));
@@ -290,4 +292,21 @@ fn the_gpu_checker_compares_race_json_with_the_labels() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(text.contains(&format!("WRONG {}", k.name())), "{text}");
+    // Ten runs: the pair seen in all ten is one verdict; seen in seven, the verdict differed.
+    let in_runs = |n: u64| {
+        let mut r = row.clone();
+        r["runs"] = n.into();
+        serde_json::json!([r])
+    };
+    let o = check_runs(in_runs(10), 10);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("the same verdict in all 10 runs: 1 of 1"), "{text}");
+    let o = check_runs(in_runs(7), 10);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("NOT IN EVERY RUN {}: data/data-race in 7 of 10 runs", k.name())),
+        "{text}"
+    );
 }

@@ -31,8 +31,6 @@
 set -uo pipefail
 ROOT=$PWD
 W=${W:-$ROOT/carry/wmfix}
-# The binary may travel compressed (the device tool's 64 MiB holds the tree and what is carried).
-if [ ! -x "$W" ] && [ -f "$W.xz" ]; then xz -dc "$W.xz" >"$W" && chmod +x "$W"; fi
 OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 START=$(date +%s)
@@ -1057,10 +1055,10 @@ add trust-differential-public trust_public
 # GPU machine has no cargo). `wmfix race` on it under each model (RACE_DEFAULTS: the trace a
 # quarter of free memory), then scripts/race_ground_truth.py against labels.json: confusion.txt,
 # the wrong kernels, exit 1 if any. Repeated (-again-N) for the same verdict on every run.
-ground_truth() { # ground_truth MODEL
+ground_truth() { # ground_truth MODEL [wmfix race options]
   [ -d carry/race-ground-truth ] || { echo "no carry/race-ground-truth" >> "$STEP_DIR/log.txt"; return 1; }
   rm -rf "$WORK/gt-$STEP" && cp -r carry/race-ground-truth "$WORK/gt-$STEP"
-  RACE_DEFAULTS=1 LIMIT=${LIMIT:-480} race_step "$WORK/gt-$STEP" --model "$1" || return 1
+  RACE_DEFAULTS=1 LIMIT=${LIMIT:-480} race_step "$WORK/gt-$STEP" --model "$@" || return 1
   python3 scripts/race_ground_truth.py "$STEP_DIR" "$WORK/gt-$STEP/labels.json" > "$STEP_DIR/confusion.txt" 2>&1
   local rc=$?
   # A wrong verdict keeps its trace (to replay the kernel on the workstation); else it goes.
@@ -1071,6 +1069,9 @@ ground_truth() { # ground_truth MODEL
 for m in ptx scoped-hrf; do
   add "ground-truth-$m" ground_truth "$m"
   for i in 2 3; do add "ground-truth-$m-again-$i" ground_truth "$m"; done
+  # Issue 46's "the same verdict in 10 of 10 runs": one build, ten detection runs (each its own
+  # seed, so its own id remapping), the checker counting kernels whose verdict differed.
+  add "ground-truth-$m-runs10" ground_truth "$m" --runs 10
 done
 
 # ---- the driver ----
@@ -1092,6 +1093,9 @@ fi
 
 mkdir -p "$RESULTS" "$WORK"
 { header "$0 $*"; echo "# results: ${RESULTS#"$ROOT"/}, budget ${BUDGET_S:-530} s"; } > "$LOG"
+# The binary may travel compressed (the device tool's 64 MiB holds the tree and what is carried);
+# unpacked only to run steps (a listing leaves carry/ as it was sent).
+if [ ! -x "$W" ] && [ -f "$W.xz" ]; then xz -dc "$W.xz" >"$W" && chmod +x "$W"; fi
 [ -x "$W" ] || { log "no wmfix at $W"; exit 1; }
 RAN=()
 for s in "${STEPS[@]}"; do
