@@ -325,6 +325,48 @@ def trust_race(folder):
     print(provenance(metas))
 
 
+def race_apps(folder):
+    """`wmfix race` on issue 46's applications (race-app-STUDY-{ok,racy}-MODEL): each build's
+    verdict against what it should be (the racy build races, the correct one does not), with
+    what the report names: the kinds of its rows and the fences or scopes to change."""
+    metas = []
+    print("`wmfix race` at its defaults on the race applications (case-studies/ra-*), the correct "
+          "build and the racy one (`-DRACY`: block-scope atomics or fences across blocks), under "
+          "each model; one detection run a cell:\n")
+    print("| application | build | model | events | every event checked | rows (kinds) | verdict | as it should be | what the rows name | run s | host check s |")
+    print("|---|---|---|---:|---|---|---|---|---|---:|---:|")
+    for d in steps(folder, "race-app-"):
+        m = re.match(r"race-app-(.+)-(ok|racy)-(ptx|scoped-hrf)$", d)
+        if not m:
+            continue
+        app, build, model = m.groups()
+        doc = load(folder, d, "race.json")
+        if doc is None:
+            print(f"| {app} | {build} | {model} | - | not run | | | | | | |")
+            continue
+        metas.append(doc["meta"])
+        r = doc["result"]
+        events = sum(run["events"] for run in r["runs"])
+        whole = "yes" if r.get("complete") else "NO"
+        kinds = sorted({row["class"] for row in r["rows"]})
+        rows = f"{len(r['rows'])} ({', '.join(kinds)})" if kinds else "0"
+        raced = bool(r["rows"])
+        verdict = "race" if raced else ("no race" if r.get("complete") else "inconclusive")
+        right = "yes" if (raced == (build == "racy")) and (raced or r.get("complete")) else "NO"
+        names = []
+        if r.get("suggested"):
+            names.append("fences " + ", ".join(str(f) for f in r["suggested"][:8]))
+        if any(row.get("narrow_scope") for row in r["rows"]):
+            names.append("a block-scope atomic to widen")
+        sides = [row["explanation"].get(k) for row in r["rows"] for k in ("writer", "reader", "relay")]
+        if any(side and side.get("block_scope_fence") for side in sides):
+            names.append("a block-scope fence to widen")
+        fences = "; ".join(names) or "-"
+        print(f"| {app} | {build} | {model} | {events:,} | {whole} | {rows} | {verdict} | {right} | {fences} | "
+              f"{r['detection_s']:.1f} | {r['check_s']:.1f} |")
+    print(provenance(metas))
+
+
 def ground_truth(folder):
     """`wmfix race` on the ground-truth suite (ground-truth-MODEL[-again-N|-runs10]): per model and
     kind, the kernels' pairs found and missed against labels.json (the step's confusion.txt,
@@ -869,7 +911,7 @@ def insert_speed(folder):
               f"`WMFIX_BENCH_RAW={os.path.relpath(path, REPO)} WMFIX_BENCH_RUNS=N cargo bench --bench insert_throughput -- CASE`.")
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on, "ground-truth": ground_truth, "insert-speed": insert_speed}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on, "ground-truth": ground_truth, "race-apps": race_apps, "insert-speed": insert_speed}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER

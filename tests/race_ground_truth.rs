@@ -268,7 +268,8 @@ fn the_gpu_checker_compares_race_json_with_the_labels() {
     ]});
     std::fs::write(dir.path().join("fences.json"), fences.to_string()).unwrap();
     let check_runs = |rows: serde_json::Value, runs: usize| {
-        let runs: Vec<serde_json::Value> = (0..runs).map(|r| serde_json::json!({"run": r})).collect();
+        let runs: Vec<serde_json::Value> =
+            (0..runs).map(|r| serde_json::json!({"run": r})).collect();
         let race = serde_json::json!({"model": "ptx", "rows": rows, "runs": runs});
         std::fs::write(dir.path().join("race.json"), race.to_string()).unwrap();
         std::process::Command::new("python3")
@@ -301,12 +302,18 @@ fn the_gpu_checker_compares_race_json_with_the_labels() {
     let o = check_runs(in_runs(10), 10);
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{text}");
-    assert!(text.contains("the same verdict in all 10 runs: 1 of 1"), "{text}");
+    assert!(
+        text.contains("the same verdict in all 10 runs: 1 of 1"),
+        "{text}"
+    );
     let o = check_runs(in_runs(7), 10);
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(
-        text.contains(&format!("NOT IN EVERY RUN {}: data/data-race in 7 of 10 runs", k.name())),
+        text.contains(&format!(
+            "NOT IN EVERY RUN {}: data/data-race in 7 of 10 runs",
+            k.name()
+        )),
         "{text}"
     );
 }

@@ -188,3 +188,27 @@ fn the_race_suites_gpu_trace_keeps_its_verdicts_under_both_models() {
     assert!(hrf.is_subset(&want), "{hrf:?}");
     println!("racy under scoped-hrf: {hrf:?}");
 }
+
+#[test]
+fn block_scope_atomics_across_blocks_name_the_scope_to_widen() {
+    // Two blocks claim one word with atomicCAS_block (ra-bfs's racy build): the row says which
+    // accesses are of block scope; a pair of device-scope atomics is no race at all.
+    let text = "b0.t0 atom.block v 0 1 @0\nb1.t0 cas.fail.block v 1 @1\n";
+    let trace = Trace::parse_text(text).unwrap();
+    let r = report::report(std::slice::from_ref(&trace), &Options::default(), None);
+    assert_eq!(r.rows.len(), 1, "{}", report::table(&r));
+    let narrow = r.rows[0].narrow_scope.as_deref().unwrap_or("");
+    assert!(narrow.contains("of block scope across blocks"), "{narrow}");
+    assert!(
+        narrow.contains("an atomic") && narrow.contains("a strong read"),
+        "{narrow}"
+    );
+    assert!(report::table(&r).contains("widen to device scope"));
+    let device = Trace::parse_text(&text.replace(".block", ".device")).unwrap();
+    let r = report::report(std::slice::from_ref(&device), &Options::default(), None);
+    assert!(r.rows.is_empty(), "{}", report::table(&r));
+    // One block: block scope covers both threads.
+    let one = Trace::parse_text(&text.replace("b1.t0", "b0.t1")).unwrap();
+    let r = report::report(std::slice::from_ref(&one), &Options::default(), None);
+    assert!(r.rows.is_empty(), "{}", report::table(&r));
+}

@@ -1066,6 +1066,19 @@ ground_truth() { # ground_truth MODEL [wmfix race options]
   tail -n 3 "$STEP_DIR/confusion.txt" >> "$STEP_DIR/log.txt"
   return $rc
 }
+# Issue 46's applications (case-studies/ra-*): each in its correct build and its racy one
+# (-DRACY: block-scope atomics or fences across blocks), under both models, at the defaults.
+race_app() { # race_app STUDY ok|racy MODEL
+  local copy=$WORK/$STEP-app
+  rm -rf "$copy" && cp -r "case-studies/$1" "$copy" || return 1
+  [ "$2" = racy ] && sed -i 's|^build = "nvcc |build = "nvcc -DRACY |' "$copy/wmfix.toml"
+  RACE_DEFAULTS=1 race_step "$copy" --model "$3"
+}
+for app in ra-bfs ra-colour ra-steal ra-gemm-lock; do
+  for variant in ok racy; do
+    for m in ptx scoped-hrf; do add "race-app-$app-$variant-$m" race_app "$app" "$variant" "$m"; done
+  done
+done
 for m in ptx scoped-hrf; do
   add "ground-truth-$m" ground_truth "$m"
   for i in 2 3; do add "ground-truth-$m-again-$i" ground_truth "$m"; done

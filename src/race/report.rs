@@ -5,7 +5,7 @@
 
 use super::detect::{self, Detection, Model, Options, PairKey, RaceKind, Stats};
 use super::explain::{self, Explanation};
-use super::trace::{Op, Trace};
+use super::trace::{Event, Op, Scope, Trace};
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::FenceList;
 use serde::Serialize;
@@ -61,6 +61,10 @@ pub struct Row {
     pub example: Example,
     pub explanation: Explanation,
     pub suggested: Vec<FenceId>,
+    /// Where an access of the pair is strong only at block scope (`atomicCAS_block`, a
+    /// `.cta` access) while the other is in another block: the scope to widen, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub narrow_scope: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -340,14 +344,16 @@ fn new_row(
     class: Class,
 ) -> Row {
     let (ea, eb) = (&trace.events[a as usize], &trace.events[b as usize]);
+    let (first, second) = (place(key.first, fences), place(key.second, fences));
+    let narrow_scope = narrow_scope(ea, eb, &first, &second);
     Row {
         class,
         model: Model::Ptx,
         other_model: None,
         kind: key.kind,
         strong: class != Class::DataRace,
-        first: place(key.first, fences),
-        second: place(key.second, fences),
+        first,
+        second,
         count: 0,
         runs: 0,
         example: Example {
@@ -357,6 +363,37 @@ fn new_row(
         },
         suggested: explanation.suggested(),
         explanation,
+        narrow_scope,
+    }
+}
+
+/// The accesses of a pair strong only at block scope while the threads are in different
+/// blocks: no scope covers both, so they race as plain ones would; widening the scope orders
+/// (or makes atomic) what the block scope left out.
+fn narrow_scope(ea: &Event, eb: &Event, first: &Place, second: &Place) -> Option<String> {
+    if ea.thread.block == eb.thread.block {
+        return None;
+    }
+    let at = |e: &Event, p: &Place| {
+        (e.op.strong() == Some(Scope::Block)).then(|| format!("{} ({})", p.location, what(&e.op)))
+    };
+    let narrow: Vec<String> = [at(ea, first), at(eb, second)]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!narrow.is_empty()).then(|| {
+        format!(
+            "of block scope across blocks: {}; widen to device scope (drop the `_block` suffix)",
+            narrow.join(" and ")
+        )
+    })
+}
+
+fn what(op: &Op) -> &'static str {
+    match op {
+        Op::Rmw { .. } => "an atomic",
+        Op::Read { .. } => "a strong read",
+        _ => "a strong write",
     }
 }
 
@@ -402,6 +439,9 @@ pub fn table(r: &Report) -> String {
             row.model.name()
         ));
         out.push_str(&format!("  {}\n", describe(&row.explanation)));
+        if let Some(narrow) = &row.narrow_scope {
+            out.push_str(&format!("  {narrow}\n"));
+        }
         if let Some(other) = &row.other_model {
             out.push_str(&format!("  {other}\n"));
         }
