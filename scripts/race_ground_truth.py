@@ -2,6 +2,7 @@
 """The generated race ground truth on the GPU: `wmfix race`'s rows against each kernel's label.
 
     python3 scripts/race_ground_truth.py FOLDER LABELS
+    python3 scripts/race_ground_truth.py --racecheck OUTPUT LABELS
     # FOLDER: `wmfix race`'s output folder (race/race.json, fences.json), or one holding
     # race.json and fences.json, of a run (any --model) on the suite that
     # `cargo test --test race_ground_truth` writes (target/race-ground-truth); LABELS is its
@@ -16,6 +17,7 @@ the same in every run (a found pair whose rows were seen in fewer than N runs); 
 verdict is wrong, differs between runs, or a row belongs to no kernel.
 """
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +48,21 @@ def found_pairs(race, fences):
         key = (kernel, var, row["class"])
         seen[key] = max(seen.get(key, 0), row.get("runs", 1))
     return found, seen, stray
+
+
+def by_kernel(labels, model, found_kinds):
+    """Kernel-level lines a side-by-side table reads: per kind, the kernels labelled with it
+    under `model` and how many of them were found (`found_kinds(kernel)`: the kinds a tool
+    reported there, or None for "named, kind unknown"); then the race-free kernels and how many
+    were reported."""
+    lines = []
+    for c in CLASSES:
+        labelled = [k for k, l in labels.items() if any(cl == c for _, cl in l[model])]
+        hit = sum(1 for k in labelled if (f := found_kinds(k)) is None or c in f)
+        lines.append(f"kernels {c} {len(labelled)} {hit}")
+    free = [k for k, l in labels.items() if not l[model]]
+    lines.append(f"kernels race-free {len(free)} {sum(1 for k in free if found_kinds(k) != set())}")
+    return lines
 
 
 def main(folder, labels_path):
@@ -79,6 +96,8 @@ def main(folder, labels_path):
     if runs > 1:
         print(f"kernels with the same verdict in all {runs} runs: {len(labels) - len(unstable)} "
               f"of {len(labels)}")
+    for line in by_kernel(labels, model, lambda k: {c for _, c in found.get(k, set())}):
+        print(line)
     for line in wrong:
         print(f"WRONG {line}")
     for line in unstable:
@@ -88,7 +107,39 @@ def main(folder, labels_path):
     return 1 if wrong or unstable or stray else 0
 
 
+def racecheck(output_path, labels_path):
+    """compute-sanitizer's racecheck on the suite as written, beside the labels: a kernel is
+    found when a hazard or race record of the output names it. racecheck checks shared memory
+    only and says no kind, so per kind (the ptx labels) a kernel counts as found when racecheck
+    named it at all; a kernel race-free under both models that it named is a false report."""
+    labels = json.loads(Path(labels_path).read_text())
+    text = Path(output_path).read_text(errors="replace")
+    records = re.split(r"(?im)^=+\s*(?=error|warning)", text)[1:]
+    named = set()
+    for rec in records:
+        if re.search(r"(?i)race reported|hazard", rec):
+            named.update(k for k in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", rec) if k in labels)
+    found = {c: [0, 0] for c in CLASSES}
+    free = [0, 0]
+    for kernel, label in labels.items():
+        got = kernel in named
+        for c in {c for _, c in label["ptx"]}:
+            found[c][0 if got else 1] += 1
+        if not label["ptx"] and not label["scoped-hrf"]:
+            free[0 if got else 1] += 1
+    print(f"racecheck: {len(labels)} kernels, {len(named)} named in its hazard reports")
+    print(f"{'class':18} {'TP':>6} {'FN':>6}   (kernels with a race of that kind under ptx)")
+    for c, (tp, fn) in found.items():
+        print(f"{c:18} {tp:>6} {fn:>6}")
+    print(f"race-free kernels  FP {free[0]:>6} TN {free[1]:>6}")
+    for line in by_kernel(labels, "ptx", lambda k: None if k in named else set()):
+        print(line)
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--racecheck":
+        sys.exit(racecheck(sys.argv[2], sys.argv[3]))
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     sys.exit(main(sys.argv[1], sys.argv[2]))

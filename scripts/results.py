@@ -325,6 +325,27 @@ def trust_race(folder):
     print(provenance(metas))
 
 
+def race_vs_racecheck(folder):
+    """The ground truth's kernels by kind, `wmfix race` (ground-truth-MODEL*, each model's first
+    step) beside compute-sanitizer racecheck (racecheck-ground-truth): the kernel-level lines
+    scripts/race_ground_truth.py writes into each step's confusion.txt."""
+    def lines(d):
+        text = read(folder, d, "confusion.txt") if d else ""
+        return {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r"^kernels (\S+) (\d+) (\d+)$", text, re.M)}
+    first = lambda prefix: next((d for d in steps(folder, prefix)), None)
+    ptx, hrf, rc = lines(first("ground-truth-ptx")), lines(first("ground-truth-scoped-hrf")), lines(first("racecheck-ground-truth"))
+    print("The generated suite's kernels (tests/ground_truth) by the kind of race they hold, found by "
+          "`wmfix race` under each model and by compute-sanitizer's racecheck (the program as written; "
+          "racecheck checks shared memory only and names no kind, so a kernel counts as found when it "
+          "names the kernel at all, against the ptx labels); race-free: kernels with no race under the model, "
+          "and how many were reported:\n")
+    print("| kind | ptx: kernels | wmfix race (ptx) | racecheck | scoped-hrf: kernels | wmfix race (scoped-hrf) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    cell = lambda t, k, i: str(t[k][i]) if k in t else "-"
+    for k in ["data-race", "relaxed-message", "unordered-strong", "race-free"]:
+        print(f"| {k} | {cell(ptx, k, 0)} | {cell(ptx, k, 1)} | {cell(rc, k, 1)} | {cell(hrf, k, 0)} | {cell(hrf, k, 1)} |")
+
+
 def race_apps(folder):
     """`wmfix race` on issue 46's applications (race-app-STUDY-{ok,racy}-MODEL): each build's
     verdict against what it should be (the racy build races, the correct one does not), with
@@ -911,7 +932,7 @@ def insert_speed(folder):
               f"`WMFIX_BENCH_RAW={os.path.relpath(path, REPO)} WMFIX_BENCH_RUNS=N cargo bench --bench insert_throughput -- CASE`.")
 
 
-TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on, "ground-truth": ground_truth, "race-apps": race_apps, "insert-speed": insert_speed}
+TABLES = {"apps": apps, "fenced": fenced, "reduce": reduce, "race-reduce": race_reduce, "trust-race": trust_race, "public": public, "agreement": agreement, "completed": completed, "cost": cost, "cost-svg": cost_svg, "builds": builds, "peer": peer, "stress": stress, "gpus": gpus, "coverage": coverage, "overhead": overhead, "serve-on": serve_on, "ground-truth": ground_truth, "race-apps": race_apps, "race-vs-racecheck": race_vs_racecheck, "insert-speed": insert_speed}
 
 
 # A generated table in a Markdown file: the output of `scripts/results.py FOLDER TABLE...` (FOLDER

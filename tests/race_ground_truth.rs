@@ -317,3 +317,44 @@ fn the_gpu_checker_compares_race_json_with_the_labels() {
         "{text}"
     );
 }
+
+/// `scripts/race_ground_truth.py --racecheck` on made-up compute-sanitizer output: a kernel is
+/// found when a race record names it; a race-free kernel named is a false report.
+#[test]
+fn the_racecheck_checker_counts_the_kernels_its_records_name() {
+    let kernels = ground_truth::kernels();
+    let racy = kernels
+        .iter()
+        .find(|k| k.label(Model::Ptx) == Label::from([(Var::Data, Class::DataRace)]))
+        .unwrap();
+    let free = kernels
+        .iter()
+        .find(|k| k.label(Model::Ptx).is_empty() && k.label(Model::ScopedHrf).is_empty())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("labels.json");
+    let both = [racy.clone(), free.clone()];
+    std::fs::write(&labels, ground_truth::labels_json(&both)).unwrap();
+    let output = dir.path().join("racecheck.txt");
+    std::fs::write(
+        &output,
+        format!(
+            "========= COMPUTE-SANITIZER\n\
+             ========= Error: Race reported between Write access at {0}(int *, int *, int *)+0x1a0 in part_00.cu:12\n\
+             =========     and Read access at {0}(int *, int *, int *)+0x2b0 in part_00.cu:15 [2 hazards]\n\
+             ========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n",
+            racy.name()
+        ),
+    )
+    .unwrap();
+    let o = std::process::Command::new("python3")
+        .arg(common::repo().join("scripts/race_ground_truth.py"))
+        .arg("--racecheck")
+        .args([&output, &labels])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("kernels data-race 1 1"), "{text}");
+    assert!(text.contains("kernels race-free 1 0"), "{text}");
+}

@@ -1066,6 +1066,24 @@ ground_truth() { # ground_truth MODEL [wmfix race options]
   tail -n 3 "$STEP_DIR/confusion.txt" >> "$STEP_DIR/log.txt"
   return $rc
 }
+# compute-sanitizer's racecheck on the same suite as written (issue 46's side-by-side table):
+# racecheck.txt.xz, and confusion.txt from scripts/race_ground_truth.py --racecheck.
+racecheck_ground_truth() {
+  [ -d carry/race-ground-truth ] || { echo "no carry/race-ground-truth" >> "$STEP_DIR/log.txt"; return 1; }
+  local dir=$WORK/gt-$STEP build f=$STEP_DIR/racecheck.txt
+  rm -rf "$dir" && cp -r carry/race-ground-truth "$dir"
+  build=$(sed -n "s/^build = '\(.*\)'$/\1/p" "$dir/wmfix.toml")
+  (cd "$dir" && bounded 300 bash -c "$build") || return 1
+  header "cd race-ground-truth && compute-sanitizer --tool racecheck --print-limit 100000 ./suite" > "$f"
+  (cd "$dir" && bounded 400 compute-sanitizer --tool racecheck --print-limit 100000 --log-file "$f.log" ./suite)
+  local rc=$?
+  cat "$f.log" >> "$f" 2>/dev/null && rm -f "$f.log"
+  echo "# exit $rc" >> "$f"
+  python3 scripts/race_ground_truth.py --racecheck "$f" "$dir/labels.json" > "$STEP_DIR/confusion.txt" 2>&1
+  xz -T0 -f "$f"
+  [ $rc -eq 0 ]
+}
+add racecheck-ground-truth racecheck_ground_truth
 # Issue 46's applications (case-studies/ra-*): each in its correct build and its racy one
 # (-DRACY: block-scope atomics or fences across blocks), under both models, at the defaults.
 race_app() { # race_app STUDY ok|racy MODEL
