@@ -1009,6 +1009,13 @@ for s in cbe-dot cbe-ht; do add "serve-on-after-1-j1-$s" serve_on_j 1 "$s" 1 160
 # The same cells as serve-on-after-1-*, with the binary that paces warm runs (run::pace: as
 # many at a time a GPU as make the most runs, where the cells above had 8 at a time).
 for s in cbe-dot cbe-ht tpo-tm; do add "serve-on-after-1-paced-$s" unfenced_runs "$s" 1 1600 --warm; done
+# Paced over runs long enough that the processes' start is a small part, on one GPU and two
+# (issue 48: two GPUs at least 1.8x one): 8,000 fence-less runs a GPU.
+paced_long() { LIMIT=200 unfenced_runs "$@"; }
+for s in cbe-dot cbe-ht tpo-tm; do
+  add "serve-on-after-1-paced-long-$s" paced_long "$s" 1 8000 --warm
+  add "serve-on-after-2-paced-long-$s" paced_long "$s" 2 16000 --warm
+done
 # tpo-tm's erring runs are bound by the GPU time each takes (16 at a time a GPU gave the rate of
 # 8): with wmfix's MPS server the processes' kernels can run side by side.
 add serve-on-after-1-mps-tpo-tm unfenced_runs tpo-tm 1 1600 --warm --mps
