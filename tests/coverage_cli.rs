@@ -172,7 +172,7 @@ fn reference_returns_casts_methods_packs_qualified_calls_and_constexpr_still_bui
     // but the pointer read on the way to it (`o->next`) is.
     for text in [
         "float& operator[](int i) { return d[i]; }",
-        "return WMFIX_AFTER_RETURN(0, typename W<T>::type(*p));",
+        "return WMFIX_AFTER_RETURN_IF(0, WMFIX_GLOBAL(*p), typename W<T>::type(*p));",
         "  o->clear();\n",
         "o->next->clear(); WMFIX_FENCE_AT(",
         // `Is` outside its pack expansion would not compile: the fence names no address.
@@ -234,7 +234,7 @@ fn functions_declared_through_qualifier_macros_are_instrumented_and_build() {
     for fenced in [
         "data[0] = v; WMFIX_FENCE_AT(",
         "*flag = 1; WMFIX_FENCE_AT(",
-        "return WMFIX_AFTER_RETURN(3, p[0] * 2);",
+        "return WMFIX_AFTER_RETURN_IF(3, WMFIX_GLOBAL(p[0]), p[0] * 2);",
         "return WMFIX_AFTER_RETURN(4, p[i]);",
         // The original text around the edits: the macros are still there.
         "\nBEGIN_NS\nMY_DEVICE void publish(",
@@ -309,7 +309,7 @@ fn cccl_shaped_macros_friends_and_braced_defaults_parse_are_fenced_and_build() {
     let lib = std::fs::read_to_string(tree.join("lib.h")).unwrap();
     for fenced in [
         "for (int i = 0; i < 2; ++i) { p[i] = env.n; WMFIX_FENCE_AT(",
-        "const Box* b) { return WMFIX_AFTER_RETURN(",
+        "const Box* b) { return WMFIX_AFTER_RETURN_IF(1, WMFIX_GLOBAL(a->v) || WMFIX_GLOBAL(b->v), a->v == b->v); }",
         "a->v == b->v); }",
         "LIB_TEMPLATE(class T)\nLIB_REQUIRES(",
     ] {
@@ -497,9 +497,9 @@ fn grammar_gaps_of_cccl_parse_are_fenced_and_build() {
         "{ return WMFIX_AFTER_RETURN(1, p[0]); }",
         "{ return WMFIX_AFTER_RETURN(2, p[1]); }",
         "auto a = typename Box<T>::U{p[2]}; WMFIX_FENCE_AT(3, p[2]);",
-        "return WMFIX_AFTER_RETURN(4, a + typename Box<T>::U(p[3]));",
+        "return WMFIX_AFTER_RETURN_IF(4, WMFIX_GLOBAL(p[3]), a + typename Box<T>::U(p[3]));",
         "{ return WMFIX_AFTER_RETURN(5, (0 + ... + ps[4])); }",
-        "{ return WMFIX_AFTER_RETURN(6, decltype(p[0] + 0){p[5]}); }",
+        "{ return WMFIX_AFTER_RETURN_IF(6, WMFIX_GLOBAL(p[5]), decltype(p[0] + 0){p[5]}); }",
     ] {
         assert!(k.contains(fenced), "{fenced}:\n{k}");
     }
@@ -635,7 +635,7 @@ fn constructs_beyond_cccl_parse_are_fenced_and_build() {
         "p[2] = 3.0f; WMFIX_FENCE_AT(",
         "{ p[0] = 1; WMFIX_FENCE_AT(",
         "d[1] = 2; WMFIX_FENCE_AT(",
-        "dst[0] = src[0]; WMFIX_RACE_LOAD(3, src[0]); WMFIX_FENCE_AIM(3, dst[0]);",
+        "dst[0] = src[0]; WMFIX_RACE_LOAD(3, src[0]); WMFIX_FENCE_AIM_IF(3, WMFIX_GLOBAL(src[0]), dst[0]);",
         "p[wmfix_threadIdx().x & kMask] = kLanes; WMFIX_FENCE_AT(",
         "p[0] *= 2; WMFIX_FENCE_AT(",
         "p[1] = 3; WMFIX_FENCE_AT(",

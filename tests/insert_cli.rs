@@ -23,9 +23,12 @@ fn fence_ids(text: &str) -> Vec<usize> {
         "WMFIX_FENCE_PTR(",
         "WMFIX_FENCE_AIM(",
         "WMFIX_FENCE_AIM_PTR(",
+        "WMFIX_FENCE_AIM_IF(",
         "WMFIX_FENCE_EXPR(",
         "WMFIX_AFTER(",
         "WMFIX_AFTER_RETURN(",
+        "WMFIX_AFTER_IF(",
+        "WMFIX_AFTER_RETURN_IF(",
     ] {
         for (at, _) in text.match_indices(pat) {
             let rest = &text[at + pat.len()..];

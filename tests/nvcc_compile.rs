@@ -59,7 +59,7 @@ fn instrument(src: &Path) -> (tempfile::TempDir, std::path::PathBuf, std::path::
 /// ends with `#line 1`). Checked against `fences.json` beside the tree: one per placement.
 fn fences_in(tree: &Path) -> Vec<(String, usize, usize)> {
     let marker = regex::Regex::new(
-        r"\bWMFIX_(?:FENCE|FENCE_AT|FENCE_PTR|FENCE_AIM|FENCE_AIM_PTR|FENCE_EXPR|AFTER|AFTER_RETURN)\((\d+)",
+        r"\bWMFIX_(?:FENCE|FENCE_AT|FENCE_PTR|FENCE_AIM|FENCE_AIM_PTR|FENCE_AIM_IF|FENCE_EXPR|AFTER|AFTER_RETURN|AFTER_IF|AFTER_RETURN_IF)\((\d+)",
     )
     .unwrap();
     let mut found = Vec::new();
@@ -267,9 +267,14 @@ fn immutable_variables_braced_returns_and_folds_compile_with_their_fences() {
             "no fence after {access}:\n{fenced}"
         );
     }
-    assert!(fenced.contains("return {g[0], WMFIX_AFTER("), "{fenced}");
     assert!(
-        fenced.contains("return WMFIX_AFTER_RETURN(") && fenced.contains(", sink(g[0], g));"),
+        fenced.contains(
+            "return {g[0], WMFIX_AFTER_IF(3, WMFIX_GLOBAL(g[0]) || WMFIX_GLOBAL(g[1]), g[1])}"
+        ),
+        "{fenced}"
+    );
+    assert!(
+        fenced.contains("return WMFIX_AFTER_RETURN_IF(") && fenced.contains(", sink(g[0], g));"),
         "{fenced}"
     );
     assert!(fenced.contains("int x = p[0]; WMFIX_FENCE_AT("), "{fenced}");
@@ -350,7 +355,7 @@ fn a_fence_after_several_accesses_runs_whatever_memory_the_named_one_is_in() {
     let (_tmp, _orig, tree) = instrument(&repo().join("tests/fixtures/mixed_spaces"));
     let text = std::fs::read_to_string(tree.join("mixed.cu")).unwrap();
     for form in [
-        "dst[i] = src[i]; WMFIX_RACE_LOAD(0, src[i]); WMFIX_FENCE_AIM(0, dst[i]);",
+        "dst[i] = src[i]; WMFIX_RACE_LOAD(0, src[i]); WMFIX_FENCE_AIM_IF(0, WMFIX_GLOBAL(src[i]), dst[i]);",
         "atomicAdd(&counts[i], src[i]); WMFIX_RACE_LOAD(1, src[i]); WMFIX_FENCE_AIM_PTR(1, &counts[i]);",
         "dst[i] = 0; WMFIX_FENCE_AT(2, dst[i]);",
     ] {

@@ -333,7 +333,7 @@ fn the_racecheck_checker_counts_the_kernels_its_records_name() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let labels = dir.path().join("labels.json");
-    let both = [racy.clone(), free.clone()];
+    let both = [*racy, *free];
     std::fs::write(&labels, ground_truth::labels_json(&both)).unwrap();
     let output = dir.path().join("racecheck.txt");
     std::fs::write(

@@ -953,7 +953,7 @@ fn a_test_records_each_runs_coverage_and_their_union_by_environment() {
     assert_eq!(s["rows"][0]["coverage"]["global"], "1-4,8", "{s}");
     assert!(
         stdout(&o).contains(
-            "sys-str+: 10 of 10 fence sites ran, 5 on global memory; on shared or local memory only (not fenced): 0, 5, 6, 7, 9\n"
+            "sys-str+: 5 of 10 fence sites ran on global memory (or memory of unknown space); the others did not (not fenced); on shared or local memory only: 0, 5, 6, 7, 9\n"
         ),
         "{}",
         stdout(&o)

@@ -1583,6 +1583,7 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_PTR("))
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_AIM("))
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_AIM_PTR("))
+            .or_else(|| rest_or_none.strip_prefix(" WMFIX_FENCE_AIM_IF("))
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_RACE_LOAD("))
             .or_else(|| rest_or_none.strip_prefix(" WMFIX_RACE_STORE("))
         {
@@ -1613,6 +1614,7 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
                         || text[i..].starts_with(&format!(" WMFIX_FENCE_PTR({id}, "))
                         || text[i..].starts_with(&format!(" WMFIX_FENCE_AIM({id}, "))
                         || text[i..].starts_with(&format!(" WMFIX_FENCE_AIM_PTR({id}, "))
+                        || text[i..].starts_with(&format!(" WMFIX_FENCE_AIM_IF({id}, "))
                         || text[i..].starts_with(&format!(" WMFIX_FENCE({id});")),
                     "a race record not followed by its fence at line {line}"
                 );
@@ -1628,11 +1630,31 @@ fn strip(text: &str) -> (String, Vec<Found>, Vec<usize>) {
         } else if let Some(r) = rest_or_none
             .strip_prefix("WMFIX_AFTER(")
             .or_else(|| rest_or_none.strip_prefix("WMFIX_AFTER_RETURN("))
+            .or_else(|| rest_or_none.strip_prefix("WMFIX_AFTER_IF("))
+            .or_else(|| rest_or_none.strip_prefix("WMFIX_AFTER_RETURN_IF("))
         {
+            let places = rest_or_none.starts_with("WMFIX_AFTER_IF(")
+                || rest_or_none.starts_with("WMFIX_AFTER_RETURN_IF(");
             i = text.len() - r.len();
             let id = number(&mut i);
             assert_eq!(&text[i..i + 2], ", ");
             i += 2;
+            if places {
+                // `WMFIX_GLOBAL(p) || ...`, then the value.
+                assert!(text[i..].starts_with("WMFIX_GLOBAL("), "line {line}");
+                let mut level = 0;
+                while !(b[i] == b',' && level == 0) {
+                    match b[i] {
+                        b'(' => level += 1,
+                        b')' => level -= 1,
+                        b'\n' => panic!("places over two lines at line {line}"),
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                assert_eq!(&text[i..i + 2], ", ");
+                i += 2;
+            }
             found.push((id, line, "wrap"));
             stack.push(Open::After(depth));
         } else if let Some(r) = rest_or_none.strip_prefix(" WMFIX_KERNEL_ENTRY();") {

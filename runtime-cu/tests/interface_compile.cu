@@ -92,6 +92,11 @@ __device__ int device_function(const int* p, int i, volatile int* v, const Bits&
   WMFIX_FENCE_AIM_PTR(31, (int*)v);
   if (i > 1) WMFIX_FENCE_AIM(32, q[1]);
   else WMFIX_FENCE_AIM_PTR(33, &p[0]);
+  // Where every place is named: fenced when one of them may be global (a bit-field has no
+  // address and counts as possibly global; a comma in a template argument list).
+  sum += p[first<int, long>(0, 2L)] + (int)bits.b + *v;
+  WMFIX_FENCE_AIM_IF(34, WMFIX_GLOBAL(bits.b) || WMFIX_GLOBAL(*v), p[first<int, long>(0, 2L)]);
+  if (i > 2) WMFIX_FENCE_AIM_IF(35, WMFIX_GLOBAL(p[1]), q[1]);
   // A loop condition's fence: guarded at the top of the body, plain after the loop.
   while (atomicCAS((int*)v, 0, 1) != 0) {
     if (WMFIX_IN_LOOP(25)) WMFIX_FENCE_PTR(25, (int*)v);

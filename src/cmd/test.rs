@@ -675,8 +675,8 @@ pub struct Args {
     /// Steps a run, in place of wmfix.toml's `steps` (its `run` must say `{steps}`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::app::config::MAX_STEPS)))]
     steps: Option<u32>,
-    /// Record in each run which fence sites ran, and which on global memory (the runtime fences
-    /// only those); the table then lists the sites that ran on shared or local memory only.
+    /// Record in each run which fence sites ran on global memory (or memory of unknown space:
+    /// the runtime fences only those).
     #[arg(long)]
     coverage: bool,
 }

@@ -148,6 +148,11 @@ impl<'a, 't> Facts<'a, 't> {
         {
             return false;
         }
+        // The name part of a qualified name (`advance` of `rng::advance`) means another thing,
+        // or nothing, alone.
+        if self.text[..r.start].trim_end().ends_with("::") {
+            return false;
+        }
         // An impure node that starts inside may still end outside only if it encloses the
         // access, which starts with it: then it does not lie inside.
         if starting_in(&self.impure, |x| x.start, r)
@@ -191,13 +196,18 @@ mod tests {
 
     #[test]
     fn a_statements_access_is_named_after_it() {
-        // Two places: the fence does not depend on the space of the one it names (a may point
-        // at shared memory while b is global).
+        // Two places: the fence does not depend on the space of the one it names alone (a may
+        // point at shared memory while b is global), but on both.
         let t = instrument("a[i] = b[j];");
         assert!(
-            t.contains("a[i] = b[j]; WMFIX_RACE_LOAD(0, b[j]); WMFIX_FENCE_AIM(0, a[i]);"),
+            t.contains(
+                "a[i] = b[j]; WMFIX_RACE_LOAD(0, b[j]); WMFIX_FENCE_AIM_IF(0, WMFIX_GLOBAL(b[j]), a[i]);"
+            ),
             "the other access for a race build: {t}"
         );
+        // A place not named (an atomic's) leaves it unconditional.
+        let t = instrument("a[i] = atomicAdd(&b[j], 1);");
+        assert!(t.contains("WMFIX_FENCE_AIM(0, a[i]);"), "{t}");
         // One place, loaded and stored: the conditional form.
         let t = instrument("a[i] += 1;");
         assert!(t.contains("WMFIX_FENCE_AT(0, a[i]);"), "{t}");
@@ -257,7 +267,7 @@ mod tests {
         let t = instrument("a[i] = b[j] + b[j + 1];");
         assert!(
             t.contains(
-                "WMFIX_RACE_LOAD(0, b[j]); WMFIX_RACE_LOAD(0, b[j + 1]); WMFIX_FENCE_AIM(0, a[i]);"
+                "WMFIX_RACE_LOAD(0, b[j]); WMFIX_RACE_LOAD(0, b[j + 1]); WMFIX_FENCE_AIM_IF(0, WMFIX_GLOBAL(b[j]) || WMFIX_GLOBAL(b[j + 1]), a[i]);"
             ),
             "{t}"
         );

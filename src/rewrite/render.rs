@@ -4,7 +4,7 @@
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::{AccessKind, FenceRecord, How, Placement};
 use crate::fences::scope::FenceScope;
-use crate::rewrite::aim::AimForm;
+use crate::rewrite::aim::{Aim, AimForm};
 use crate::rewrite::branches::Groups;
 use crate::rewrite::configs;
 use crate::rewrite::device_code::{self, Program};
@@ -426,6 +426,21 @@ fn hardened_edits<'s>(
     })
 }
 
+/// `WMFIX_GLOBAL(b[j]) || ...` of a statement's places other than the named one, when each of
+/// its accesses is at the named place or at a race hook's (plain lvalues whose text may be
+/// copied): whether one of them may be global then decides the fence, as the named one's space
+/// decides `WMFIX_FENCE_AT`'s (a copy between register arrays fences nothing: CUTLASS's
+/// `idx[i] = _idx[i]`, unrolled, was 1,144 of basic_gemm's 2,923 fences).
+fn others_global(site: &Site, aim: &Aim, text: &str, replaced: &[Edit]) -> Option<String> {
+    let hooks = &site.race_hooks;
+    let named = |r: &std::ops::Range<usize>| *r == aim.range || hooks.iter().any(|(h, _)| h == r);
+    if hooks.is_empty() || !site.accesses.iter().all(|(r, _)| named(r)) {
+        return None;
+    }
+    let others = hooks.iter().map(|(r, _)| r).filter(|r| **r != aim.range);
+    global_places(others, text, replaced)
+}
+
 /// Whether a site's accesses are at more than one place (`s[i] = g[i]`, not `a[i] += 1`).
 fn several_places(site: &Site) -> bool {
     let first = site.accesses.first().map(|(r, _)| r);
@@ -441,15 +456,23 @@ fn site_edits<'s>(
     let fence = match &site.aim {
         None => format!(" WMFIX_FENCE({id});"),
         Some(aim) => {
+            let named = rewritten(text, replaced, &aim.range);
             // Where the statement accesses more than one place, the one named may be shared
-            // memory while another is global: the fence must not depend on it.
-            let name = match (aim.form, several_places(site)) {
-                (AimForm::Lvalue, false) => "WMFIX_FENCE_AT",
-                (AimForm::Pointer, false) => "WMFIX_FENCE_PTR",
-                (AimForm::Lvalue, true) => "WMFIX_FENCE_AIM",
-                (AimForm::Pointer, true) => "WMFIX_FENCE_AIM_PTR",
-            };
-            format!(" {name}({id}, {});", rewritten(text, replaced, &aim.range))
+            // memory while another is global: the fence must not depend on it alone. Where
+            // every place is named (the others are the race hooks), it depends on them all.
+            match (
+                aim.form,
+                several_places(site),
+                others_global(site, aim, text, replaced),
+            ) {
+                (AimForm::Lvalue, false, _) => format!(" WMFIX_FENCE_AT({id}, {named});"),
+                (AimForm::Pointer, false, _) => format!(" WMFIX_FENCE_PTR({id}, {named});"),
+                (AimForm::Lvalue, true, Some(others)) => {
+                    format!(" WMFIX_FENCE_AIM_IF({id}, {others}, {named});")
+                }
+                (AimForm::Lvalue, true, None) => format!(" WMFIX_FENCE_AIM({id}, {named});"),
+                (AimForm::Pointer, true, _) => format!(" WMFIX_FENCE_AIM_PTR({id}, {named});"),
+            }
         }
     };
     // The site's other accesses, for the detection runtime only (nothing otherwise); before
@@ -466,17 +489,66 @@ fn site_edits<'s>(
             format!(" {name}({id}, {});", rewritten(text, replaced, r))
         })
         .collect();
+    let value_global = value_global(site, text, replaced);
     site.spots.iter().map(move |s| {
         let text = match s.piece {
             Piece::Fence => format!("{others}{fence}"),
             Piece::LoopFence => format!(" if (WMFIX_IN_LOOP({id})){fence}"),
             Piece::CommaFence => format!(", WMFIX_FENCE_EXPR({id})"),
-            Piece::WrapOpen => format!("WMFIX_AFTER({id}, "),
-            Piece::ReturnOpen => format!("WMFIX_AFTER_RETURN({id}, "),
+            Piece::WrapOpen => match &value_global {
+                Some(global) => format!("WMFIX_AFTER_IF({id}, {global}, "),
+                None => format!("WMFIX_AFTER({id}, "),
+            },
+            Piece::ReturnOpen => match &value_global {
+                Some(global) => format!("WMFIX_AFTER_RETURN_IF({id}, {global}, "),
+                None => format!("WMFIX_AFTER_RETURN({id}, "),
+            },
             Piece::WrapClose => ")".to_string(),
         };
         Edit::insert(s.at, s.slot, text)
     })
+}
+
+/// `WMFIX_GLOBAL(a) || ...` of the places a value site's value accesses, when each of its
+/// accesses is a race hook (a plain lvalue whose text may be copied) and the value is not that
+/// access itself (whose address `WMFIX_AFTER` takes): the fence after the value then depends
+/// on their spaces (`return x * stride_[0] + y;` on a register object fences nothing), where a
+/// value that is no lvalue otherwise fences always (CUTLASS's basic_gemm: 276 of 749 fences).
+fn value_global(site: &Site, text: &str, replaced: &[Edit]) -> Option<String> {
+    let hooks = &site.race_hooks;
+    let value_itself = site.accesses.iter().all(|(r, _)| *r == site.range);
+    if site.aim.is_some()
+        || value_itself
+        || !site
+            .accesses
+            .iter()
+            .all(|(r, _)| hooks.iter().any(|(h, _)| h == r))
+    {
+        return None;
+    }
+    global_places(hooks.iter().map(|(r, _)| r), text, replaced)
+}
+
+/// `WMFIX_GLOBAL(p1) || WMFIX_GLOBAL(p2) ...`, each place once; none for no place, or where a
+/// place goes through a pointer to member (`(c->*m)` may name a member function, whose address
+/// cannot be taken).
+fn global_places<'r>(
+    places: impl Iterator<Item = &'r std::ops::Range<usize>>,
+    text: &str,
+    replaced: &[Edit],
+) -> Option<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in places {
+        let place = rewritten(text, replaced, r);
+        if place.contains("->*") || place.contains(".*") {
+            return None;
+        }
+        let place = format!("WMFIX_GLOBAL({place})");
+        if !out.contains(&place) {
+            out.push(place);
+        }
+    }
+    (!out.is_empty()).then(|| out.join(" || "))
 }
 
 /// The replacements among a file's fixed edits (the virtual thread ids), by start.

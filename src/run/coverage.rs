@@ -77,8 +77,9 @@ impl Coverage {
             .collect()
     }
 
-    /// `sys-str+: 12 of 15 fence sites ran, 9 on global memory; on shared or local memory only
-    /// (not fenced): 4, 7, 9`, for the runs of `env`.
+    /// `sys-str+: 9 of 15 fence sites ran on global memory (or memory of unknown space); the
+    /// others did not (not fenced)`, for the runs of `env`; sites a file says ran on shared or
+    /// local memory only (earlier runtimes counted those) are listed.
     pub fn line(&self, env: &str) -> String {
         let executed = self.executed.ids(self.fences);
         let global = self.global.ids(self.fences);
@@ -87,16 +88,12 @@ impl Coverage {
             .map(|id| id.to_string())
             .collect();
         let mut line = format!(
-            "{env}: {} of {} fence sites ran, {} on global memory",
-            executed.len(),
+            "{env}: {} of {} fence sites ran on global memory (or memory of unknown space); the others did not (not fenced)",
+            global.len(),
             self.fences,
-            global.len()
         );
         if !local.is_empty() {
-            line += &format!(
-                "; on shared or local memory only (not fenced): {}",
-                local.join(", ")
-            );
+            line += &format!("; on shared or local memory only: {}", local.join(", "));
         }
         line + "\n"
     }
