@@ -340,17 +340,17 @@ impl Trace {
             else {
                 continue;
             };
-            let other = |w: &usize| self.events[*w].thread != e.thread;
             let (launch, addr) = (e.thread.launch, e.addr);
+            let Some(cands) = stores.get(&(launch, addr, new)) else {
+                continue;
+            };
+            let other = |w: &usize| self.events[*w].thread != e.thread;
             let written = writes
                 .get(&(launch, addr, old))
                 .is_some_and(|ws| ws.iter().any(|w| *w < i || (*w > i && other(w))));
             if written {
                 continue;
             }
-            let Some(cands) = stores.get(&(launch, addr, new)) else {
-                continue;
-            };
             let before = cands.iter().rev().find(|w| **w < i && other(w));
             if let Some(&w) = before.or_else(|| cands.iter().find(|w| **w > i && other(w))) {
                 mended.entry(w).or_insert(old);

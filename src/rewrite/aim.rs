@@ -149,8 +149,12 @@ impl<'a, 't> Facts<'a, 't> {
             return false;
         }
         // The name part of a qualified name (`advance` of `rng::advance`) means another thing,
-        // or nothing, alone.
-        if self.text[..r.start].trim_end().ends_with("::") {
+        // or nothing, alone; through a pointer to member (`(c->*m)`) the place may be a member
+        // function, whose address cannot be taken.
+        if self.text[..r.start].trim_end().ends_with("::")
+            || text.contains("->*")
+            || text.contains(".*")
+        {
             return false;
         }
         // An impure node that starts inside may still end outside only if it encloses the

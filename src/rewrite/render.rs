@@ -4,7 +4,7 @@
 use crate::fences::id::{FenceId, Ids};
 use crate::fences::record::{AccessKind, FenceRecord, How, Placement};
 use crate::fences::scope::FenceScope;
-use crate::rewrite::aim::{Aim, AimForm};
+use crate::rewrite::aim::AimForm;
 use crate::rewrite::branches::Groups;
 use crate::rewrite::configs;
 use crate::rewrite::device_code::{self, Program};
@@ -426,19 +426,31 @@ fn hardened_edits<'s>(
     })
 }
 
-/// `WMFIX_GLOBAL(b[j]) || ...` of a statement's places other than the named one, when each of
-/// its accesses is at the named place or at a race hook's (plain lvalues whose text may be
-/// copied): whether one of them may be global then decides the fence, as the named one's space
-/// decides `WMFIX_FENCE_AT`'s (a copy between register arrays fences nothing: CUTLASS's
-/// `idx[i] = _idx[i]`, unrolled, was 1,144 of basic_gemm's 2,923 fences).
-fn others_global(site: &Site, aim: &Aim, text: &str, replaced: &[Edit]) -> Option<String> {
+/// `WMFIX_GLOBAL(b[j]) || ...` of a site's places but `named`, when each of its accesses is at
+/// `named` or at a race hook's (plain lvalues whose text may be copied): whether one of them
+/// may be global then decides the fence, as the named one's space decides `WMFIX_FENCE_AT`'s
+/// (CUTLASS's basic_gemm: a copy between register arrays, `idx[i] = _idx[i]` unrolled, was 1,144
+/// of its 2,923 fences; values that are no lvalue, `x * stride_[0] + y`, 276).
+fn places_global(
+    site: &Site,
+    named: Option<&std::ops::Range<usize>>,
+    text: &str,
+    replaced: &[Edit],
+) -> Option<String> {
     let hooks = &site.race_hooks;
-    let named = |r: &std::ops::Range<usize>| *r == aim.range || hooks.iter().any(|(h, _)| h == r);
-    if hooks.is_empty() || !site.accesses.iter().all(|(r, _)| named(r)) {
+    let covered =
+        |r: &std::ops::Range<usize>| Some(r) == named || hooks.iter().any(|(h, _)| h == r);
+    if !site.accesses.iter().all(|(r, _)| covered(r)) {
         return None;
     }
-    let others = hooks.iter().map(|(r, _)| r).filter(|r| **r != aim.range);
-    global_places(others, text, replaced)
+    let mut out: Vec<String> = Vec::new();
+    for (r, _) in hooks.iter().filter(|(r, _)| Some(r) != named) {
+        let place = format!("WMFIX_GLOBAL({})", rewritten(text, replaced, r));
+        if !out.contains(&place) {
+            out.push(place);
+        }
+    }
+    (!out.is_empty()).then(|| out.join(" || "))
 }
 
 /// Whether a site's accesses are at more than one place (`s[i] = g[i]`, not `a[i] += 1`).
@@ -460,18 +472,16 @@ fn site_edits<'s>(
             // Where the statement accesses more than one place, the one named may be shared
             // memory while another is global: the fence must not depend on it alone. Where
             // every place is named (the others are the race hooks), it depends on them all.
-            match (
-                aim.form,
-                several_places(site),
-                others_global(site, aim, text, replaced),
-            ) {
-                (AimForm::Lvalue, false, _) => format!(" WMFIX_FENCE_AT({id}, {named});"),
-                (AimForm::Pointer, false, _) => format!(" WMFIX_FENCE_PTR({id}, {named});"),
-                (AimForm::Lvalue, true, Some(others)) => {
-                    format!(" WMFIX_FENCE_AIM_IF({id}, {others}, {named});")
+            match (aim.form, several_places(site)) {
+                (AimForm::Lvalue, false) => format!(" WMFIX_FENCE_AT({id}, {named});"),
+                (AimForm::Pointer, false) => format!(" WMFIX_FENCE_PTR({id}, {named});"),
+                (AimForm::Lvalue, true) => {
+                    match places_global(site, Some(&aim.range), text, replaced) {
+                        Some(others) => format!(" WMFIX_FENCE_AIM_IF({id}, {others}, {named});"),
+                        None => format!(" WMFIX_FENCE_AIM({id}, {named});"),
+                    }
                 }
-                (AimForm::Lvalue, true, None) => format!(" WMFIX_FENCE_AIM({id}, {named});"),
-                (AimForm::Pointer, true, _) => format!(" WMFIX_FENCE_AIM_PTR({id}, {named});"),
+                (AimForm::Pointer, true) => format!(" WMFIX_FENCE_AIM_PTR({id}, {named});"),
             }
         }
     };
@@ -509,46 +519,18 @@ fn site_edits<'s>(
     })
 }
 
-/// `WMFIX_GLOBAL(a) || ...` of the places a value site's value accesses, when each of its
-/// accesses is a race hook (a plain lvalue whose text may be copied) and the value is not that
-/// access itself (whose address `WMFIX_AFTER` takes): the fence after the value then depends
-/// on their spaces (`return x * stride_[0] + y;` on a register object fences nothing), where a
-/// value that is no lvalue otherwise fences always (CUTLASS's basic_gemm: 276 of 749 fences).
+/// The places a value site's value accesses (`places_global`), where the value is not that
+/// access itself, whose address `WMFIX_AFTER` takes; only for a site that wraps a value.
 fn value_global(site: &Site, text: &str, replaced: &[Edit]) -> Option<String> {
-    let hooks = &site.race_hooks;
+    let wraps = site
+        .spots
+        .iter()
+        .any(|s| matches!(s.piece, Piece::WrapOpen | Piece::ReturnOpen));
     let value_itself = site.accesses.iter().all(|(r, _)| *r == site.range);
-    if site.aim.is_some()
-        || value_itself
-        || !site
-            .accesses
-            .iter()
-            .all(|(r, _)| hooks.iter().any(|(h, _)| h == r))
-    {
+    if !wraps || site.aim.is_some() || value_itself {
         return None;
     }
-    global_places(hooks.iter().map(|(r, _)| r), text, replaced)
-}
-
-/// `WMFIX_GLOBAL(p1) || WMFIX_GLOBAL(p2) ...`, each place once; none for no place, or where a
-/// place goes through a pointer to member (`(c->*m)` may name a member function, whose address
-/// cannot be taken).
-fn global_places<'r>(
-    places: impl Iterator<Item = &'r std::ops::Range<usize>>,
-    text: &str,
-    replaced: &[Edit],
-) -> Option<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in places {
-        let place = rewritten(text, replaced, r);
-        if place.contains("->*") || place.contains(".*") {
-            return None;
-        }
-        let place = format!("WMFIX_GLOBAL({place})");
-        if !out.contains(&place) {
-            out.push(place);
-        }
-    }
-    (!out.is_empty()).then(|| out.join(" || "))
+    places_global(site, None, text, replaced)
 }
 
 /// The replacements among a file's fixed edits (the virtual thread ids), by start.
