@@ -30,7 +30,7 @@ def unwrap(path):
 
 
 def found_pairs(race, fences):
-    """{kernel: {(var, class)}}, {(kernel, var, class): most runs a row of it was seen in}, and
+    """{kernel: {(var, class)}}, {(kernel, var, class): [each row's run list or run count]}, and
     the rows that belong to no kernel."""
     by_id = {f["id"]: f for f in fences["fences"]}
     found, seen, stray = {}, {}, []
@@ -45,9 +45,29 @@ def found_pairs(race, fences):
         var = "data" if any("d +" in t for t in texts) else "sync"
         kernel = records[0]["function"]
         found.setdefault(kernel, set()).add((var, row["class"]))
-        key = (kernel, var, row["class"])
-        seen[key] = max(seen.get(key, 0), row.get("runs", 1))
+        seen.setdefault((kernel, var, row["class"]), []).append(
+            set(row["in_runs"]) if "in_runs" in row else row.get("runs", 1))
     return found, seen, stray
+
+
+def not_in_every_run(seen, kernel, got, runs):
+    """The found pairs of `kernel` some run did not show, in words. A kernel's verdict in a run
+    is the pairs of the rows with that run: two symmetric rows (whichever thread a schedule
+    made last) seen in alternate runs are one verdict. race.json files before `in_runs` give
+    only counts: a pair counts as seen in every run only where one row was, and the rows'
+    counts are shown."""
+    partial = []
+    for v, c in sorted(got):
+        rows = seen[(kernel, v, c)]
+        if all(isinstance(r, set) for r in rows):
+            n = len(set().union(*rows))
+            if n < runs:
+                partial.append(f"{v}/{c} in {n}")
+        elif max(r if isinstance(r, int) else len(r) for r in rows) < runs:
+            counts = [r if isinstance(r, int) else len(r) for r in rows]
+            partial.append(f"{v}/{c} in {max(counts)} (rows: {'+'.join(map(str, counts))}; "
+                           "race.json names no runs)")
+    return partial
 
 
 def by_kernel(labels, model, found_kinds):
@@ -85,8 +105,7 @@ def main(folder, labels_path):
                 table[c][0 if w and g else 1 if w else 2 if g else 3] += 1
         if want != got:
             wrong.append(f"{kernel}: expected {sorted(want)}, found {sorted(got)}")
-        partial = sorted(f"{v}/{c} in {seen[(kernel, v, c)]}" for v, c in got
-                         if seen[(kernel, v, c)] < runs)
+        partial = not_in_every_run(seen, kernel, got, runs)
         if partial:
             unstable.append(f"{kernel}: {', '.join(partial)} of {runs} runs")
     print(f"model {model}: {len(labels)} kernels, {runs} detection run(s)")

@@ -311,7 +311,34 @@ fn the_gpu_checker_compares_race_json_with_the_labels() {
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(
         text.contains(&format!(
-            "NOT IN EVERY RUN {}: data/data-race in 7 of 10 runs",
+            "NOT IN EVERY RUN {}: data/data-race in 7 (rows: 7; race.json names no runs) of 10 runs",
+            k.name()
+        )),
+        "{text}"
+    );
+    // Two symmetric rows (whichever thread a schedule made last), each in alternate runs:
+    // every run shows the race, one verdict; with a run that shows neither, it differed.
+    let split = |a: Vec<u64>, b: Vec<u64>| {
+        let mut two = row.clone();
+        two["second"]["location"] = "c".into();
+        let (mut r, mut t) = (row.clone(), two);
+        (r["runs"], r["in_runs"]) = (a.len().into(), a.into());
+        (t["runs"], t["in_runs"]) = (b.len().into(), b.into());
+        serde_json::json!([r, t])
+    };
+    let o = check_runs(split(vec![0, 2, 4, 6, 8], vec![1, 3, 5, 7, 9]), 10);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("the same verdict in all 10 runs: 1 of 1"),
+        "{text}"
+    );
+    let o = check_runs(split(vec![0, 2, 4, 6], vec![1, 3, 5, 7, 9]), 10);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "NOT IN EVERY RUN {}: data/data-race in 9 of 10 runs",
             k.name()
         )),
         "{text}"

@@ -212,3 +212,22 @@ fn block_scope_atomics_across_blocks_name_the_scope_to_widen() {
     let r = report::report(std::slice::from_ref(&one), &Options::default(), None);
     assert!(r.rows.is_empty(), "{}", report::table(&r));
 }
+
+#[test]
+fn a_row_names_the_runs_that_showed_it() {
+    // Three runs; the same unsynchronised pair raced in runs 0 and 2, run 1 had no conflict.
+    let racy = "b0.t0 st d 1 @0\nb1.t0 ld d 1 @1\n";
+    let quiet = "b0.t0 st d 1 @0\nb1.t0 ld e 0 @1\n";
+    let traces: Vec<Trace> = [racy, quiet, racy]
+        .iter()
+        .enumerate()
+        .map(|(run, text)| {
+            let mut t = Trace::parse_text(text).unwrap();
+            t.run = run;
+            t
+        })
+        .collect();
+    let r = report::report(&traces, &Options::default(), None);
+    assert_eq!(r.rows.len(), 1, "{}", report::table(&r));
+    assert_eq!((r.rows[0].runs, r.rows[0].in_runs.clone()), (2, vec![0, 2]));
+}

@@ -58,6 +58,9 @@ pub struct Row {
     pub count: u64,
     /// Traces (runs) in which this pair raced.
     pub runs: usize,
+    /// Which runs (0-based, as race.json's `runs` lists them): a kernel's verdict in one run is
+    /// what the rows with that run say, whichever of two symmetric pairs a schedule showed.
+    pub in_runs: Vec<usize>,
     pub example: Example,
     pub explanation: Explanation,
     pub suggested: Vec<FenceId>,
@@ -161,6 +164,7 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         .into_values()
         .map(|(mut row, runs)| {
             row.runs = runs.len();
+            row.in_runs = runs.into_iter().collect();
             row
         })
         .collect();
@@ -356,6 +360,7 @@ fn new_row(
         second,
         count: 0,
         runs: 0,
+        in_runs: Vec::new(),
         example: Example {
             first: ea.thread.to_string(),
             second: eb.thread.to_string(),

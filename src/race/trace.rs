@@ -292,10 +292,13 @@ impl Trace {
 
     /// A strong store's value is read back after the store (the runtime has only its lvalue),
     /// so another thread's atomic in between is what it records: a lock released by a volatile
-    /// store of 0 and taken again at once shows a release of 1. An atomic that read a value no
-    /// write of its launch wrote, on a word where another thread's strong store recorded the
-    /// value that atomic wrote, read that store (the nearest in slot order): the store wrote
-    /// what the atomic read.
+    /// store of 0 and taken again at once shows a release of 1. An atomic read the nearest
+    /// source of its value: where another thread's strong store that recorded the value the
+    /// atomic wrote is nearer (in slot order: before it and after the last write of the value
+    /// read, else after it and before the next such write) than any write of the value read,
+    /// the store wrote what the atomic read. Nearer, not "no write wrote it": in a lock taken
+    /// by several waiters, the last holder's release is recorded with 0 and would else be
+    /// taken as every earlier acquire's source.
     fn mend_reread_stores(&mut self) {
         type Key = (u32, u64, u64);
         let mut stores: HashMap<Key, Vec<usize>> = HashMap::new();
@@ -344,15 +347,22 @@ impl Trace {
             let Some(cands) = stores.get(&(launch, addr, new)) else {
                 continue;
             };
-            let other = |w: &usize| self.events[*w].thread != e.thread;
-            let written = writes
-                .get(&(launch, addr, old))
-                .is_some_and(|ws| ws.iter().any(|w| *w < i || (*w > i && other(w))));
-            if written {
-                continue;
-            }
-            let before = cands.iter().rev().find(|w| **w < i && other(w));
-            if let Some(&w) = before.or_else(|| cands.iter().find(|w| **w > i && other(w))) {
+            let other = |w: &&usize| self.events[**w].thread != e.thread;
+            let olds: &[usize] = writes.get(&(launch, addr, old)).map_or(&[], |v| v);
+            let store_before = cands.iter().rev().find(|w| **w < i && other(w));
+            let old_before = olds.iter().rev().find(|w| **w < i);
+            // The nearest source: a write of the value read, or a store that recorded the
+            // value this atomic wrote.
+            let source = match (store_before, old_before) {
+                (Some(s), o) if o.is_none_or(|o| o < s) => Some(s),
+                (_, Some(_)) => None,
+                (_, None) => {
+                    let store_after = cands.iter().find(|w| **w > i && other(w));
+                    let old_after = olds.iter().find(|w| **w > i && other(w));
+                    store_after.filter(|s| old_after.is_none_or(|o| s < &o))
+                }
+            };
+            if let Some(&w) = source {
                 mended.entry(w).or_insert(old);
             }
         }
