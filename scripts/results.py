@@ -303,13 +303,14 @@ def trust_race(folder):
     the verdict and the exit code's meaning."""
     metas = []
     print("`wmfix race` at its defaults (no `--events`: the trace takes a quarter of the device's "
-          "free memory; each launch checked on its own, on all cores): one detection run a study.\n")
-    print("| study | events | launches cut or lost | every event checked | racing place pairs | verdict | run s | host check s |")
-    print("|---|---:|---|---|---:|---|---:|---:|")
+          "free memory; each launch checked on its own, on all cores); runs: the detection runs made (the default "
+          "was one run; it is now up to three, stopping at the first that shows a race); events over all of them.\n")
+    print("| study | runs | events | launches cut or lost | every event checked | racing place pairs | verdict | run s | host check s |")
+    print("|---|---:|---:|---|---|---:|---|---:|---:|")
     for d in steps(folder, "trust-race-"):
         doc = load(folder, d, "race.json")
         if doc is None:
-            print(f"| {d[len('trust-race-'):]} | - | - | not run | | | | |")
+            print(f"| {d[len('trust-race-'):]} | - | - | - | not run | | | | |")
             continue
         metas.append(doc["meta"])
         r = doc["result"]
@@ -320,7 +321,7 @@ def trust_race(folder):
         whole = "yes (100%)" if r.get("complete") else f"NO ({100 * share:.2f}%)" if share is not None else "NO"
         rows = len(r["rows"])
         verdict = "race (exit 2)" if rows else ("no race (exit 0)" if r.get("complete") else "inconclusive (exit 6)")
-        print(f"| {d[len('trust-race-'):]} | {events:,} | {lost} | {whole} | {rows} | {verdict} | "
+        print(f"| {d[len('trust-race-'):]} | {len(r['runs'])} | {events:,} | {lost} | {whole} | {rows} | {verdict} | "
               f"{r['detection_s']:.1f} | {r['check_s']:.1f} |")
     print(provenance(metas))
 
@@ -353,9 +354,10 @@ def race_apps(folder):
     metas = []
     print("`wmfix race` at its defaults on the race applications (case-studies/ra-*), the correct "
           "build and the racy one (`-DRACY`: block-scope atomics or fences across blocks), under "
-          "each model; one detection run a cell:\n")
-    print("| application | build | model | events | every event checked | rows (kinds) | verdict | as it should be | what the rows name | run s | host check s |")
-    print("|---|---|---|---:|---|---|---|---|---|---:|---:|")
+          "each model; runs: the detection runs made (up to three by default, stopping at the first that shows a "
+          "race; one before), events over all of them:\n")
+    print("| application | build | model | runs | events | every event checked | rows (kinds) | verdict | as it should be | what the rows name | run s | host check s |")
+    print("|---|---|---|---:|---:|---|---|---|---|---|---:|---:|")
     for d in steps(folder, "race-app-"):
         m = re.match(r"race-app-(.+)-(ok|racy)-(ptx|scoped-hrf)$", d)
         if not m:
@@ -363,7 +365,7 @@ def race_apps(folder):
         app, build, model = m.groups()
         doc = load(folder, d, "race.json")
         if doc is None:
-            print(f"| {app} | {build} | {model} | - | not run | | | | | | |")
+            print(f"| {app} | {build} | {model} | - | - | not run | | | | | | |")
             continue
         metas.append(doc["meta"])
         r = doc["result"]
@@ -383,7 +385,7 @@ def race_apps(folder):
         if any(side and side.get("block_scope_fence") for side in sides):
             names.append("a block-scope fence to widen")
         fences = "; ".join(names) or "-"
-        print(f"| {app} | {build} | {model} | {events:,} | {whole} | {rows} | {verdict} | {right} | {fences} | "
+        print(f"| {app} | {build} | {model} | {len(r['runs'])} | {events:,} | {whole} | {rows} | {verdict} | {right} | {fences} | "
               f"{r['detection_s']:.1f} | {r['check_s']:.1f} |")
     print(provenance(metas))
 

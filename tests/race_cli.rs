@@ -133,7 +133,7 @@ fn a_missing_acquire_races_under_ptx_and_the_row_says_scoped_hrf_would_not_call_
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("no race in 1 run(s) under scoped-hrf"),
+        stdout(&o).contains("no race in 3 run(s) under scoped-hrf"),
         "{}",
         stdout(&o)
     );
@@ -172,7 +172,7 @@ fn a_bad_model_is_refused() {
 #[test]
 fn no_race_in_a_trace_the_buffer_cut_short_is_inconclusive_not_a_verdict() {
     let (_tmp, dir) = fixture("race-standin");
-    let o = race(&dir, &trace(true, 7), &[]);
+    let o = race(&dir, &trace(true, 7), &["--runs", "1"]);
     // e1354e7 exited 0 here ("no race") though the one launch was never checked.
     assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
     let text = stdout(&o);
@@ -196,14 +196,26 @@ fn a_whole_fenced_trace_is_a_verdict_of_no_race_and_the_trace_is_sized_without_a
     let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(doc["complete"], true, "{doc}");
     assert_eq!(doc["checked_share"], 1.0, "{doc}");
-    assert!(stderr(&o).contains("no race in 1 run(s) under ptx (every event checked"));
-    // The runtime sizes the buffer from the device's free memory unless --events is given.
+    assert!(stderr(&o).contains("no race in 3 run(s) under ptx (every event checked"));
+    // The runtime sizes the buffer from the device's free memory unless --events is given;
+    // no race: all three runs, the later two with thread ids remapped.
     let said = std::fs::read_to_string(&env).unwrap();
-    assert_eq!(said, "events=auto memory=0.25\n");
+    assert_eq!(
+        said,
+        "events=auto memory=0.25 env=no-str-\nevents=auto memory=0.25 env=no-str+\nevents=auto memory=0.25 env=no-str+\n"
+    );
+    assert!(
+        stderr(&o).contains("schedules: 3 (no-str-, no-str+, no-str+)\n"),
+        "{}",
+        stderr(&o)
+    );
     let o = race_env(&dir, &trace(true, 0), &["--events", "1000"], &env);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let said = std::fs::read_to_string(&env).unwrap();
-    assert!(said.ends_with("events=1000 memory=0.25\n"), "{said}");
+    assert!(
+        said.ends_with("events=1000 memory=0.25 env=no-str+\n"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -229,7 +241,7 @@ fn a_run_that_wrote_no_trace_is_inconclusive_not_a_clean_run() {
     // The original passes natively: the detection run's failure is the race build's doing.
     assert!(
         text.contains(
-            "wmfix: warning: detection run(s) [0] ended otherwise than the original natively (pass)"
+            "wmfix: warning: detection run(s) [0, 1, 2] ended otherwise than the original natively (pass)"
         ),
         "{text}"
     );
@@ -438,4 +450,39 @@ fn the_race_oracle_finds_races_under_the_model_asked() {
     assert_eq!(hrf["race"]["fences"], serde_json::json!([]), "{err}");
     assert_eq!(hrf["race"]["model"], "scoped-hrf");
     drop(tmp);
+}
+
+#[test]
+fn detection_stops_at_the_first_run_that_shows_a_race_unless_all_runs_are_asked() {
+    let (_tmp, dir) = fixture("race-standin");
+    let env = dir.parent().unwrap().join("env.log");
+    let o = race_env(&dir, &trace(false, 0), &["--json"], &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&env).unwrap().lines().count(), 1);
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["rows"][0]["in_runs"], serde_json::json!([0]), "{doc}");
+    assert!(
+        stderr(&o).contains(
+            "schedules: 1 (no-str-); stopped after run 0 showed a race (`--all-runs` runs all 3)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(&env).unwrap();
+    let o = race_env(
+        &dir,
+        &trace(false, 0),
+        &["--json", "--all-runs", "--runs", "4"],
+        &env,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&env).unwrap().lines().count(), 4);
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        doc["rows"][0]["in_runs"],
+        serde_json::json!([0, 1, 2, 3]),
+        "{doc}"
+    );
+    assert_eq!(doc["runs"][3]["env"], "no-str+", "{doc}");
 }

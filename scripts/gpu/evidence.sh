@@ -1109,7 +1109,7 @@ for m in ptx scoped-hrf; do
   for i in 2 3; do add "ground-truth-$m-again-$i" ground_truth "$m"; done
   # Issue 46's "the same verdict in 10 of 10 runs": one build, ten detection runs (each its own
   # seed, so its own id remapping), the checker counting kernels whose verdict differed.
-  add "ground-truth-$m-runs10" ground_truth "$m" --runs 10
+  add "ground-truth-$m-runs10" ground_truth "$m" --runs 10 --all-runs
 done
 
 # ---- the driver ----

@@ -15,11 +15,16 @@ use serde::Serialize;
 pub struct Args {
     #[command(flatten)]
     app: AppArgs,
-    /// Detection runs (each its own seed, so its own thread-id mapping under a `+`
-    /// environment).
-    #[arg(long, default_value = "1")]
+    /// Detection runs at most, each its own seed: the first in `--env`, the later ones with
+    /// thread ids remapped by their seed (its `+` form), so that each sees another schedule.
+    /// Stops after the first run that shows a race, unless `--all-runs`.
+    #[arg(long, default_value = "3")]
     runs: Count,
-    /// Testing environment of the runs (`no-str-`: natively, as the program runs).
+    /// Every one of `--runs`, even after a run showed a race (to see whether the verdict is
+    /// the same in each).
+    #[arg(long)]
+    all_runs: bool,
+    /// Testing environment of the first run (`no-str-`: natively, as the program runs).
     #[arg(long, default_value = "no-str-")]
     env: Env,
     /// Steps a run (`{steps}` in wmfix.toml's run command). One by default, whatever
@@ -95,20 +100,38 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let opts = runs::Options {
         runs: args.runs.get(),
         env: args.env.0,
+        remap_later: true,
         seed: args.seed,
         fences: args.fences.clone(),
         trace: runs::TraceSize::of(args.events, args.trace_memory.0),
     };
-    let done = runs::run(&app, &out, &opts, &built.original)?;
     let detect = Detect {
         barrier_acquires: !args.strict,
         model: args.model,
         fence_scope: args.app.fence.into(),
         ..Detect::default()
     };
+    // A run that shows a race settles the verdict; its report serves when it is the only run.
+    let mut check_s = 0.0;
+    let mut first = None;
+    let done = runs::run(&app, &out, &opts, &built.original, |traces| {
+        if args.all_runs {
+            return false;
+        }
+        let t0 = std::time::Instant::now();
+        let r = report::report(traces, &detect, Some(&fences));
+        check_s += t0.elapsed().as_secs_f64();
+        let race = !r.rows.is_empty();
+        first.get_or_insert(r);
+        race
+    })?;
     let t0 = std::time::Instant::now();
-    let report = report::report(&done.traces, &detect, Some(&fences));
-    let check_s = t0.elapsed().as_secs_f64();
+    let report = match first {
+        Some(r) if done.info.len() == 1 => r,
+        _ => report::report(&done.traces, &detect, Some(&fences)),
+    };
+    check_s += t0.elapsed().as_secs_f64();
+    let stopped = done.info.len() < args.runs.get();
     let detection_s =
         done.info.iter().map(|r| r.seconds).sum::<f64>() / done.info.len().max(1) as f64;
     let doc = Document {
@@ -127,6 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     std::fs::write(out.race().report(), format!("{text}\n"))?;
     let mut human = report::table(&report);
     human.push_str(&timing(&done.info, doc.native_s));
+    human.push_str(&schedules(&done.info, args.runs.get(), stopped));
     if let (Some(native), false) = (doc.native, doc.unlike_original.is_empty()) {
         human.push_str(&crate::exit_code::warning(format_args!(
             "detection run(s) {:?} ended otherwise than the original natively ({native}): the race build changed the program, or its outcome varies; see {}\n",
@@ -163,6 +187,20 @@ fn unlike_original(done: &runs::Runs) -> Vec<usize> {
         .filter(|r| r.outcome != native)
         .map(|r| r.run)
         .collect()
+}
+
+/// What the runs were, so that a verdict says how many schedules it rests on.
+fn schedules(info: &[RunInfo], most: usize, stopped: bool) -> String {
+    let envs: Vec<String> = info.iter().map(|r| r.env.to_string()).collect();
+    let stop = if stopped {
+        format!(
+            "; stopped after run {} showed a race (`--all-runs` runs all {most})",
+            info.len() - 1
+        )
+    } else {
+        String::new()
+    };
+    format!("schedules: {} ({}){stop}\n", info.len(), envs.join(", "))
 }
 
 fn timing(info: &[RunInfo], native_s: Option<f64>) -> String {

@@ -15,8 +15,12 @@ use std::path::Path;
 use std::time::Instant;
 
 pub struct Options {
+    /// Runs at most: fewer where `run`'s `enough` says the traces so far settle it.
     pub runs: usize,
+    /// The first run's environment; later runs remap thread ids (its `+` form) where
+    /// `remap_later`, so that each sees another schedule.
     pub env: TestEnv,
+    pub remap_later: bool,
     pub seed: u64,
     /// wmfix's own fences enabled in the runs (`none`: the program's own fences only).
     pub fences: FenceSet,
@@ -59,6 +63,7 @@ impl TraceSize {
 pub struct RunInfo {
     pub run: usize,
     pub seed: u64,
+    pub env: TestEnv,
     pub outcome: Outcome,
     pub seconds: f64,
     pub events: usize,
@@ -119,8 +124,30 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The original once natively (for the overhead), then the detection runs.
-pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<Runs> {
+impl Options {
+    /// Run `run`'s environment.
+    fn env_of(&self, run: usize) -> TestEnv {
+        if run > 0 && self.remap_later {
+            TestEnv {
+                randomise: true,
+                ..self.env
+            }
+        } else {
+            self.env
+        }
+    }
+}
+
+/// The original once natively (for the overhead), then the detection runs, each launch a
+/// trace of its own (`launches::split`); after each run but the last, `enough(its traces)`
+/// says whether to stop there.
+pub fn run(
+    app: &App,
+    out: &OutDir,
+    opts: &Options,
+    original: &Path,
+    mut enough: impl FnMut(&[Trace]) -> bool,
+) -> Result<Runs> {
     let files = out.race();
     let fences = FenceList::load(&out.fences_json())?;
     let kinds = super::sites::site_kinds(&fences);
@@ -134,7 +161,8 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
         let seed = opts.seed + run as u64;
         let trace_path = files.trace(run);
         out.remove(&trace_path)?;
-        let mut env = trial::TrialSpec::new(opts.env, seed, &opts.fences).env_vars();
+        let run_env = opts.env_of(run);
+        let mut env = trial::TrialSpec::new(run_env, seed, &opts.fences).env_vars();
         env.push((
             "WMFIX_RACE_TRACE".into(),
             std::path::absolute(&trace_path)?.display().to_string(),
@@ -157,6 +185,7 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
         runs.info.push(RunInfo {
             run,
             seed,
+            env: run_env,
             outcome,
             seconds,
             events: trace.events.len(),
@@ -164,9 +193,13 @@ pub fn run(app: &App, out: &OutDir, opts: &Options, original: &Path) -> Result<R
             lost: trace.lost.clone(),
         });
         trace.run = run;
-        runs.traces.push(trace);
+        let pieces = super::launches::split(vec![trace]);
+        let stop = run + 1 < opts.runs && enough(&pieces);
+        runs.traces.extend(pieces);
+        if stop {
+            break;
+        }
     }
-    runs.traces = super::launches::split(runs.traces);
     Ok(runs)
 }
 

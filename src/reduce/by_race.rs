@@ -81,11 +81,12 @@ pub fn start(
             stress: crate::run::environment::Stress::No,
             randomise: false,
         },
+        remap_later: false,
         seed: how.seed,
         fences: FenceSet::Ids(Ids::new()),
         trace: how.trace,
     };
-    let done = runs::run(app, out, &run_opts, original)?;
+    let done = runs::run(app, out, &run_opts, original, |_| false)?;
     let mut found = minimise(&done.traces, opts, all);
     found.dropped = done.traces.iter().map(|t| t.dropped + t.cut).sum();
     found.run_seconds = done.info.iter().map(|r| r.seconds).sum();
