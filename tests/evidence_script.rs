@@ -17,7 +17,14 @@ const FAKE_WMFIX: &str = r#"#!/usr/bin/env bash
 echo "$*" >> "$FAKE_LOG"
 out=$(echo "$*" | sed 's/.*--out \([^ ]*\).*/\1/')
 if [ -d "$out" ] && [ ! -f "$out/.wmfix-output" ] && [ -n "$(ls -A "$out")" ]; then exit 73; fi
+[ "$1" = race ] && [ -f "$out/build.stamp" ] && echo "built already: $out" >> "$FAKE_LOG"
 mkdir -p "$out/reduce" "$out/cost" && touch "$out/.wmfix-output"
+if [ "$1" = race ]; then
+  for f in build.stamp fences.json; do echo '{"fences":[]}' > "$out/$f"; done
+  mkdir -p "$out/original" "$out/tree" "$out/runtime" "$out/race"
+  echo '{"model":"ptx","rows":[],"runs":[{"run":0}]}' > "$out/race/race.json"
+  exit 0
+fi
 [ "$1" = cost ] && { echo '{"rows":[]}' > "$out/cost/cost.json"; exit 0; }
 from=$(echo "$*" | sed -n 's/.*--resume-from \([^ ]*\).*/\1/p')
 [ -n "$from" ] && cp "$from" "$out/reduce/journal.jsonl"
@@ -64,6 +71,7 @@ impl Machine {
             .env("WORK", &self.work)
             .env("OUT", t.join("out"))
             .env("FAKE_LOG", t.join("calls.log"))
+            .env("GROUND_TRUTH", t.join("ground-truth"))
             .output()
             .unwrap();
         assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
@@ -353,4 +361,22 @@ fn listing_the_steps_leaves_the_carried_binaries_packed() {
     assert!(stdout(&o).contains("serve-on-before-reduce-cbe-dot"));
     assert!(!root.join("carry/wmfix-old").exists());
     assert!(!root.join("carry/wmfix").exists());
+}
+
+#[test]
+fn the_ground_truth_steps_of_a_call_share_one_build() {
+    // The suite's build (the original and the detection variant) is most of a step's time:
+    // the second step starts from the first's.
+    let m = Machine::new();
+    write(&m.tmp.path().join("ground-truth/labels.json"), "{}");
+    let calls = m.run(&["ground-truth-ptx", "ground-truth-scoped-hrf"]);
+    let races: Vec<&String> = calls.iter().filter(|c| c.starts_with("race ")).collect();
+    assert_eq!(races.len(), 2, "{calls:?}");
+    let built: Vec<&String> = calls
+        .iter()
+        .filter(|c| c.starts_with("built already"))
+        .collect();
+    assert_eq!(built.len(), 1, "{calls:?}");
+    assert!(built[0].ends_with("/ground-truth-scoped-hrf"), "{calls:?}");
+    assert!(m.work.join("ground-truth-scoped-hrf/race").is_dir());
 }

@@ -9,7 +9,8 @@
 # its own default per kind), FENCED_LIMIT, TUNE_LIMIT, NATIVE (native runs per grid size), PEER
 # (the peer's checkout), RESULTS (the results folder; default results/<TAG>-<gpu> when TAG is
 # set, else the newest results/*-<gpu>), FROM_RESULTS (where completed_study finds reductions, default
-# RESULTS), TEST_OPTS (more `wmfix test` options for completed_study).
+# RESULTS), TEST_OPTS (more `wmfix test` options for completed_study), GROUND_TRUTH (the race
+# ground truth's folder, default carry/race-ground-truth).
 #
 # Run from the repo root on the GPU machine with a release build of wmfix at carry/wmfix (or
 # carry/wmfix.xz: `xz -T0 carry/wmfix`) and carry/VERSION (the commit it was built from). Steps run in priority order until BUDGET_S
@@ -1062,10 +1063,15 @@ add trust-differential-public trust_public
 # GPU machine has no cargo). `wmfix race` on it under each model (RACE_DEFAULTS: the trace a
 # quarter of free memory), then scripts/race_ground_truth.py against labels.json: confusion.txt,
 # the wrong kernels, exit 1 if any. Repeated (-again-N) for the same verdict on every run.
+GROUND_TRUTH=${GROUND_TRUTH:-carry/race-ground-truth}
 ground_truth() { # ground_truth MODEL [wmfix race options]
-  [ -d carry/race-ground-truth ] || { echo "no carry/race-ground-truth" >> "$STEP_DIR/log.txt"; return 1; }
-  rm -rf "$WORK/gt-$STEP" && cp -r carry/race-ground-truth "$WORK/gt-$STEP"
+  [ -d "$GROUND_TRUTH" ] || { echo "no $GROUND_TRUTH" >> "$STEP_DIR/log.txt"; return 1; }
+  rm -rf "$WORK/gt-$STEP" && cp -r "$GROUND_TRUTH" "$WORK/gt-$STEP"
+  # One build (the original and the detection variant: most of a step's time) serves every
+  # ground-truth step of the call.
+  BUILT="$BUILT race .wmfix-output" prebuilt race-ground-truth "$WORK/$STEP"
   RACE_DEFAULTS=1 LIMIT=${LIMIT:-480} race_step "$WORK/gt-$STEP" --model "$@" || return 1
+  BUILT="$BUILT race .wmfix-output" keep_build race-ground-truth "$WORK/$STEP"
   python3 scripts/race_ground_truth.py "$STEP_DIR" "$WORK/gt-$STEP/labels.json" > "$STEP_DIR/confusion.txt" 2>&1
   local rc=$?
   # A wrong verdict keeps its trace (to replay the kernel on the workstation); else it goes.
@@ -1076,9 +1082,9 @@ ground_truth() { # ground_truth MODEL [wmfix race options]
 # compute-sanitizer's racecheck on the same suite as written (issue 46's side-by-side table):
 # racecheck.txt.xz, and confusion.txt from scripts/race_ground_truth.py --racecheck.
 racecheck_ground_truth() {
-  [ -d carry/race-ground-truth ] || { echo "no carry/race-ground-truth" >> "$STEP_DIR/log.txt"; return 1; }
+  [ -d "$GROUND_TRUTH" ] || { echo "no $GROUND_TRUTH" >> "$STEP_DIR/log.txt"; return 1; }
   local dir=$WORK/gt-$STEP build f=$STEP_DIR/racecheck.txt
-  rm -rf "$dir" && cp -r carry/race-ground-truth "$dir"
+  rm -rf "$dir" && cp -r "$GROUND_TRUTH" "$dir"
   build=$(sed -n "s/^build = '\(.*\)'$/\1/p" "$dir/wmfix.toml")
   (cd "$dir" && bounded 300 bash -c "$build") || return 1
   header "cd race-ground-truth && compute-sanitizer --tool racecheck --print-limit 100000 ./suite" > "$f"
