@@ -2,7 +2,7 @@
 //! reduction cut short in one call resumes in the next on a fresh machine from the journal the
 //! results folder kept, and starts again when wmfix refuses that journal; a reduction made on
 //! an earlier machine is costed from the results folder's record; the call's archive holds only
-//! the steps it ran.
+//! the steps it ran; the declared table lists every step with its command, budget and outputs.
 
 mod common;
 use common::*;
@@ -336,11 +336,13 @@ fn listing_the_steps_leaves_the_carried_binaries_packed() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     std::fs::create_dir_all(root.join("scripts/gpu")).unwrap();
-    std::fs::copy(
-        repo().join("scripts/gpu/evidence.sh"),
-        root.join("scripts/gpu/evidence.sh"),
-    )
-    .unwrap();
+    for f in ["evidence.sh", "evidence.py", "evidence_lib.sh", "steps.py"] {
+        std::fs::copy(
+            repo().join("scripts/gpu").join(f),
+            root.join("scripts/gpu").join(f),
+        )
+        .unwrap();
+    }
     std::fs::create_dir_all(root.join("carry")).unwrap();
     let packed = std::process::Command::new("sh")
         .arg("-c")
@@ -379,4 +381,49 @@ fn the_ground_truth_steps_of_a_call_share_one_build() {
     assert_eq!(built.len(), 1, "{calls:?}");
     assert!(built[0].ends_with("/ground-truth-scoped-hrf"), "{calls:?}");
     assert!(m.work.join("ground-truth-scoped-hrf/race").is_dir());
+}
+
+#[test]
+fn the_table_declares_each_steps_command_budget_and_outputs() {
+    let o = std::process::Command::new("bash")
+        .args(["scripts/gpu/evidence.sh", "--table"])
+        .current_dir(repo())
+        .env("RESULTS", "/nonexistent/results")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let row = |name: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}\t")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"));
+        line.split('\t').map(String::from).collect()
+    };
+    assert_eq!(
+        row("stress-fenced-sdk-red"),
+        ["stress-fenced-sdk-red", "fenced_cell sdk-red sys-str+ 300", "150 s", "summary.json, failures.txt"]
+    );
+    let gt = row("ground-truth-scoped-hrf-runs10");
+    assert_eq!(gt[1], "ground_truth scoped-hrf --runs 10 --all-runs");
+    assert_eq!(gt[2], "480 s");
+    assert!(gt[3].contains("confusion.txt"), "{gt:?}");
+    assert_eq!(row("cbe-ht-native")[2], "its own bounds");
+    // Every step's function is defined by the library the driver sources.
+    let fns: std::collections::BTreeSet<&str> = text
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap().split(' ').next().unwrap())
+        .collect();
+    let script = format!(
+        "source scripts/gpu/evidence_lib.sh; for f in {}; do declare -F $f >/dev/null || echo MISSING $f; done",
+        fns.iter().copied().collect::<Vec<_>>().join(" ")
+    );
+    let out = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(repo())
+        .env("OUT", out.path())
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), "", "{}", stderr(&o));
 }
