@@ -74,6 +74,13 @@
 ; callee: what the method reads is instrumented in its own body.
 (call_expression function: (field_expression operator: "->") @not_access)
 (call_expression function: (field_expression argument: (field_expression operator: "->") @not_access operator: "."))
+; libcu++'s atomic_ref binds a reference (`cuda::atomic_ref<int, S>(a[i]).fetch_add(1)`): its
+; argument is not read there; its operations are (race builds trace them).
+(call_expression
+  function: (qualified_identifier scope: (namespace_identifier) @_ref.ns
+    name: (template_function name: (identifier) @_ref.name))
+  arguments: (argument_list (_) @not_access)
+  (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
 (sizeof_expression) @unevaluated
 (decltype) @unevaluated
 ; A static assertion is evaluated by the compiler, and `noexcept(e)` (which the grammar reads as

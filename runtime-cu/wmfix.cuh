@@ -754,5 +754,11 @@ static __host__ __device__ __forceinline__ dim3 wmfix_gridDim() {
 #if defined(WMFIX_RACE)
 #include "wmfix_race.cuh"
 #endif
+// libcu++'s names as the rewriter writes them in device code: themselves, unless a race build
+// traces them (wmfix_race.cuh).
+#if !defined(WMFIX_ATOMIC_REF)
+#define WMFIX_ATOMIC_REF ::cuda::atomic_ref
+#define WMFIX_ATOMIC_THREAD_FENCE ::cuda::atomic_thread_fence
+#endif
 
 #endif  // WMFIX_CUH_INCLUDED

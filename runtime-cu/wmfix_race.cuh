@@ -46,7 +46,166 @@ __device__ __forceinline__ void barrier() { record(kBarrier, 0, nullptr, 0, 0, k
 }  // namespace race
 }  // namespace
 }  // namespace wmfix
+#endif  // __CUDA_ARCH__
 
+// libcu++'s cuda::atomic_ref and cuda::atomic_thread_fence, which the rewriter names
+// WMFIX_ATOMIC_REF and WMFIX_ATOMIC_THREAD_FENCE in device code: recorded with their scope and
+// order (an acquiring load or read-modify-write as the access then a fence of its scope, a
+// releasing one as a fence then the access, as PTX's patterns read them). Included here, before
+// the macros below rename CUDA's functions, and only where libcu++ is there (C++17: CCCL 3).
+#if defined(__has_include) && __cplusplus >= 201703L
+#if __has_include(<cuda/atomic>)
+#include <cuda/atomic>
+#define WMFIX_LIBCUXX_TRACED 1
+namespace wmfix_libcuxx {
+// The trace's scope (0 block, 1 device, 2 system) of a cuda::thread_scope.
+__host__ __device__ constexpr unsigned char trace_scope(::cuda::thread_scope s) {
+  return s == ::cuda::thread_scope_system ? 2 : s == ::cuda::thread_scope_device ? 1 : 0;
+}
+__host__ __device__ constexpr bool acquires(::cuda::memory_order o) {
+  return o == ::cuda::memory_order_consume || o == ::cuda::memory_order_acquire ||
+         o == ::cuda::memory_order_acq_rel || o == ::cuda::memory_order_seq_cst;
+}
+__host__ __device__ constexpr bool releases(::cuda::memory_order o) {
+  return o == ::cuda::memory_order_release || o == ::cuda::memory_order_acq_rel ||
+         o == ::cuda::memory_order_seq_cst;
+}
+
+__host__ __device__ inline void atomic_thread_fence(::cuda::memory_order o,
+                                                    ::cuda::thread_scope s = ::cuda::thread_scope_system) {
+#if defined(__CUDA_ARCH__)
+  if (o != ::cuda::memory_order_relaxed && s != ::cuda::thread_scope_thread) ::wmfix::race::fence(trace_scope(s));
+#endif
+  ::cuda::atomic_thread_fence(o, s);
+}
+
+// The trace's record kinds and flags (src/race/format.rs), here for the host pass too.
+enum : unsigned char { kRmw = 2, kCasFailed = 5, kLoad = 6, kStore = 7 };
+enum : unsigned char { kStrong = 4, kValue = 8, kScoped = 16 };
+
+template <class T, ::cuda::thread_scope S = ::cuda::thread_scope_system>
+struct atomic_ref : ::cuda::atomic_ref<T, S> {
+  typedef ::cuda::atomic_ref<T, S> base;
+  static constexpr unsigned char scope = trace_scope(S);
+  __host__ __device__ explicit atomic_ref(T& r) : base(r), at_(&r) {}
+
+  __host__ __device__ T load(::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {
+    before(o);
+    T v = base::load(o);
+    access(kLoad, v);
+    after(o);
+    return v;
+  }
+  __host__ __device__ void store(T v, ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {
+    before(o);
+    base::store(v, o);
+    access(kStore, v);
+    after(o);
+  }
+  __host__ __device__ operator T() const { return load(); }
+  __host__ __device__ T operator=(T v) const {
+    store(v);
+    return v;
+  }
+#define WMFIX_LIBCUXX_RMW(name, NEXT)                                                          \
+  __host__ __device__ T name(T v, ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const { \
+    before(o);                                                                                 \
+    T old = base::name(v, o);                                                                  \
+    rmw(old, NEXT);                                                                            \
+    after(o);                                                                                  \
+    return old;                                                                                \
+  }
+  WMFIX_LIBCUXX_RMW(exchange, v)
+  WMFIX_LIBCUXX_RMW(fetch_add, old + v)
+  WMFIX_LIBCUXX_RMW(fetch_sub, old - v)
+  WMFIX_LIBCUXX_RMW(fetch_and, old & v)
+  WMFIX_LIBCUXX_RMW(fetch_or, old | v)
+  WMFIX_LIBCUXX_RMW(fetch_xor, old ^ v)
+  WMFIX_LIBCUXX_RMW(fetch_min, v < old ? v : old)
+  WMFIX_LIBCUXX_RMW(fetch_max, old < v ? v : old)
+#undef WMFIX_LIBCUXX_RMW
+  __host__ __device__ T operator++() const { return fetch_add(1) + 1; }
+  __host__ __device__ T operator++(int) const { return fetch_add(1); }
+  __host__ __device__ T operator--() const { return fetch_sub(1) - 1; }
+  __host__ __device__ T operator--(int) const { return fetch_sub(1); }
+  __host__ __device__ T operator+=(T v) const { return fetch_add(v) + v; }
+  __host__ __device__ T operator-=(T v) const { return fetch_sub(v) - v; }
+#define WMFIX_LIBCUXX_CAS(name)                                                                       \
+  __host__ __device__ bool name(T& expected, T desired,                                                \
+                                ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {          \
+    before(o);                                                                                        \
+    const T want = expected;                                                                          \
+    return cas(want, expected, desired, o, base::name(expected, desired, o));                         \
+  }                                                                                                   \
+  __host__ __device__ bool name(T& expected, T desired, ::cuda::memory_order success,                  \
+                                ::cuda::memory_order failure) const {                                 \
+    before(success);                                                                                  \
+    const T want = expected;                                                                          \
+    return cas(want, expected, desired, success, base::name(expected, desired, success, failure));     \
+  }
+  WMFIX_LIBCUXX_CAS(compare_exchange_strong)
+  WMFIX_LIBCUXX_CAS(compare_exchange_weak)
+#undef WMFIX_LIBCUXX_CAS
+
+ private:
+  T* at_;
+  __host__ __device__ bool global() const {
+#if defined(__CUDA_ARCH__)
+    return __isGlobal((const void*)at_);
+#else
+    return false;
+#endif
+  }
+  __host__ __device__ void before(::cuda::memory_order o) const {
+#if defined(__CUDA_ARCH__)
+    if (releases(o) && global()) ::wmfix::race::fence(scope);
+#endif
+  }
+  __host__ __device__ void after(::cuda::memory_order o) const {
+#if defined(__CUDA_ARCH__)
+    if (acquires(o) && global()) ::wmfix::race::fence(scope);
+#endif
+  }
+  __host__ __device__ void access(unsigned char kind, T v) const {
+    (void)kind, (void)v;
+#if defined(__CUDA_ARCH__)
+    if (global())
+      ::wmfix::race::record(kind, kStrong | kValue | kScoped | scope, (const volatile void*)at_,
+                            ::wmfix::race::bits(v), 0, ::wmfix::race::kNoSite);
+#endif
+  }
+  __host__ __device__ void rmw(T old, T next) const {
+    (void)old, (void)next;
+#if defined(__CUDA_ARCH__)
+    if (global())
+      ::wmfix::race::record(kRmw, scope | kValue, (const volatile void*)at_, ::wmfix::race::bits(old),
+                            ::wmfix::race::bits(next), ::wmfix::race::kNoSite);
+#endif
+  }
+  // A compare-and-swap read `want` where it succeeded, else what `expected` holds now.
+  __host__ __device__ bool cas(T want, const T& expected, T desired, ::cuda::memory_order o, bool done) const {
+#if defined(__CUDA_ARCH__)
+    if (global()) {
+      if (done)
+        ::wmfix::race::record(kRmw, scope | kValue, (const volatile void*)at_, ::wmfix::race::bits(want),
+                              ::wmfix::race::bits(desired), ::wmfix::race::kNoSite);
+      else
+        ::wmfix::race::record(kCasFailed, scope | kValue, (const volatile void*)at_,
+                              ::wmfix::race::bits(expected), 0, ::wmfix::race::kNoSite);
+    }
+#endif
+    (void)want, (void)expected, (void)desired;
+    if (done) after(o);
+    return done;
+  }
+};
+}  // namespace wmfix_libcuxx
+#define WMFIX_ATOMIC_REF ::wmfix_libcuxx::atomic_ref
+#define WMFIX_ATOMIC_THREAD_FENCE ::wmfix_libcuxx::atomic_thread_fence
+#endif
+#endif
+
+#if defined(__CUDA_ARCH__)
 // name: CUDA's function; scope: 0 block, 1 device, 2 system; NEXT: the value written, from
 // `o` (the old value) and `v` (the operand), in a function object (C++11: no generic lambda).
 #define WMFIX_RACE_RMW(name, scope, NEXT)                                                         \

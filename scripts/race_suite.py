@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The race detector's ground truth (tests/race-suite): each kernel's verdict from race.json.
 
-    python3 scripts/race_suite.py FOLDER    # FOLDER holds race.json and fences.json
+    python3 scripts/race_suite.py FOLDER [SUITE]   # FOLDER holds race.json and fences.json;
+                                                   # SUITE: the kernels' source (default
+                                                   # tests/race-suite/suite.cu)
 
 A kernel named race_* must have a racing pair with an access in it (or in a device function
 it calls, the pair's other access being in it); ok_* none. Prints a table and exits 1 when a
@@ -18,11 +20,12 @@ def unwrap(path):
     return d["result"] if "meta" in d and "result" in d else d
 
 
-def main(folder):
+def main(folder, suite=None):
     folder = Path(folder)
     race = unwrap(folder / "race.json")
     fences = unwrap(folder / "fences.json")
-    source = (Path(__file__).resolve().parent.parent / "tests/race-suite/suite.cu").read_text()
+    default = Path(__file__).resolve().parent.parent / "tests/race-suite/suite.cu"
+    source = Path(suite or default).read_text()
     kernels = re.findall(r"__global__ void ((?:ok|race)_\w+)\(", source)
     function = {f["id"]: f["function"] for f in fences["fences"]}
     raced, stray = {}, []
@@ -55,4 +58,6 @@ def main(folder):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    if len(sys.argv) not in (2, 3):
+        sys.exit(__doc__)
+    sys.exit(main(*sys.argv[1:]))

@@ -402,7 +402,12 @@ fn the_table_declares_each_steps_command_budget_and_outputs() {
     };
     assert_eq!(
         row("stress-fenced-sdk-red"),
-        ["stress-fenced-sdk-red", "fenced_cell sdk-red sys-str+ 300", "150 s", "summary.json, failures.txt"]
+        [
+            "stress-fenced-sdk-red",
+            "fenced_cell sdk-red sys-str+ 300",
+            "150 s",
+            "summary.json, failures.txt"
+        ]
     );
     let gt = row("ground-truth-scoped-hrf-runs10");
     assert_eq!(gt[1], "ground_truth scoped-hrf --runs 10 --all-runs");

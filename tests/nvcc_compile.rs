@@ -981,3 +981,38 @@ fn cccl_instrumented_in_text_mode_still_compiles_a_thrust_and_cub_program() {
         &format!("nvcc {flags} -c thrust_cub.cu -o thrust_cub.o"),
     );
 }
+
+#[test]
+fn libcuxx_atomic_refs_and_fences_are_renamed_and_compile_traced_and_untraced() {
+    // Issue 46: a race build records cuda::atomic_ref's operations and cuda::atomic_thread_fence
+    // with their scope and order (runtime-cu/wmfix_race.cuh), through the names the rewriter
+    // writes; any other build takes them as libcu++'s own.
+    let (_tmp, orig, tree) = instrument(&repo().join("tests/race-suite-libcuxx"));
+    let text = std::fs::read_to_string(tree.join("suite.cu")).unwrap();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        assert!(
+            !line.contains("cuda::atomic_ref") && !line.contains("cuda::atomic_thread_fence"),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        text.matches("WMFIX_ATOMIC_THREAD_FENCE(").count(),
+        6,
+        "{text}"
+    );
+    assert!(text.contains("using device_ref = WMFIX_ATOMIC_REF<int, cuda::thread_scope_device>;"));
+    assert!(
+        text.contains("  WMFIX_ATOMIC_REF counter(d[0]);\n"),
+        "{text}"
+    );
+    // The reference a temporary binds is not read there: no fence site after it.
+    assert!(
+        text.contains("WMFIX_ATOMIC_REF<int, cuda::thread_scope_device>(f[0]).fetch_add(1);\n"),
+        "{text}"
+    );
+    builds(
+        &orig,
+        &tree,
+        "nvcc -std=c++17 -arch=sm_90 -c -o plain.o suite.cu && nvcc -std=c++17 -arch=sm_90 -DWMFIX_RACE=1 -c -o race.o suite.cu",
+    );
+}

@@ -630,9 +630,10 @@ race_step() { # race_step DIR [wmfix race options]: into $WORK/$STEP (RACE_DEFAU
   [ -f "$STEP_DIR/race.json" ] || return 1
   case $rc in 0|2|6) return 0 ;; *) return $rc ;; esac
 }
-race_suite() {
-  race_step tests/race-suite || return 1
-  python3 scripts/race_suite.py "$STEP_DIR" > "$STEP_DIR/verdicts.txt" 2>&1
+race_suite() { # race_suite [DIR]: a suite of ok_/race_ kernels (default tests/race-suite)
+  local dir=${1:-tests/race-suite}
+  race_step "$dir" || return 1
+  python3 scripts/race_suite.py "$STEP_DIR" "$dir/suite.cu" > "$STEP_DIR/verdicts.txt" 2>&1
   tail -n 1 "$STEP_DIR/verdicts.txt" >> "$STEP_DIR/log.txt"
   return 0
 }

@@ -350,6 +350,8 @@ def steps(runs, profiles, new_tune, shipped):
     # Issue 46: racecheck on the ground truth; the race applications (correct and -DRACY builds,
     # both models); the ground truth under each model, again, and in ten runs of one build.
     add("racecheck-ground-truth", "racecheck_ground_truth")
+    # libcu++'s atomic_ref and atomic_thread_fence, traced with their scope and order.
+    add("race-suite-libcuxx", "race_suite", "tests/race-suite-libcuxx")
     for app in ["ra-bfs", "ra-colour", "ra-steal", "ra-gemm-lock"]:
         for variant in ["ok", "racy"]:
             for m in ["ptx", "scoped-hrf"]:

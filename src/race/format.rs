@@ -26,6 +26,9 @@ pub mod flag {
     pub const STRONG: u8 = 4;
     /// `a` holds the value read or written (an atomic's old value; `b` its new one).
     pub const VALUE: u8 = 8;
+    /// A strong load or store whose scope is the low bits (libcu++'s `atomic_ref`), not a
+    /// volatile one (system scope).
+    pub const SCOPED: u8 = 16;
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

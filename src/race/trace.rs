@@ -168,7 +168,12 @@ impl Trace {
             let value = (flags & flag::VALUE != 0).then_some(r.a);
             let scope = Scope::from_bits(flags);
             let site = (r.site != NO_SITE).then_some(FenceId(r.site as usize));
-            let recorded_strong = (flags & flag::STRONG != 0).then_some(Scope::System);
+            let recorded_strong =
+                (flags & flag::STRONG != 0).then_some(if flags & flag::SCOPED != 0 {
+                    scope
+                } else {
+                    Scope::System
+                });
             let op = match kind {
                 kind::ACCESS => match site.and_then(|s| sites.get(s.0)) {
                     Some(SiteKind::Store) => Op::Write {
@@ -684,6 +689,39 @@ mod tests {
         let t = Trace::from_bytes(&bytes, &[]).unwrap();
         assert_eq!(t.unrecorded_launches, 3);
         assert!(!t.complete());
+    }
+
+    #[test]
+    fn a_scoped_strong_load_or_store_keeps_its_scope_a_volatile_one_is_of_system_scope() {
+        // libcu++'s atomic_ref (runtime-cu/wmfix_race.cuh) records its scope with SCOPED; a
+        // volatile access has none, whatever its low bits.
+        let mut bytes = b"wmfix-race-trace 1 dropped=0\n".to_vec();
+        let strong = flag::STRONG | flag::VALUE;
+        bytes.extend(record(
+            kind::STORE,
+            strong | flag::SCOPED | flag::DEVICE,
+            0x10,
+            1,
+            0,
+            NO_SITE,
+            1,
+        ));
+        bytes.extend(record(
+            kind::LOAD,
+            strong | flag::SCOPED,
+            0x10,
+            1,
+            0,
+            NO_SITE,
+            2,
+        ));
+        bytes.extend(record(kind::LOAD, strong, 0x10, 1, 0, NO_SITE, 3));
+        let t = Trace::from_bytes(&bytes, &[]).unwrap();
+        let scopes: Vec<Option<Scope>> = t.events.iter().map(|e| e.op.strong()).collect();
+        assert_eq!(
+            scopes,
+            [Some(Scope::Device), Some(Scope::Block), Some(Scope::System)]
+        );
     }
 
     #[test]

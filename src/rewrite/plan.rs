@@ -160,7 +160,7 @@ pub fn plan_piece<'s>(
             )
         })
         .collect();
-    let (ids, words) = thread_ids(&bodies, &caps, text);
+    let (ids, words) = thread_ids(&bodies, &caps, text, !functions.is_empty());
     let (launch, launch_warnings) = launches(&bodies, &caps, file);
     let (launch_ex, launch_ex_warnings) = launches_ex(&bodies, &caps, file);
     let mut fixed = [
@@ -261,15 +261,26 @@ fn runtime_call(builtin: &str) -> String {
 }
 
 /// `threadIdx`, `blockIdx` and `gridDim` in device code, and in macro bodies, become calls
-/// that return the virtual ids.
-fn thread_ids(bodies: &Nested, caps: &Captures, text: &str) -> (Vec<Edit>, Vec<Edit>) {
+/// that return the virtual ids; libcu++'s atomic names become the runtime's (`libcuxx_names`).
+fn thread_ids(
+    bodies: &Nested,
+    caps: &Captures,
+    text: &str,
+    device_code: bool,
+) -> (Vec<Edit>, Vec<Edit>) {
     let in_device = |n: &Node| bodies.holds(n.start_byte()..n.start_byte());
-    let code: Vec<Edit> = caps
+    let mut code: Vec<Edit> = caps
         .get(Capture::ThreadId)
         .iter()
         .filter(|n| in_device(n))
         .map(|n| Edit::replace(n.byte_range(), runtime_call(&text[n.byte_range()])))
         .collect();
+    // Anywhere in a file with device code (nvcc compiles it, with the runtime header): an alias
+    // at file scope (`using flag_ref = cuda::atomic_ref<...>`) names the type device code
+    // uses; in host code the wrapper only forwards.
+    if device_code {
+        code.extend(libcuxx_names(caps, text));
+    }
     let mut macros = Vec::new();
     for value in caps.get(Capture::MacroValue) {
         let r = value.byte_range();
@@ -281,6 +292,30 @@ fn thread_ids(bodies: &Nested, caps: &Captures, text: &str) -> (Vec<Edit>, Vec<E
         }
     }
     (code, macros)
+}
+
+/// libcu++'s `cuda::atomic_ref` (with or without its template arguments) and
+/// `cuda::atomic_thread_fence` become the runtime's `WMFIX_ATOMIC_REF` and
+/// `WMFIX_ATOMIC_THREAD_FENCE`: libcu++'s own names, except in a race build, which records
+/// their operations with scope and order.
+fn libcuxx_names(caps: &Captures, text: &str) -> Vec<Edit> {
+    let with_args = caps.get(Capture::LibcuxxRef).iter().filter_map(|n| {
+        // `cuda::atomic_ref<T, S>`: the name up to the template's own name, not its arguments.
+        let name = n.child_by_field_name("name")?.child_by_field_name("name")?;
+        Some(Edit::replace(
+            n.start_byte()..name.end_byte(),
+            "WMFIX_ATOMIC_REF",
+        ))
+    });
+    let plain = caps.get(Capture::LibcuxxName).iter().map(|n| {
+        let macro_name = if text[n.byte_range()].ends_with("atomic_ref") {
+            "WMFIX_ATOMIC_REF"
+        } else {
+            "WMFIX_ATOMIC_THREAD_FENCE"
+        };
+        Edit::replace(n.byte_range(), macro_name)
+    });
+    with_args.chain(plain).collect()
 }
 
 /// Occurrences of the three built-ins as whole words in a macro body.

@@ -108,6 +108,10 @@ pub enum Capture {
     LaunchConfig,
     LaunchExConfig,
     LaunchExWrapper,
+    /// libcu++'s `cuda::atomic_ref<...>` and `cuda::atomic_ref` / `cuda::atomic_thread_fence`
+    /// (`plan.rs`: renamed in device code).
+    LibcuxxRef,
+    LibcuxxName,
     LocalDecl,
     MacroName,
     MacroValue,
@@ -139,7 +143,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 65] = [
+    pub const ALL: [Capture; 67] = [
         Capture::Access,
         Capture::AccessAsm,
         Capture::AccessAsmCode,
@@ -179,6 +183,8 @@ impl Capture {
         Capture::LaunchConfig,
         Capture::LaunchExConfig,
         Capture::LaunchExWrapper,
+        Capture::LibcuxxRef,
+        Capture::LibcuxxName,
         Capture::LocalDecl,
         Capture::MacroName,
         Capture::MacroValue,
@@ -267,6 +273,8 @@ impl Capture {
             Capture::SiteReturn => "site.return",
             Capture::Store => "store",
             Capture::ThreadId => "thread_id",
+            Capture::LibcuxxRef => "libcuxx.ref",
+            Capture::LibcuxxName => "libcuxx.name",
             Capture::Unevaluated => "unevaluated",
             Capture::VarDecl => "var.decl",
             Capture::ViaAddress => "via.address",

@@ -1,0 +1,182 @@
+// libcu++'s cuda::atomic_ref and cuda::atomic_thread_fence in the race detector's ground truth:
+// kernels whose names give the verdict under the PTX model (`race_*`: a data race, `ok_*`: none),
+// each launched once by `./suite` on fresh zeroed buffers, thread 0 of blocks 0 and 1 taking
+// part. Block 0 writes d then publishes; block 1 waits and reads d, or both take a lock.
+// scripts/race_suite.py checks race.json against these names. Written for wmfix.
+#include <cuda/atomic>
+#include <cstdio>
+
+// Aliases at file scope name the types too (the rewriter renames them there as well).
+using device_ref = cuda::atomic_ref<int, cuda::thread_scope_device>;
+using block_ref = cuda::atomic_ref<int, cuda::thread_scope_block>;
+
+// ---- message passing through an atomic_ref flag
+__global__ void ok_ref_release_acquire(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> flag(f[0]);
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    flag.store(1, cuda::memory_order_release);
+  } else {
+    while (flag.load(cuda::memory_order_acquire) == 0) {
+    }
+    out[0] = d[0];
+  }
+}
+__global__ void race_ref_relaxed(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> flag(f[0]);
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    flag.store(1, cuda::memory_order_relaxed);
+  } else {
+    while (flag.load(cuda::memory_order_relaxed) == 0) {
+    }
+    out[0] = d[0];
+  }
+}
+__global__ void race_ref_block_scope_across_blocks(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_block> flag(f[0]);
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    flag.store(1, cuda::memory_order_release);
+  } else {
+    while (flag.load(cuda::memory_order_acquire) == 0) {
+    }
+    out[0] = d[0];
+  }
+}
+__global__ void ok_ref_seq_cst_by_default(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> flag(f[0]);
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    flag = 1;
+  } else {
+    while (flag == 0) {
+    }
+    out[0] = d[0];
+  }
+}
+
+// ---- relaxed atomic_ref accesses ordered by atomic_thread_fence
+__global__ void ok_ref_relaxed_with_fences(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> flag(f[0]);
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+    flag.store(1, cuda::memory_order_relaxed);
+  } else {
+    while (flag.load(cuda::memory_order_relaxed) == 0) {
+    }
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+    out[0] = d[0];
+  }
+}
+__global__ void race_ref_fences_of_block_scope(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> flag(f[0]);
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_block);
+    flag.store(1, cuda::memory_order_relaxed);
+  } else {
+    while (flag.load(cuda::memory_order_relaxed) == 0) {
+    }
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_block);
+    out[0] = d[0];
+  }
+}
+__global__ void race_ref_relaxed_fences(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> flag(f[0]);
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    cuda::atomic_thread_fence(cuda::memory_order_relaxed, cuda::thread_scope_device);
+    flag.store(1, cuda::memory_order_relaxed);
+  } else {
+    while (flag.load(cuda::memory_order_relaxed) == 0) {
+    }
+    cuda::atomic_thread_fence(cuda::memory_order_relaxed, cuda::thread_scope_device);
+    out[0] = d[0];
+  }
+}
+
+// ---- a lock: compare_exchange to take it, store to release it; both blocks add to d
+__global__ void ok_ref_lock(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> lock(f[0]);
+  int expected = 0;
+  while (!lock.compare_exchange_strong(expected, 1, cuda::memory_order_acquire)) expected = 0;
+  d[0] = d[0] + 1;
+  lock.store(0, cuda::memory_order_release);
+}
+__global__ void race_ref_lock_relaxed(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> lock(f[0]);
+  int expected = 0;
+  while (!lock.compare_exchange_weak(expected, 1, cuda::memory_order_relaxed)) expected = 0;
+  d[0] = d[0] + 1;
+  lock.store(0, cuda::memory_order_relaxed);
+}
+__global__ void race_ref_lock_of_block_scope(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_block> lock(f[0]);
+  int expected = 0;
+  while (!lock.compare_exchange_strong(expected, 1, cuda::memory_order_acquire)) expected = 0;
+  d[0] = d[0] + 1;
+  lock.store(0, cuda::memory_order_release);
+}
+// A counter both blocks bump, then read back after the kernel: read-modify-writes, no race.
+__global__ void ok_ref_counter(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref counter(d[0]);
+  block_ref mine(f[1 + blockIdx.x]);  // each block its own word: block scope covers it
+  mine.fetch_add(1);
+  cuda::atomic_ref<int, cuda::thread_scope_device>(f[0]).fetch_add(1);
+  device_ref both(f[3]);
+  both.fetch_add(1);
+  counter.fetch_add(1, cuda::memory_order_relaxed);
+  ++counter;
+  counter += 2;
+}
+
+struct Case {
+  const char *name;
+  void (*k)(int *, int *, int *);
+};
+
+int main() {
+  const Case cases[] = {
+      {"ok_ref_release_acquire", ok_ref_release_acquire},
+      {"race_ref_relaxed", race_ref_relaxed},
+      {"race_ref_block_scope_across_blocks", race_ref_block_scope_across_blocks},
+      {"ok_ref_seq_cst_by_default", ok_ref_seq_cst_by_default},
+      {"ok_ref_relaxed_with_fences", ok_ref_relaxed_with_fences},
+      {"race_ref_fences_of_block_scope", race_ref_fences_of_block_scope},
+      {"race_ref_relaxed_fences", race_ref_relaxed_fences},
+      {"ok_ref_lock", ok_ref_lock},
+      {"race_ref_lock_relaxed", race_ref_lock_relaxed},
+      {"race_ref_lock_of_block_scope", race_ref_lock_of_block_scope},
+      {"ok_ref_counter", ok_ref_counter},
+  };
+  const size_t words = 64;
+  int *buf[3];
+  for (int i = 0; i < 3; ++i)
+    if (cudaMalloc(&buf[i], words * sizeof(int)) != cudaSuccess) return 3;
+  for (const Case &c : cases) {
+    for (int i = 0; i < 3; ++i) cudaMemset(buf[i], 0, words * sizeof(int));
+    c.k<<<2, 32>>>(buf[0], buf[1], buf[2]);
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+      std::fprintf(stderr, "%s: %s\n", c.name, cudaGetErrorString(e));
+      return 3;
+    }
+  }
+  int d = 0;
+  cudaMemcpy(&d, buf[0], sizeof d, cudaMemcpyDeviceToHost);
+  std::printf("%zu kernels ran; the last counter %d (4 a block)\n", sizeof cases / sizeof cases[0], d);
+  return d == 8 ? 0 : 1;
+}
