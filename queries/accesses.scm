@@ -78,8 +78,13 @@
 ; argument is not read there; its operations are (race builds trace them).
 (call_expression
   function: (qualified_identifier scope: (namespace_identifier) @_ref.ns
-    name: (template_function name: (identifier) @_ref.name))
+    name: [(template_function name: (identifier) @_ref.name) (identifier) @_ref.name])
   arguments: (argument_list (_) @not_access)
+  (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
+(compound_literal_expression
+  type: (qualified_identifier scope: (namespace_identifier) @_ref.ns
+    name: [(template_type name: (type_identifier) @_ref.name) (type_identifier) @_ref.name])
+  value: (initializer_list (_) @not_access)
   (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
 (sizeof_expression) @unevaluated
 (decltype) @unevaluated

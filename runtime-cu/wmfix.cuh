@@ -698,9 +698,12 @@ class ExitGuard {
                                   ((__VA_ARGS__), ::wmfix::void_value())))
 
 // A statement's other accesses (its fence names one): recorded by a race build, else nothing.
+// Not while a constant expression is evaluated (a constexpr function's loop: nothing to record).
 #if defined(WMFIX_RACE) && defined(__CUDA_ARCH__)
-#define WMFIX_RACE_LOAD(id, ...) ::wmfix::race::access_ref((id), (__VA_ARGS__), ::wmfix::race::kLoad)
-#define WMFIX_RACE_STORE(id, ...) ::wmfix::race::access_ref((id), (__VA_ARGS__), ::wmfix::race::kStore)
+#define WMFIX_RACE_LOAD(id, ...) \
+  (WMFIX_CONSTANT_EVALUATED() ? (void)0 : ::wmfix::race::access_ref((id), (__VA_ARGS__), ::wmfix::race::kLoad))
+#define WMFIX_RACE_STORE(id, ...) \
+  (WMFIX_CONSTANT_EVALUATED() ? (void)0 : ::wmfix::race::access_ref((id), (__VA_ARGS__), ::wmfix::race::kStore))
 #else
 #define WMFIX_RACE_ACCESS(id, ...) ((void)0)
 #define WMFIX_RACE_ACCESS_PTR(id, ...) ((void)0)

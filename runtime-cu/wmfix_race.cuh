@@ -107,15 +107,17 @@ struct atomic_ref : ::cuda::atomic_ref<T, S> {
     store(v);
     return v;
   }
-#define WMFIX_LIBCUXX_RMW(name, NEXT)                                                          \
-  __host__ __device__ T name(T v, ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const { \
-    before(o);                                                                                 \
-    T old = base::name(v, o);                                                                  \
-    rmw(old, NEXT);                                                                            \
-    after(o);                                                                                  \
-    return old;                                                                                \
+// V: T, or for a pointer's fetch_add and fetch_sub its difference type.
+#define WMFIX_LIBCUXX_RMW(name, NEXT)                                                               \
+  template <class V>                                                                                \
+  __host__ __device__ T name(V v, ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {    \
+    before(o);                                                                                      \
+    T old = base::name(v, o);                                                                       \
+    rmw(old, NEXT);                                                                                 \
+    after(o);                                                                                       \
+    return old;                                                                                     \
   }
-  WMFIX_LIBCUXX_RMW(exchange, v)
+  WMFIX_LIBCUXX_RMW(exchange, T(v))
   WMFIX_LIBCUXX_RMW(fetch_add, old + v)
   WMFIX_LIBCUXX_RMW(fetch_sub, old - v)
   WMFIX_LIBCUXX_RMW(fetch_and, old & v)
@@ -128,8 +130,14 @@ struct atomic_ref : ::cuda::atomic_ref<T, S> {
   __host__ __device__ T operator++(int) const { return fetch_add(1); }
   __host__ __device__ T operator--() const { return fetch_sub(1) - 1; }
   __host__ __device__ T operator--(int) const { return fetch_sub(1); }
-  __host__ __device__ T operator+=(T v) const { return fetch_add(v) + v; }
-  __host__ __device__ T operator-=(T v) const { return fetch_sub(v) - v; }
+  template <class V>
+  __host__ __device__ T operator+=(V v) const {
+    return fetch_add(v) + v;
+  }
+  template <class V>
+  __host__ __device__ T operator-=(V v) const {
+    return fetch_sub(v) - v;
+  }
 #define WMFIX_LIBCUXX_CAS(name)                                                                       \
   __host__ __device__ bool name(T& expected, T desired,                                                \
                                 ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {          \

@@ -1016,3 +1016,17 @@ fn libcuxx_atomic_refs_and_fences_are_renamed_and_compile_traced_and_untraced() 
         "nvcc -std=c++17 -arch=sm_90 -c -o plain.o suite.cu && nvcc -std=c++17 -arch=sm_90 -DWMFIX_RACE=1 -c -o race.o suite.cu",
     );
 }
+
+#[test]
+fn a_race_build_compiles_a_constexpr_function_whose_loop_reads_memory() {
+    // CUB's cc_dispatch.cuh at cccl's newest commit: a race build failed with "expression must
+    // have a constant value", the read after the loop being recorded during constant evaluation.
+    let (_tmp, orig, tree) = instrument(&repo().join("tests/fixtures/constexpr-race"));
+    let text = std::fs::read_to_string(tree.join("k.cu")).unwrap();
+    assert!(text.contains("WMFIX_RACE_LOAD("), "{text}");
+    builds(
+        &orig,
+        &tree,
+        "nvcc -std=c++17 -arch=sm_90 -c -o plain.o k.cu && nvcc -std=c++17 -arch=sm_90 -DWMFIX_RACE=1 -c -o race.o k.cu",
+    );
+}

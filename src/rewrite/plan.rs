@@ -299,11 +299,16 @@ fn thread_ids(
 /// `WMFIX_ATOMIC_THREAD_FENCE`: libcu++'s own names, except in a race build, which records
 /// their operations with scope and order.
 fn libcuxx_names(caps: &Captures, text: &str) -> Vec<Edit> {
+    // `::cuda::atomic_ref`: the global scope's `::` goes too (the macros name `::cuda::...`).
+    let from = |start: usize| {
+        let before = text[..start].trim_end();
+        before.strip_suffix("::").map_or(start, str::len)
+    };
     let with_args = caps.get(Capture::LibcuxxRef).iter().filter_map(|n| {
         // `cuda::atomic_ref<T, S>`: the name up to the template's own name, not its arguments.
         let name = n.child_by_field_name("name")?.child_by_field_name("name")?;
         Some(Edit::replace(
-            n.start_byte()..name.end_byte(),
+            from(n.start_byte())..name.end_byte(),
             "WMFIX_ATOMIC_REF",
         ))
     });
@@ -313,7 +318,7 @@ fn libcuxx_names(caps: &Captures, text: &str) -> Vec<Edit> {
         } else {
             "WMFIX_ATOMIC_THREAD_FENCE"
         };
-        Edit::replace(n.byte_range(), macro_name)
+        Edit::replace(from(n.start_byte())..n.end_byte(), macro_name)
     });
     with_args.chain(plain).collect()
 }
