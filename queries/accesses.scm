@@ -86,6 +86,17 @@
     name: [(template_type name: (type_identifier) @_ref.name) (type_identifier) @_ref.name])
   value: (initializer_list (_) @not_access)
   (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
+; The same named from the global scope (`::cuda::atomic_ref<...>{x}`, CUB's way).
+(call_expression
+  function: (qualified_identifier name: (qualified_identifier scope: (namespace_identifier) @_ref.ns
+    name: [(template_function name: (identifier) @_ref.name) (identifier) @_ref.name]))
+  arguments: (argument_list (_) @not_access)
+  (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
+(compound_literal_expression
+  type: (qualified_identifier name: (qualified_identifier scope: (namespace_identifier) @_ref.ns
+    name: [(template_type name: (type_identifier) @_ref.name) (type_identifier) @_ref.name]))
+  value: (initializer_list (_) @not_access)
+  (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
 (sizeof_expression) @unevaluated
 (decltype) @unevaluated
 ; A static assertion is evaluated by the compiler, and `noexcept(e)` (which the grammar reads as

@@ -138,6 +138,9 @@ __global__ void ok_ref_counter(int *d, int *f, int *out) {
   cuda::atomic_ref<int, cuda::thread_scope_device>(f[0]).fetch_add(1);
   device_ref both(f[3]);
   both.fetch_add(1);
+  ::cuda::atomic_ref<int, ::cuda::thread_scope_device>{f[4]}.fetch_add(1);
+  int *slot = out;  // a pointer's atomic_ref moves it by its difference type
+  cuda::atomic_ref<int *, cuda::thread_scope_thread>(slot).fetch_add(1);
   counter.fetch_add(1, cuda::memory_order_relaxed);
   ++counter;
   counter += 2;
