@@ -63,6 +63,13 @@
   declarator: [(identifier) (init_declarator declarator: (identifier))] @global.immutable)
 (declaration (type_qualifier "const") "__device__"
   declarator: [(identifier) (init_declarator declarator: (identifier))] @global.immutable)
+; __device__ libcu++ atomics (`cuda::atomic<int, S> x;`): using one is calling its operations,
+; which race builds trace with their scope (runtime-cu/wmfix_race.cuh), not reading its name.
+(declaration "__device__"
+  type: (qualified_identifier scope: (namespace_identifier) @_atomic.ns
+    name: (template_type name: (type_identifier) @_atomic.name))
+  declarator: (_) @global.atomic
+  (#eq? @_atomic.ns "cuda") (#eq? @_atomic.name "atomic"))
 ; Names of functions: a prototype such as `__device__ int f(int);` declares no variable.
 (function_declarator declarator: (_) @function.name)
 

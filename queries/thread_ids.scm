@@ -1,15 +1,16 @@
 ; Built-in thread ids replaced by the runtime's virtual ids (blockDim stays).
 ((identifier) @thread_id (#any-of? @thread_id "threadIdx" "blockIdx" "gridDim"))
 
-; libcu++'s cuda::atomic_ref and cuda::atomic_thread_fence: in device code the qualified name
-; becomes WMFIX_ATOMIC_REF or WMFIX_ATOMIC_THREAD_FENCE, which a race build traces with its
-; scope and order (runtime-cu/wmfix_race.cuh) and any other build takes as libcu++'s own.
+; libcu++'s cuda::atomic_ref, cuda::atomic and cuda::atomic_thread_fence: in a file with device
+; code the qualified name becomes WMFIX_ATOMIC_REF, WMFIX_ATOMIC or WMFIX_ATOMIC_THREAD_FENCE,
+; which a race build traces with scope and order (runtime-cu/wmfix_race.cuh) and any other build
+; takes as libcu++'s own.
 ((qualified_identifier
    scope: (namespace_identifier) @_libcuxx.ns
    name: [(template_type name: (type_identifier) @_libcuxx.ref)
           (template_function name: (identifier) @_libcuxx.ref)]) @libcuxx.ref
-  (#eq? @_libcuxx.ns "cuda") (#eq? @_libcuxx.ref "atomic_ref"))
+  (#eq? @_libcuxx.ns "cuda") (#any-of? @_libcuxx.ref "atomic_ref" "atomic"))
 ((qualified_identifier
    scope: (namespace_identifier) @_libcuxx.ns
    name: [(identifier) (type_identifier)] @_libcuxx.name) @libcuxx.name
-  (#eq? @_libcuxx.ns "cuda") (#any-of? @_libcuxx.name "atomic_ref" "atomic_thread_fence"))
+  (#eq? @_libcuxx.ns "cuda") (#any-of? @_libcuxx.name "atomic_ref" "atomic" "atomic_thread_fence"))

@@ -761,6 +761,7 @@ static __host__ __device__ __forceinline__ dim3 wmfix_gridDim() {
 // traces them (wmfix_race.cuh).
 #if !defined(WMFIX_ATOMIC_REF)
 #define WMFIX_ATOMIC_REF ::cuda::atomic_ref
+#define WMFIX_ATOMIC ::cuda::atomic
 #define WMFIX_ATOMIC_THREAD_FENCE ::cuda::atomic_thread_fence
 #endif
 

@@ -83,22 +83,25 @@ __host__ __device__ inline void atomic_thread_fence(::cuda::memory_order o,
 enum : unsigned char { kRmw = 2, kCasFailed = 5, kLoad = 6, kStore = 7 };
 enum : unsigned char { kStrong = 4, kValue = 8, kScoped = 16 };
 
-template <class T, ::cuda::thread_scope S = ::cuda::thread_scope_system>
-struct atomic_ref : ::cuda::atomic_ref<T, S> {
-  typedef ::cuda::atomic_ref<T, S> base;
+// The operations of libcu++'s atomic types, recorded: Base is ::cuda::atomic_ref<T, S> or
+// ::cuda::atomic<T, S>, D the wrapper, whose at() is the word's address. The operations are const
+// as atomic_ref's are; an atomic's own are called on it as it is (a const atomic is only read).
+template <class D, class Base, class T, ::cuda::thread_scope S>
+struct traced : Base {
+  typedef Base base;
+  using Base::Base;
   static constexpr unsigned char scope = trace_scope(S);
-  __host__ __device__ explicit atomic_ref(T& r) : base(r), at_(&r) {}
 
   __host__ __device__ T load(::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {
     before(o);
-    T v = base::load(o);
+    T v = self().load(o);
     access(kLoad, v);
     after(o);
     return v;
   }
   __host__ __device__ void store(T v, ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {
     before(o);
-    base::store(v, o);
+    self().store(v, o);
     access(kStore, v);
     after(o);
   }
@@ -112,7 +115,7 @@ struct atomic_ref : ::cuda::atomic_ref<T, S> {
   template <class V>                                                                                \
   __host__ __device__ T name(V v, ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {    \
     before(o);                                                                                      \
-    T old = base::name(v, o);                                                                       \
+    T old = self().name(v, o);                                                                      \
     rmw(old, NEXT);                                                                                 \
     after(o);                                                                                       \
     return old;                                                                                     \
@@ -143,23 +146,24 @@ struct atomic_ref : ::cuda::atomic_ref<T, S> {
                                 ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {          \
     before(o);                                                                                        \
     const T want = expected;                                                                          \
-    return cas(want, expected, desired, o, base::name(expected, desired, o));                         \
+    return cas(want, expected, desired, o, self().name(expected, desired, o));                        \
   }                                                                                                   \
   __host__ __device__ bool name(T& expected, T desired, ::cuda::memory_order success,                  \
                                 ::cuda::memory_order failure) const {                                 \
     before(success);                                                                                  \
     const T want = expected;                                                                          \
-    return cas(want, expected, desired, success, base::name(expected, desired, success, failure));     \
+    return cas(want, expected, desired, success, self().name(expected, desired, success, failure));    \
   }
   WMFIX_LIBCUXX_CAS(compare_exchange_strong)
   WMFIX_LIBCUXX_CAS(compare_exchange_weak)
 #undef WMFIX_LIBCUXX_CAS
 
  private:
-  T* at_;
+  __host__ __device__ Base& self() const { return const_cast<Base&>(static_cast<const Base&>(*this)); }
+  __host__ __device__ const volatile void* at() const { return static_cast<const D*>(this)->at(); }
   __host__ __device__ bool global() const {
 #if defined(__CUDA_ARCH__)
-    return __isGlobal((const void*)at_);
+    return __isGlobal((const void*)at());
 #else
     return false;
 #endif
@@ -178,7 +182,7 @@ struct atomic_ref : ::cuda::atomic_ref<T, S> {
     (void)kind, (void)v;
 #if defined(__CUDA_ARCH__)
     if (global())
-      ::wmfix::race::record(kind, kStrong | kValue | kScoped | scope, (const volatile void*)at_,
+      ::wmfix::race::record(kind, kStrong | kValue | kScoped | scope, at(),
                             ::wmfix::race::bits(v), 0, ::wmfix::race::kNoSite);
 #endif
   }
@@ -186,7 +190,7 @@ struct atomic_ref : ::cuda::atomic_ref<T, S> {
     (void)old, (void)next;
 #if defined(__CUDA_ARCH__)
     if (global())
-      ::wmfix::race::record(kRmw, scope | kValue, (const volatile void*)at_, ::wmfix::race::bits(old),
+      ::wmfix::race::record(kRmw, scope | kValue, at(), ::wmfix::race::bits(old),
                             ::wmfix::race::bits(next), ::wmfix::race::kNoSite);
 #endif
   }
@@ -195,10 +199,10 @@ struct atomic_ref : ::cuda::atomic_ref<T, S> {
 #if defined(__CUDA_ARCH__)
     if (global()) {
       if (done)
-        ::wmfix::race::record(kRmw, scope | kValue, (const volatile void*)at_, ::wmfix::race::bits(want),
+        ::wmfix::race::record(kRmw, scope | kValue, at(), ::wmfix::race::bits(want),
                               ::wmfix::race::bits(desired), ::wmfix::race::kNoSite);
       else
-        ::wmfix::race::record(kCasFailed, scope | kValue, (const volatile void*)at_,
+        ::wmfix::race::record(kCasFailed, scope | kValue, at(),
                               ::wmfix::race::bits(expected), 0, ::wmfix::race::kNoSite);
     }
 #endif
@@ -207,8 +211,30 @@ struct atomic_ref : ::cuda::atomic_ref<T, S> {
     return done;
   }
 };
+
+template <class T, ::cuda::thread_scope S = ::cuda::thread_scope_system>
+struct atomic_ref : traced<atomic_ref<T, S>, ::cuda::atomic_ref<T, S>, T, S> {
+  typedef traced<atomic_ref<T, S>, ::cuda::atomic_ref<T, S>, T, S> ops;
+  __host__ __device__ explicit atomic_ref(T& r) : ops(r), at_(&r) {}
+  using ops::operator=;
+  __host__ __device__ const volatile void* at() const { return at_; }
+
+ private:
+  T* at_;
+};
+
+// An atomic object: the word is the object itself.
+template <class T, ::cuda::thread_scope S = ::cuda::thread_scope_system>
+struct atomic : traced<atomic<T, S>, ::cuda::atomic<T, S>, T, S> {
+  typedef traced<atomic<T, S>, ::cuda::atomic<T, S>, T, S> ops;
+  using ops::ops;
+  atomic() = default;
+  using ops::operator=;
+  __host__ __device__ const volatile void* at() const { return this; }
+};
 }  // namespace wmfix_libcuxx
 #define WMFIX_ATOMIC_REF ::wmfix_libcuxx::atomic_ref
+#define WMFIX_ATOMIC ::wmfix_libcuxx::atomic
 #define WMFIX_ATOMIC_THREAD_FENCE ::wmfix_libcuxx::atomic_thread_fence
 #endif
 #endif

@@ -498,14 +498,17 @@ fn local_declarators<'t>(
 
 /// Names of `__device__` variables declared outside any function (at file scope, in a
 /// namespace, inside an include guard) whose name alone reads them: not arrays, not immutable
-/// ones (nothing writes them), and not functions (a prototype's declarator declares none).
+/// ones (nothing writes them), not libcu++ atomics (their operations are traced as such), and
+/// not functions (a prototype's declarator declares none).
 pub fn global_variables<'s>(caps: &Captures, text: &'s str, scopes: &Scopes) -> HashSet<&'s str> {
     let functions = caps.ids(Capture::FunctionName);
     let arrays = caps.ids(Capture::GlobalArray);
     let immutable = caps.ids(Capture::GlobalImmutable);
+    let atomic = caps.ids(Capture::GlobalAtomic);
     caps.get(Capture::GlobalVar)
         .iter()
         .filter(|n| !arrays.contains(&n.id()) && !immutable.contains(&n.id()))
+        .filter(|n| !atomic.contains(&n.id()))
         .filter(|n| scopes.at(n.start_byte()).is_none())
         .map(|n| name_node(*n))
         .filter(|n| !functions.contains(&n.id()))

@@ -294,8 +294,8 @@ fn thread_ids(
     (code, macros)
 }
 
-/// libcu++'s `cuda::atomic_ref` (with or without its template arguments) and
-/// `cuda::atomic_thread_fence` become the runtime's `WMFIX_ATOMIC_REF` and
+/// libcu++'s `cuda::atomic_ref` and `cuda::atomic` (with or without template arguments) and
+/// `cuda::atomic_thread_fence` become the runtime's `WMFIX_ATOMIC_REF`, `WMFIX_ATOMIC` and
 /// `WMFIX_ATOMIC_THREAD_FENCE`: libcu++'s own names, except in a race build, which records
 /// their operations with scope and order.
 fn libcuxx_names(caps: &Captures, text: &str) -> Vec<Edit> {
@@ -304,21 +304,24 @@ fn libcuxx_names(caps: &Captures, text: &str) -> Vec<Edit> {
         let before = text[..start].trim_end();
         before.strip_suffix("::").map_or(start, str::len)
     };
+    let macro_for = |name: &str| match name.rsplit("::").next().unwrap_or(name).trim() {
+        "atomic_ref" => "WMFIX_ATOMIC_REF",
+        "atomic" => "WMFIX_ATOMIC",
+        _ => "WMFIX_ATOMIC_THREAD_FENCE",
+    };
     let with_args = caps.get(Capture::LibcuxxRef).iter().filter_map(|n| {
         // `cuda::atomic_ref<T, S>`: the name up to the template's own name, not its arguments.
         let name = n.child_by_field_name("name")?.child_by_field_name("name")?;
         Some(Edit::replace(
             from(n.start_byte())..name.end_byte(),
-            "WMFIX_ATOMIC_REF",
+            macro_for(&text[name.byte_range()]),
         ))
     });
     let plain = caps.get(Capture::LibcuxxName).iter().map(|n| {
-        let macro_name = if text[n.byte_range()].ends_with("atomic_ref") {
-            "WMFIX_ATOMIC_REF"
-        } else {
-            "WMFIX_ATOMIC_THREAD_FENCE"
-        };
-        Edit::replace(from(n.start_byte())..n.end_byte(), macro_name)
+        Edit::replace(
+            from(n.start_byte())..n.end_byte(),
+            macro_for(&text[n.byte_range()]),
+        )
     });
     with_args.chain(plain).collect()
 }

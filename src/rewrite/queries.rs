@@ -97,6 +97,9 @@ pub enum Capture {
     FunctionBody,
     FunctionName,
     GlobalArray,
+    /// A `__device__` libcu++ atomic (`cuda::atomic<T, S>`): its operations are not accesses of
+    /// its name.
+    GlobalAtomic,
     /// A `__device__` variable no code can write (`constexpr`, or `const` and not a pointer).
     GlobalImmutable,
     GlobalTop,
@@ -143,7 +146,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 67] = [
+    pub const ALL: [Capture; 68] = [
         Capture::Access,
         Capture::AccessAsm,
         Capture::AccessAsmCode,
@@ -173,6 +176,7 @@ impl Capture {
         Capture::FunctionBody,
         Capture::FunctionName,
         Capture::GlobalArray,
+        Capture::GlobalAtomic,
         Capture::GlobalImmutable,
         Capture::GlobalTop,
         Capture::GlobalVar,
@@ -244,6 +248,7 @@ impl Capture {
             Capture::FunctionBody => "function.body",
             Capture::FunctionName => "function.name",
             Capture::GlobalArray => "global.array",
+            Capture::GlobalAtomic => "global.atomic",
             Capture::GlobalImmutable => "global.immutable",
             Capture::GlobalTop => "global.top",
             Capture::GlobalVar => "global.var",

@@ -1,5 +1,6 @@
-// libcu++'s cuda::atomic_ref and cuda::atomic_thread_fence in the race detector's ground truth:
-// kernels whose names give the verdict under the PTX model (`race_*`: a data race, `ok_*`: none),
+// libcu++'s cuda::atomic_ref, cuda::atomic and cuda::atomic_thread_fence in the race detector's
+// ground truth: kernels whose names give the verdict under the PTX model (`race_*`: a data race,
+// `ok_*`: none),
 // each launched once by `./suite` on fresh zeroed buffers, thread 0 of blocks 0 and 1 taking
 // part. Block 0 writes d then publishes; block 1 waits and reads d, or both take a lock.
 // scripts/race_suite.py checks race.json against these names. Written for wmfix.
@@ -146,6 +147,34 @@ __global__ void ok_ref_counter(int *d, int *f, int *out) {
   counter += 2;
 }
 
+// ---- cuda::atomic objects in global memory as the flag
+__device__ cuda::atomic<int, cuda::thread_scope_device> ready;
+__device__ cuda::atomic<int, cuda::thread_scope_block> ready_in_block;
+__global__ void ok_atomic_object_release_acquire(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    ready.store(1, cuda::memory_order_release);
+  } else {
+    while (ready.load(cuda::memory_order_acquire) == 0) {
+    }
+    out[0] = d[0];
+    ready = 0;  // for the next launch
+  }
+}
+__global__ void race_atomic_object_of_block_scope(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    ready_in_block.store(1, cuda::memory_order_release);
+  } else {
+    while (ready_in_block.load(cuda::memory_order_acquire) == 0) {
+    }
+    out[0] = d[0];
+    ready_in_block.store(0, cuda::memory_order_relaxed);
+  }
+}
+
 struct Case {
   const char *name;
   void (*k)(int *, int *, int *);
@@ -163,7 +192,9 @@ int main() {
       {"ok_ref_lock", ok_ref_lock},
       {"race_ref_lock_relaxed", race_ref_lock_relaxed},
       {"race_ref_lock_of_block_scope", race_ref_lock_of_block_scope},
-      {"ok_ref_counter", ok_ref_counter},
+      {"ok_atomic_object_release_acquire", ok_atomic_object_release_acquire},
+      {"race_atomic_object_of_block_scope", race_atomic_object_of_block_scope},
+      {"ok_ref_counter", ok_ref_counter},  // last: main checks its counter
   };
   const size_t words = 64;
   int *buf[3];
