@@ -231,3 +231,28 @@ fn a_row_names_the_runs_that_showed_it() {
     assert_eq!(r.rows.len(), 1, "{}", report::table(&r));
     assert_eq!((r.rows[0].runs, r.rows[0].in_runs.clone()), (2, vec![0, 2]));
 }
+
+#[test]
+fn runs_checked_one_at_a_time_add_up_to_one_report() {
+    // `race` checks each run once it ends and lets its traces go: the report is the last
+    // run's (the one that raced) with the clean runs' figures added.
+    let trace = |run: usize, text: &str| {
+        let mut t = Trace::parse_text(text).unwrap();
+        t.run = run;
+        t
+    };
+    let clean = trace(0, "b0.t0 st d 1 @0\nb1.t0 ld e 0 @1\n");
+    let racy = trace(1, "b0.t0 st d 1 @0\nb1.t0 ld d 1 @1\n");
+    let each = |t: &Trace| report::report(std::slice::from_ref(t), &Options::default(), None);
+    let whole = report::report(&[clean.clone(), racy.clone()], &Options::default(), None);
+    let added = report::with_clean_runs(vec![each(&clean), each(&racy)]);
+    assert_eq!((added.traces, whole.traces), (2, 2));
+    assert_eq!(added.stats.events, whole.stats.events);
+    assert_eq!(added.stats.accesses, whole.stats.accesses);
+    assert_eq!(added.rows.len(), 1);
+    assert_eq!(added.rows[0].in_runs, vec![1]);
+    assert_eq!(
+        (added.complete, added.checked_share),
+        (whole.complete, whole.checked_share)
+    );
+}

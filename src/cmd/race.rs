@@ -111,24 +111,27 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fence_scope: args.app.fence.into(),
         ..Detect::default()
     };
-    // A run that shows a race settles the verdict; its report serves when it is the only run.
+    // Each run is checked once it ends and its traces let go (a trace can be tens of GB): a run
+    // that shows a race settles the verdict, and the report is that run's with the clean runs'
+    // figures added. `--all-runs` keeps every trace for one report over all of them.
     let mut check_s = 0.0;
-    let mut first = None;
+    let mut each: Vec<Report> = Vec::new();
     let done = runs::run(&app, &out, &opts, &built.original, |traces| {
         if args.all_runs {
-            return false;
+            return runs::After::KEEP_ALL;
         }
         let t0 = std::time::Instant::now();
         let r = report::report(traces, &detect, Some(&fences));
         check_s += t0.elapsed().as_secs_f64();
-        let race = !r.rows.is_empty();
-        first.get_or_insert(r);
-        race
+        let stop = !r.rows.is_empty();
+        each.push(r);
+        runs::After { keep: false, stop }
     })?;
     let t0 = std::time::Instant::now();
-    let report = match first {
-        Some(r) if done.info.len() == 1 => r,
-        _ => report::report(&done.traces, &detect, Some(&fences)),
+    let report = if args.all_runs {
+        report::report(&done.traces, &detect, Some(&fences))
+    } else {
+        report::with_clean_runs(each)
     };
     check_s += t0.elapsed().as_secs_f64();
     let stopped = done.info.len() < args.runs.get();

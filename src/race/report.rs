@@ -113,6 +113,9 @@ pub struct Report {
     /// The share of the runs' events that was checked, where the runs' traces say how many
     /// there were.
     pub checked_share: Option<f64>,
+    /// Events checked (for `checked_share` when reports are added up).
+    #[serde(skip)]
+    pub checked: u64,
 }
 
 impl Report {
@@ -200,6 +203,7 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         left_with_suggested,
         complete: traces.iter().all(Trace::complete) && stats.reads_not_checked == 0,
         checked_share: known.then(|| checked as f64 / (checked + cut + dropped).max(1) as f64),
+        checked,
         stats,
         dropped,
         cut,
@@ -207,6 +211,28 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         unrecorded_launches,
         rows,
     }
+}
+
+/// The report of runs checked one at a time, each on its own traces, where only the last may
+/// have races (detection stops at the first run that shows one): the last run's report with
+/// the other runs' figures added (runs, events, what was not checked).
+pub fn with_clean_runs(mut each: Vec<Report>) -> Report {
+    let mut out = each.pop().expect("a detection run");
+    for r in each {
+        debug_assert!(r.rows.is_empty(), "only the last run may race");
+        out.traces += r.traces;
+        add_stats(&mut out.stats, &r.stats);
+        out.dropped += r.dropped;
+        out.cut += r.cut;
+        out.lost.extend(r.lost);
+        out.unrecorded_launches += r.unrecorded_launches;
+        out.complete &= r.complete;
+        out.checked += r.checked;
+    }
+    let known = out.lost.is_empty() && out.unrecorded_launches == 0;
+    out.checked_share =
+        known.then(|| out.checked as f64 / (out.checked + out.cut + out.dropped).max(1) as f64);
+    out
 }
 
 /// One trace's rows (each with its count and the suggestions of all its examples), its

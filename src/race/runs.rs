@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Instant;
 
 pub struct Options {
-    /// Runs at most: fewer where `run`'s `enough` says the traces so far settle it.
+    /// Runs at most: fewer where `run`'s `after` says a run settles it.
     pub runs: usize,
     /// The first run's environment; later runs remap thread ids (its `+` form) where
     /// `remap_later`, so that each sees another schedule.
@@ -138,15 +138,30 @@ impl Options {
     }
 }
 
+/// What the caller makes of a run's traces: whether `Runs` keeps them (else the caller has
+/// checked them itself), and whether the run settles it (no more runs).
+pub struct After {
+    pub keep: bool,
+    pub stop: bool,
+}
+
+impl After {
+    /// Every trace kept, every run made.
+    pub const KEEP_ALL: After = After {
+        keep: true,
+        stop: false,
+    };
+}
+
 /// The original once natively (for the overhead), then the detection runs, each launch a
-/// trace of its own (`launches::split`); after each run but the last, `enough(its traces)`
-/// says whether to stop there.
+/// trace of its own (`launches::split`); after each run, `after(its traces)` says whether to
+/// keep them and whether to stop there.
 pub fn run(
     app: &App,
     out: &OutDir,
     opts: &Options,
     original: &Path,
-    mut enough: impl FnMut(&[Trace]) -> bool,
+    mut after: impl FnMut(&[Trace]) -> After,
 ) -> Result<Runs> {
     let files = out.race();
     let fences = FenceList::load(&out.fences_json())?;
@@ -194,9 +209,11 @@ pub fn run(
         });
         trace.run = run;
         let pieces = super::launches::split(vec![trace]);
-        let stop = run + 1 < opts.runs && enough(&pieces);
-        runs.traces.extend(pieces);
-        if stop {
+        let next = after(&pieces);
+        if next.keep {
+            runs.traces.extend(pieces);
+        }
+        if next.stop {
             break;
         }
     }

@@ -86,7 +86,7 @@ pub fn start(
         fences: FenceSet::Ids(Ids::new()),
         trace: how.trace,
     };
-    let done = runs::run(app, out, &run_opts, original, |_| false)?;
+    let done = runs::run(app, out, &run_opts, original, |_| runs::After::KEEP_ALL)?;
     let mut found = minimise(&done.traces, opts, all);
     found.dropped = done.traces.iter().map(|t| t.dropped + t.cut).sum();
     found.run_seconds = done.info.iter().map(|r| r.seconds).sum();
