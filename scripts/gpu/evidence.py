@@ -144,7 +144,7 @@ def main(args):
         ran.append(os.path.relpath(step_dir, ROOT))
         t0 = int(time.time())
         env = dict(os.environ, STEP=s.name, STEP_DIR=str(step_dir), STEP_T0=str(t0), START=str(start),
-                   DEADLINE=str(deadline), RESULTS=str(results), OUT=str(out), WORK=str(work), W=str(w))
+                   DEADLINE=str(deadline), RESULTS=str(results), WORK=str(work), W=str(w))
         if s.budget and "LIMIT" not in os.environ:
             env["LIMIT"] = str(s.budget)
         rc = subprocess.run(["bash", "-c", 'source "$0"; "$@"', str(LIB), *s.command], env=env).returncode

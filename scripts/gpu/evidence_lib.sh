@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU evidence steps' functions: scripts/gpu/steps.py declares the steps (name, function and
 # arguments, budget, outputs), scripts/gpu/evidence.py runs each as `FUNCTION ARGS...` in a bash
-# that sourced this file, with STEP, STEP_DIR, STEP_T0, START, DEADLINE, RESULTS, OUT, WORK, W and
+# that sourced this file, with STEP, STEP_DIR, STEP_T0, START, DEADLINE, RESULTS, WORK, W and
 # the step's LIMIT in the environment. Every file a step writes names the GPU, driver, date,
 # wmfix commit and command: text files in a header, JSON files as {"meta": {...}, "result": <what
 # wmfix wrote>}. Test cells and reductions also keep failures.txt (the last line of each erring
@@ -9,13 +9,10 @@
 set -uo pipefail
 ROOT=$PWD
 W=${W:-$ROOT/carry/wmfix}
-OUT=${OUT:-$ROOT/gpu-out}
-mkdir -p "$OUT"
 START=${START:-$(date +%s)}
 DEADLINE=${DEADLINE:-$((START + ${BUDGET_S:-530}))}
 JOBS=${JOBS:-8}
 RUNS=${RUNS:-100}
-LOG=$OUT/evidence.log
 WORK=${WORK:-/tmp/ev}
 
 gpu_field() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -n 1; }
@@ -32,7 +29,6 @@ PROFILES=$ROOT/runtime-cu/profiles
 NEW_TUNE=$RESULTS/stress-tune/profile.toml
 
 left() { echo $((DEADLINE - $(date +%s))); }
-log() { echo "$*" | tee -a "$LOG"; }
 header() { # the header of a text result: GPU, driver, date, commit, command
   echo "# $GPU, driver $DRIVER, $NVCC; $(date -u +%FT%TZ); wmfix $COMMIT"
   echo "# \$ $*"
