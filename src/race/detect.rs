@@ -202,8 +202,7 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn of(trace: &Trace) -> Prepared {
-        let read_from = super::order::reads_from(trace);
-        let (order, broken) = super::order::causal(trace, &read_from);
+        let (read_from, order, broken) = super::order::settle(trace);
         let n = trace.events.len();
         let (mut thread_of, mut position) = (vec![0u32; n], vec![0u32; n]);
         let mut histories: Vec<Vec<u32>> = Vec::new();

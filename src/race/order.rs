@@ -13,9 +13,15 @@ use std::collections::VecDeque;
 
 /// What each strong read with a known value read from: a write of that value to the address
 /// in the same launch (strong or weak, an atomic's new value), the latest recorded before it,
-/// else the first after it from another thread. `None`: no write of the launch wrote it (an
-/// initial value, or one an earlier launch left, which the kernel boundary orders anyway).
+/// else the first after it from another thread; an atomic that changes the word skips writes
+/// another such atomic read (no two read one write). `None`: no write of the launch wrote it
+/// (an initial value, or one an earlier launch left, which the kernel boundary orders anyway).
 pub fn reads_from(trace: &Trace) -> Vec<Option<u32>> {
+    reads_from_but(trace, &Default::default())
+}
+
+/// `reads_from`, with the reads in `initial` reading what the word held before the launch.
+fn reads_from_but(trace: &Trace, initial: &foldhash::HashSet<u32>) -> Vec<Option<u32>> {
     let mut writes: HashMap<(u32, u64, u64), Vec<u32>> = HashMap::new();
     for (i, e) in trace.events.iter().enumerate() {
         let written = match e.op {
@@ -31,29 +37,41 @@ pub fn reads_from(trace: &Trace) -> Vec<Option<u32>> {
         }
     }
     let mut rf = vec![None; trace.events.len()];
+    // The writes an atomic read-modify-write has read: no other one reads them (it would have
+    // read the first one's write instead). Claimed in slot order, nearest first.
+    let mut claimed: foldhash::HashSet<u32> = Default::default();
     for (i, e) in trace.events.iter().enumerate() {
-        let read = match e.op {
+        // Only an atomic that changes the word claims (one that leaves it as it was, an
+        // atomicAdd of 0, is read by the next as any write is).
+        let (read, rmw) = match e.op {
             Op::Read {
                 strong: Some(_),
                 value,
-            } => value,
-            Op::Rmw { old, .. } => old,
-            _ => None,
+            } => (value, false),
+            Op::Rmw { old, new, .. } => (old, old != new),
+            _ => (None, false),
         };
         let Some(v) = read else { continue };
         let Some(cands) = writes.get(&(e.thread.launch, e.addr, v)) else {
             continue;
         };
         let i = i as u32;
+        if initial.contains(&i) {
+            continue;
+        }
+        let free = |w: &u32| !rmw || !claimed.contains(w);
         let at = cands.partition_point(|&w| w < i);
-        rf[i as usize] = if at > 0 {
-            Some(cands[at - 1])
-        } else {
+        let before = cands[..at].iter().rev().copied().find(free);
+        rf[i as usize] = before.or_else(|| {
             cands[at..]
                 .iter()
                 .copied()
+                .filter(free)
                 .find(|&w| w != i && trace.events[w as usize].thread != e.thread)
-        };
+        });
+        if let (true, Some(w)) = (rmw, rf[i as usize]) {
+            claimed.insert(w);
+        }
     }
     rmw_chains(trace, &mut rf);
     rf
@@ -241,6 +259,54 @@ fn barriers(trace: &Trace) -> Barriers {
 /// by value in a circle: a counter's first reader of 0 and its wrap to 0) are broken, earliest
 /// event first, when the launch ends: launches stay in order. The count says how many broke.
 pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
+    let (order, forced) = schedule(trace, rf);
+    (order, forced.len())
+}
+
+/// Reads-from and the check order together. An atomic whose source is recorded after it and
+/// that still waits when its launch ends is in a circle of waits (the earliest waiting event of
+/// a circle always reads forward): no write of the launch can be its source, so it read what
+/// the word held before (a lock's first acquire of 0, whose releases of 0 all come later). It
+/// is given no source, which frees the write it had claimed for another atomic, and the order
+/// is found again, so that the launch is checked in causal order rather than with those
+/// threads pushed to its end. Waits still broken after that (plain strong reads among them:
+/// left as they were) are counted.
+pub fn settle(trace: &Trace) -> (Vec<Option<u32>>, Vec<u32>, usize) {
+    let mut initial = foldhash::HashSet::default();
+    let mut rf = reads_from(trace);
+    for _ in 0..SETTLE_ROUNDS {
+        let (order, forced) = schedule(trace, &rf);
+        // A word's earliest such read only (the write it took may be a later one's source), of
+        // those whose source was not itself forced on (a read of a write recorded late that
+        // waited behind the circle, not in it).
+        let stuck: foldhash::HashSet<u32> = forced.iter().map(|&(k, _)| k).collect();
+        let mut first: HashMap<(u32, u64), u32> = HashMap::new();
+        for &(k, dep) in &forced {
+            if let Some(Dep::Write(w)) = dep
+                && w > k
+                && !stuck.contains(&w)
+                && matches!(trace.events[k as usize].op, Op::Rmw { .. })
+            {
+                let e = &trace.events[k as usize];
+                let f = first.entry((e.thread.launch, e.addr)).or_insert(k);
+                *f = (*f).min(k);
+            }
+        }
+        if first.is_empty() {
+            return (rf, order, forced.len());
+        }
+        initial.extend(first.into_values());
+        rf = reads_from_but(trace, &initial);
+    }
+    let (order, forced) = schedule(trace, &rf);
+    (rf, order, forced.len())
+}
+
+/// Rounds of `settle`: each gives one read a word no source; a lock's holders need one or two.
+const SETTLE_ROUNDS: usize = 8;
+
+/// The check order, and the events checked without their wait (with what they waited for).
+fn schedule(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, Vec<(u32, Option<Dep>)>) {
     let n = trace.events.len();
     let bars = barriers(trace);
     let mut s = Schedule {
@@ -250,7 +316,7 @@ pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
         order: Vec::with_capacity(n),
         done: vec![false; n],
         forced: vec![false; n],
-        broken: 0,
+        broken: Vec::new(),
         queued: HashMap::new(),
         waiting: HashMap::new(),
         waits_on: HashMap::new(),
@@ -289,7 +355,7 @@ struct Schedule<'a> {
     done: Vec<bool>,
     /// Events checked without waiting any longer (`flush`).
     forced: Vec<bool>,
-    broken: usize,
+    broken: Vec<(u32, Option<Dep>)>,
     queued: HashMap<Thread, VecDeque<u32>>,
     /// The threads waiting for each dependency; an entry counts only while `waits_on` agrees
     /// (a thread forced on by `flush` leaves stale entries behind).
@@ -358,8 +424,8 @@ impl Schedule<'_> {
                 continue; // stale: that event went on since
             }
             self.forced[k as usize] = true;
-            self.broken += 1;
-            self.waits_on.remove(&t);
+            let dep = self.waits_on.remove(&t);
+            self.broken.push((k, dep));
             self.go_on(t);
             self.drain();
         }

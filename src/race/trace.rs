@@ -303,7 +303,8 @@ impl Trace {
     /// read, else after it and before the next such write) than any write of the value read,
     /// the store wrote what the atomic read. Nearer, not "no write wrote it": in a lock taken
     /// by several waiters, the last holder's release is recorded with 0 and would else be
-    /// taken as every earlier acquire's source.
+    /// taken as every earlier acquire's source. No two atomics that change the word read one
+    /// write: a store or write one took, in slot order, is not another's.
     fn mend_reread_stores(&mut self) {
         type Key = (u32, u64, u64);
         let mut stores: HashMap<Key, Vec<usize>> = HashMap::new();
@@ -339,6 +340,8 @@ impl Trace {
             }
         }
         let mut mended: HashMap<usize, u64> = HashMap::new();
+        // An atomic reads its word's value just before it: no two read the same write.
+        let mut claimed: std::collections::HashSet<usize> = Default::default();
         for (i, e) in self.events.iter().enumerate() {
             let Op::Rmw {
                 old: Some(old),
@@ -348,27 +351,37 @@ impl Trace {
             else {
                 continue;
             };
+            if old == new {
+                continue; // it changed nothing: any write of the value, no store to mend
+            }
             let (launch, addr) = (e.thread.launch, e.addr);
             let Some(cands) = stores.get(&(launch, addr, new)) else {
                 continue;
             };
-            let other = |w: &&usize| self.events[**w].thread != e.thread;
+            let free = |w: &&usize| !claimed.contains(*w);
+            let other = |w: &&usize| self.events[**w].thread != e.thread && free(w);
             let olds: &[usize] = writes.get(&(launch, addr, old)).map_or(&[], |v| v);
             let store_before = cands.iter().rev().find(|w| **w < i && other(w));
-            let old_before = olds.iter().rev().find(|w| **w < i);
+            let old_before = olds.iter().rev().find(|w| **w < i && free(w));
             // The nearest source: a write of the value read, or a store that recorded the
             // value this atomic wrote.
             let source = match (store_before, old_before) {
-                (Some(s), o) if o.is_none_or(|o| o < s) => Some(s),
-                (_, Some(_)) => None,
+                (Some(s), o) if o.is_none_or(|o| o < s) => Some((s, true)),
+                (_, Some(o)) => Some((o, false)),
                 (_, None) => {
                     let store_after = cands.iter().find(|w| **w > i && other(w));
                     let old_after = olds.iter().find(|w| **w > i && other(w));
-                    store_after.filter(|s| old_after.is_none_or(|o| s < &o))
+                    match (store_after, old_after) {
+                        (Some(s), o) if o.is_none_or(|o| s < o) => Some((s, true)),
+                        (_, o) => o.map(|o| (o, false)),
+                    }
                 }
             };
-            if let Some(&w) = source {
-                mended.entry(w).or_insert(old);
+            if let Some((&w, reread)) = source {
+                claimed.insert(w);
+                if reread {
+                    mended.insert(w, old);
+                }
             }
         }
         for (w, old) in mended {
