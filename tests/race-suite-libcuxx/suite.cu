@@ -11,6 +11,11 @@
 using device_ref = cuda::atomic_ref<int, cuda::thread_scope_device>;
 using block_ref = cuda::atomic_ref<int, cuda::thread_scope_block>;
 
+// A wait on an atomic of block scope across blocks is bounded: such a load may be served from
+// the waiting block's own SM and never see the other block's store (the kernel would hang; the
+// race is there whether or not the wait ends in time).
+constexpr int kSpins = 1 << 20;
+
 // ---- message passing through an atomic_ref flag
 __global__ void ok_ref_release_acquire(int *d, int *f, int *out) {
   if (threadIdx.x != 0) return;
@@ -43,7 +48,7 @@ __global__ void race_ref_block_scope_across_blocks(int *d, int *f, int *out) {
     d[0] = 1;
     flag.store(1, cuda::memory_order_release);
   } else {
-    while (flag.load(cuda::memory_order_acquire) == 0) {
+    for (int n = 0; n < kSpins && flag.load(cuda::memory_order_acquire) == 0; ++n) {
     }
     out[0] = d[0];
   }
@@ -126,7 +131,8 @@ __global__ void race_ref_lock_of_block_scope(int *d, int *f, int *out) {
   if (threadIdx.x != 0) return;
   cuda::atomic_ref<int, cuda::thread_scope_block> lock(f[0]);
   int expected = 0;
-  while (!lock.compare_exchange_strong(expected, 1, cuda::memory_order_acquire)) expected = 0;
+  for (int n = 0; n < kSpins && !lock.compare_exchange_strong(expected, 1, cuda::memory_order_acquire); ++n)
+    expected = 0;
   d[0] = d[0] + 1;
   lock.store(0, cuda::memory_order_release);
 }
@@ -168,7 +174,7 @@ __global__ void race_atomic_object_of_block_scope(int *d, int *f, int *out) {
     d[0] = 1;
     ready_in_block.store(1, cuda::memory_order_release);
   } else {
-    while (ready_in_block.load(cuda::memory_order_acquire) == 0) {
+    for (int n = 0; n < kSpins && ready_in_block.load(cuda::memory_order_acquire) == 0; ++n) {
     }
     out[0] = d[0];
     ready_in_block.store(0, cuda::memory_order_relaxed);
