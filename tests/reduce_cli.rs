@@ -132,6 +132,39 @@ fn finds_the_chosen_fences_at_the_papers_sizes() {
 }
 
 #[test]
+fn the_report_says_where_the_wall_time_went() {
+    let (_tmp, dir) = standin(10);
+    let o = reduce_cmd(&dir, "out", "3", 100, &["--jobs", "2"])
+        .output()
+        .unwrap();
+    ok(&o);
+    let r = report(&dir, "out");
+    let phases: Vec<(String, f64)> = serde_json::from_value(r["phases"].clone()).unwrap();
+    let names: Vec<&str> = phases.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "build",
+            "sanity check",
+            "probe",
+            "warm check",
+            "race detection",
+            "runs",
+            "patch"
+        ]
+    );
+    let sum: f64 = phases.iter().map(|(_, s)| s).sum();
+    let wall = r["wall_seconds"].as_f64().unwrap();
+    assert!(
+        sum <= wall + 0.05 && sum >= 0.5 * wall,
+        "phases {sum} s of {wall} s wall"
+    );
+    // The runs are where a stand-in's reduction spends its time.
+    let runs = phases.iter().find(|(p, _)| p == "runs").unwrap().1;
+    assert!(runs > 0.0);
+}
+
+#[test]
 fn the_papers_algorithm_finds_them_too() {
     let (_tmp, dir) = standin(33);
     let o = reduce_cmd(&dir, "out", "17", 100, &["--split", "halves", "--no-cache"])

@@ -13,7 +13,7 @@ use crate::reduce::by_race::{self, RaceRuns, RaceStart};
 use crate::reduce::journal::Journaled;
 use crate::reduce::oracle::Program;
 use crate::reduce::patch;
-use crate::reduce::record::{Dropped, KeptFence, Report};
+use crate::reduce::record::{Dropped, KeptFence, Laps, Report, describe_phases};
 use crate::reduce::why;
 use crate::run::environment::TestEnv;
 use anyhow::Result;
@@ -80,7 +80,9 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             "nothing to resume",
         )?,
     };
+    let mut laps = Laps::start();
     let built = builder::build(&app, &out, opts.scope)?;
+    laps.lap("build");
     let files = out.reduce();
     std::fs::create_dir_all(files.logs())?;
     // C-Vise's lesson: check the unmodified program before reducing anything.
@@ -96,6 +98,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     if let Some(s) = sanity.describe("reduction") {
         eprintln!("wmfix: {s}");
     }
+    laps.lap("sanity check");
     let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
     eprintln!("wmfix: {}", profile.describe());
     let mps = opts
@@ -115,12 +118,15 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         &opts.gpus,
         &out.probe_log(),
     )?;
+    laps.lap("probe");
     let (warm, warm_check) = check_warm(warm, &app, &out, &built.instrumented, &run_env, opts)?;
+    laps.lap("warm check");
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
     let structure = structure(&records);
     let resume = opts.resume || opts.resume_from.is_some();
     let race = race_start(&app, &out, &built.original, opts, &all, &structure, resume)?;
+    laps.lap("race detection");
     let stamp = std::fs::read_to_string(out.build_stamp())?;
     let mut header = serde_json::json!({
         // The budget may change between sessions: not part of what must match.
@@ -176,6 +182,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         &mut show,
     );
     bar.finish_and_clear();
+    laps.lap("runs");
     if let Some(w) = &warm {
         eprintln!("wmfix: {}", w.describe());
         for line in w.pace() {
@@ -252,6 +259,10 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         result,
         replayed_checks: replayed,
         wall_seconds: started.elapsed().as_secs_f64(),
+        phases: {
+            laps.lap("patch");
+            laps.phases
+        },
         patch: patch_path,
         sources: hardening.sources,
         library_fences: hardening.library,
@@ -499,6 +510,10 @@ pub fn summary(r: &Report, with_race: bool) -> String {
         hms(res.seconds),
         r.wall_seconds
     );
+    let phases = describe_phases(&r.phases);
+    if !phases.is_empty() {
+        s += &format!("wall time: {phases}\n");
+    }
     for k in &r.kept {
         let mut placed = String::new();
         if res.after_loop_only.contains(&k.id) {

@@ -116,6 +116,9 @@ pub struct Report {
     pub off_global: Vec<Dropped>,
     pub replayed_checks: usize,
     pub wall_seconds: f64,
+    /// Where the wall time went, in order: (phase, seconds); absent in reductions made before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<(String, f64)>,
     pub patch: PathBuf,
     /// The sources the fence ids refer to; `wmfix apply` refuses if they changed.
     pub sources: SourceDigests,
@@ -185,5 +188,53 @@ impl Report {
             serde_json::to_string_pretty(self)? + "\n",
         )?;
         Ok(())
+    }
+}
+
+/// Wall time by phase: each `lap` closes the phase that ran since the last.
+pub struct Laps {
+    last: std::time::Instant,
+    pub phases: Vec<(String, f64)>,
+}
+
+impl Laps {
+    pub fn start() -> Laps {
+        Laps {
+            last: std::time::Instant::now(),
+            phases: Vec::new(),
+        }
+    }
+
+    pub fn lap(&mut self, phase: &str) {
+        let now = std::time::Instant::now();
+        self.phases
+            .push((phase.to_string(), (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+}
+
+/// "build 12 s, warm check 25 s": the phases of at least half a second.
+pub fn describe_phases(phases: &[(String, f64)]) -> String {
+    phases
+        .iter()
+        .filter(|(_, s)| *s >= 0.5)
+        .map(|(p, s)| format!("{p} {s:.0} s"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_under_half_a_second_are_left_out_of_the_line() {
+        let phases = vec![
+            ("build".to_string(), 12.3),
+            ("probe".to_string(), 0.2),
+            ("runs".to_string(), 25.6),
+        ];
+        assert_eq!(describe_phases(&phases), "build 12 s, runs 26 s");
+        assert_eq!(describe_phases(&phases[1..2]), "");
     }
 }
