@@ -11,4 +11,5 @@ pub mod patch;
 pub mod record;
 pub mod reduced;
 pub mod split;
+pub mod summary;
 pub mod why;
