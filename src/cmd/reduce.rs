@@ -260,10 +260,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         result,
         replayed_checks: replayed,
         wall_seconds: started.elapsed().as_secs_f64(),
-        phases: {
-            laps.lap("patch");
-            laps.phases
-        },
+        phases: laps.finish("patch"),
         patch: patch_path,
         sources: hardening.sources,
         library_fences: hardening.library,

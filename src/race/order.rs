@@ -253,16 +253,6 @@ fn barriers(trace: &Trace) -> Barriers {
     b
 }
 
-/// The order to check events in: slot order, but a read recorded before the write it read
-/// waits for it, a thread leaving a barrier waits for the block's other arrivals, and a
-/// thread's later events wait behind its waiting one. Waits that cannot end (reads-from found
-/// by value in a circle: a counter's first reader of 0 and its wrap to 0) are broken, earliest
-/// event first, when the launch ends: launches stay in order. The count says how many broke.
-pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
-    let (order, forced) = schedule(trace, rf);
-    (order, forced.len())
-}
-
 /// Reads-from and the check order together. An atomic whose source is recorded after it and
 /// that still waits when its launch ends is in a circle of waits (the earliest waiting event of
 /// a circle always reads forward): no write of the launch can be its source, so it read what
@@ -272,43 +262,56 @@ pub fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
 /// threads pushed to its end. Waits still broken after that (plain strong reads among them:
 /// left as they were) are counted.
 pub fn settle(trace: &Trace) -> (Vec<Option<u32>>, Vec<u32>, usize) {
+    let bars = barriers(trace);
     let mut initial = foldhash::HashSet::default();
     let mut rf = reads_from(trace);
-    for _ in 0..SETTLE_ROUNDS {
-        let (order, forced) = schedule(trace, &rf);
-        // A word's earliest such read only (the write it took may be a later one's source), of
-        // those whose source was not itself forced on (a read of a write recorded late that
-        // waited behind the circle, not in it).
-        let stuck: foldhash::HashSet<u32> = forced.iter().map(|&(k, _)| k).collect();
-        let mut first: HashMap<(u32, u64), u32> = HashMap::new();
-        for &(k, dep) in &forced {
-            if let Some(Dep::Write(w)) = dep
-                && w > k
-                && !stuck.contains(&w)
-                && matches!(trace.events[k as usize].op, Op::Rmw { .. })
-            {
-                let e = &trace.events[k as usize];
-                let f = first.entry((e.thread.launch, e.addr)).or_insert(k);
-                *f = (*f).min(k);
-            }
-        }
-        if first.is_empty() {
+    for round in 0..=SETTLE_ROUNDS {
+        let (order, forced) = schedule(trace, &rf, &bars);
+        let first = circle_atomics(trace, &forced);
+        if first.is_empty() || round == SETTLE_ROUNDS {
             return (rf, order, forced.len());
         }
-        initial.extend(first.into_values());
+        initial.extend(first);
         rf = reads_from_but(trace, &initial);
     }
-    let (order, forced) = schedule(trace, &rf);
-    (rf, order, forced.len())
+    unreachable!("the last round returns")
+}
+
+/// Of the atomics forced on with a source recorded after them, a word's earliest (the write it
+/// took may be a later one's source), of those whose source was not itself forced on (a read
+/// of a write recorded late that waited behind the circle, not in it).
+fn circle_atomics(trace: &Trace, forced: &[(u32, Option<Dep>)]) -> Vec<u32> {
+    let stuck: foldhash::HashSet<u32> = forced.iter().map(|&(k, _)| k).collect();
+    let mut first: HashMap<(u32, u64), u32> = HashMap::new();
+    for &(k, dep) in forced {
+        if let Some(Dep::Write(w)) = dep
+            && w > k
+            && !stuck.contains(&w)
+            && matches!(trace.events[k as usize].op, Op::Rmw { .. })
+        {
+            let e = &trace.events[k as usize];
+            let f = first.entry((e.thread.launch, e.addr)).or_insert(k);
+            *f = (*f).min(k);
+        }
+    }
+    first.into_values().collect()
 }
 
 /// Rounds of `settle`: each gives one read a word no source; a lock's holders need one or two.
 const SETTLE_ROUNDS: usize = 8;
 
-/// The check order, and the events checked without their wait (with what they waited for).
-fn schedule(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, Vec<(u32, Option<Dep>)>) {
+/// The order to check events in: slot order, but a read recorded before the write it read
+/// waits for it, a thread leaving a barrier waits for the block's other arrivals, and a
+/// thread's later events wait behind its waiting one. Waits that cannot end (reads-from found
+/// by value in a circle: a counter's first reader of 0 and its wrap to 0) are broken, earliest
+/// event first, when the launch ends: launches stay in order. Returns the order and the events
+/// checked without their wait (with what they waited for).
+fn schedule<'a>(
+    trace: &'a Trace,
+    rf: &'a [Option<u32>],
+    bars: &'a Barriers,
+) -> (Vec<u32>, Vec<(u32, Option<Dep>)>) {
     let n = trace.events.len();
-    let bars = barriers(trace);
     let mut s = Schedule {
         rf,
         arrived: vec![0; bars.expected.len()],
@@ -349,7 +352,7 @@ fn schedule(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, Vec<(u32, Option<De
 
 struct Schedule<'a> {
     rf: &'a [Option<u32>],
-    bars: Barriers,
+    bars: &'a Barriers,
     arrived: Vec<u32>,
     order: Vec<u32>,
     done: Vec<bool>,
@@ -450,6 +453,12 @@ impl Schedule<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The check order for `rf`, and how many waits broke.
+    fn causal(trace: &Trace, rf: &[Option<u32>]) -> (Vec<u32>, usize) {
+        let (order, forced) = schedule(trace, rf, &barriers(trace));
+        (order, forced.len())
+    }
 
     #[test]
     fn a_ticket_recorded_before_the_one_it_read_is_checked_after_it() {

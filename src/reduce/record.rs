@@ -194,7 +194,7 @@ impl Report {
 /// Wall time by phase: each `lap` closes the phase that ran since the last.
 pub struct Laps {
     last: std::time::Instant,
-    pub phases: Vec<(String, f64)>,
+    phases: Vec<(String, f64)>,
 }
 
 impl Laps {
@@ -211,30 +211,10 @@ impl Laps {
             .push((phase.to_string(), (now - self.last).as_secs_f64()));
         self.last = now;
     }
-}
 
-/// "build 12 s, warm check 25 s": the phases of at least half a second.
-pub fn describe_phases(phases: &[(String, f64)]) -> String {
-    phases
-        .iter()
-        .filter(|(_, s)| *s >= 0.5)
-        .map(|(p, s)| format!("{p} {s:.0} s"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn phases_under_half_a_second_are_left_out_of_the_line() {
-        let phases = vec![
-            ("build".to_string(), 12.3),
-            ("probe".to_string(), 0.2),
-            ("runs".to_string(), 25.6),
-        ];
-        assert_eq!(describe_phases(&phases), "build 12 s, runs 26 s");
-        assert_eq!(describe_phases(&phases[1..2]), "");
+    /// The phases, with the last one closed.
+    pub fn finish(mut self, phase: &str) -> Vec<(String, f64)> {
+        self.lap(phase);
+        self.phases
     }
 }

@@ -1,6 +1,6 @@
 //! The printed summary of a reduction: what `wmfix reduce` says on stdout when it ends.
 
-use crate::reduce::record::{Dropped, Report, describe_phases};
+use crate::reduce::record::{Dropped, Report};
 use crate::reduce::why;
 
 /// Seconds as h:mm:ss.
@@ -160,4 +160,30 @@ fn dropped_line(dropped: &[Dropped], what: &str) -> Option<String> {
         what.replace("{}", &dropped.len().to_string()),
         each.join(", ")
     ))
+}
+
+/// "build 12 s, warm check 25 s": the phases of at least half a second.
+fn describe_phases(phases: &[(String, f64)]) -> String {
+    phases
+        .iter()
+        .filter(|(_, s)| *s >= 0.5)
+        .map(|(p, s)| format!("{p} {s:.0} s"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_under_half_a_second_are_left_out_of_the_line() {
+        let phases = vec![
+            ("build".to_string(), 12.3),
+            ("probe".to_string(), 0.2),
+            ("runs".to_string(), 25.6),
+        ];
+        assert_eq!(describe_phases(&phases), "build 12 s, runs 26 s");
+        assert_eq!(describe_phases(&phases[1..2]), "");
+    }
 }
