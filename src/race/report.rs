@@ -122,6 +122,14 @@ impl Report {
     pub fn races(&self) -> u64 {
         self.rows.iter().map(|r| r.count).sum()
     }
+
+    /// The share of the events checked, where the traces say how many there were (none lost,
+    /// no launch unrecorded).
+    fn share_checked(&self) -> Option<f64> {
+        let known = self.lost.is_empty() && self.unrecorded_launches == 0;
+        let all = self.checked + self.cut + self.dropped;
+        known.then(|| self.checked as f64 / all.max(1) as f64)
+    }
 }
 
 fn place(site: Option<FenceId>, fences: Option<&FenceList>) -> Place {
@@ -195,14 +203,13 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
     let lost: Vec<String> = traces.iter().filter_map(|t| t.lost.clone()).collect();
     let unrecorded_launches = traces.iter().map(|t| t.unrecorded_launches).sum();
     let checked = traces.iter().map(|t| t.events.len() as u64).sum::<u64>();
-    let known = lost.is_empty() && unrecorded_launches == 0;
-    Report {
+    let mut report = Report {
         model: opts.model,
         traces: super::launches::runs(traces),
         suggested: suggested.into_iter().collect(),
         left_with_suggested,
         complete: traces.iter().all(Trace::complete) && stats.reads_not_checked == 0,
-        checked_share: known.then(|| checked as f64 / (checked + cut + dropped).max(1) as f64),
+        checked_share: None,
         checked,
         stats,
         dropped,
@@ -210,7 +217,9 @@ pub fn report(traces: &[Trace], opts: &Options, fences: Option<&FenceList>) -> R
         lost,
         unrecorded_launches,
         rows,
-    }
+    };
+    report.checked_share = report.share_checked();
+    report
 }
 
 /// The report of runs checked one at a time, each on its own traces, where only the last may
@@ -229,9 +238,7 @@ pub fn with_clean_runs(mut each: Vec<Report>) -> Report {
         out.complete &= r.complete;
         out.checked += r.checked;
     }
-    let known = out.lost.is_empty() && out.unrecorded_launches == 0;
-    out.checked_share =
-        known.then(|| out.checked as f64 / (out.checked + out.cut + out.dropped).max(1) as f64);
+    out.checked_share = out.share_checked();
     out
 }
 
