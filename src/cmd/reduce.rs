@@ -86,46 +86,31 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     laps.lap("build");
     let files = out.reduce();
     std::fs::create_dir_all(files.logs())?;
-    // C-Vise's lesson: check the unmodified program before reducing anything.
-    // Before any run: --warm where the program cannot run warm is a usage error.
-    let warm = crate::run::warm::pool(opts.warm, &app, &out.warm())?;
-    let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
-    let sanity = crate::run::sanity::check(
-        &app,
-        &built.original,
-        &built.instrumented,
-        &files.baseline_log(),
-    )?;
-    if let Some(s) = sanity.describe("reduction") {
-        eprintln!("wmfix: {s}");
+    let resume = opts.resume || opts.resume_from.is_some();
+    // The detection variant builds on the CPU while the checks before the runs use the GPU.
+    let (ready, race_build) = std::thread::scope(|s| {
+        let race_build = opts
+            .race
+            .is_some()
+            .then(|| s.spawn(|| by_race::build(&app, &out, resume)));
+        let ready = before_runs(&app, &out, &built, opts, &mut laps);
+        (ready, race_build.map(|b| b.join()))
+    });
+    let Ready {
+        warm,
+        _held,
+        sanity,
+        profile,
+        _mps,
+        run_env,
+        warm_check,
+    } = ready?;
+    if let Some(b) = race_build {
+        b.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
     }
-    laps.lap("sanity check");
-    let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
-    eprintln!("wmfix: {}", profile.describe());
-    let mps = opts
-        .mps
-        .then(|| crate::run::mps::Mps::start(&out.mps()))
-        .transpose()?;
-    let run_env: Vec<(String, String)> = profile
-        .env()
-        .into_iter()
-        .chain(mps.iter().flat_map(|m| m.env()))
-        .collect();
-    crate::run::probe::before_runs(
-        &app,
-        &built.instrumented,
-        &[opts.env],
-        &run_env,
-        &opts.gpus,
-        &out.probe_log(),
-    )?;
-    laps.lap("probe");
-    let (warm, warm_check) = check_warm(warm, &app, &out, &built.instrumented, &run_env, opts)?;
-    laps.lap("warm check");
     let records = FenceList::load(&out.fences_json())?.fences;
     let all = FenceId::all(records.len());
     let structure = structure(&records);
-    let resume = opts.resume || opts.resume_from.is_some();
     let race = race_start(&app, &out, &built.original, opts, &all, &structure, resume)?;
     laps.lap("race detection");
     let stamp = std::fs::read_to_string(out.build_stamp())?;
@@ -274,6 +259,73 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     };
     report.save(&out)?;
     Ok(report)
+}
+
+/// What the runs need that is settled before them: the checks of the program (the unmodified
+/// build, the GPU, warm processes against cold ones) and the environment the runs get.
+struct Ready {
+    warm: Option<crate::run::warm::Pool>,
+    _held: Option<crate::run::hold::Held>,
+    sanity: crate::run::sanity::Sanity,
+    profile: crate::run::profile::ProfileUsed,
+    _mps: Option<crate::run::mps::Mps>,
+    run_env: Vec<(String, String)>,
+    warm_check: Option<crate::run::warm_check::Agreement>,
+}
+
+fn before_runs(
+    app: &App,
+    out: &OutDir,
+    built: &builder::Built,
+    opts: &Options,
+    laps: &mut Laps,
+) -> Result<Ready> {
+    let files = out.reduce();
+    // C-Vise's lesson: check the unmodified program before reducing anything.
+    // Before any run: --warm where the program cannot run warm is a usage error.
+    let warm = crate::run::warm::pool(opts.warm, app, &out.warm())?;
+    let held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
+    let sanity = crate::run::sanity::check(
+        app,
+        &built.original,
+        &built.instrumented,
+        &files.baseline_log(),
+    )?;
+    if let Some(s) = sanity.describe("reduction") {
+        eprintln!("wmfix: {s}");
+    }
+    laps.lap("sanity check");
+    let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
+    eprintln!("wmfix: {}", profile.describe());
+    let mps = opts
+        .mps
+        .then(|| crate::run::mps::Mps::start(&out.mps()))
+        .transpose()?;
+    let run_env: Vec<(String, String)> = profile
+        .env()
+        .into_iter()
+        .chain(mps.iter().flat_map(|m| m.env()))
+        .collect();
+    crate::run::probe::before_runs(
+        app,
+        &built.instrumented,
+        &[opts.env],
+        &run_env,
+        &opts.gpus,
+        &out.probe_log(),
+    )?;
+    laps.lap("probe");
+    let (warm, warm_check) = check_warm(warm, app, out, &built.instrumented, &run_env, opts)?;
+    laps.lap("warm check");
+    Ok(Ready {
+        warm,
+        _held: held,
+        sanity,
+        profile,
+        _mps: mps,
+        run_env,
+        warm_check,
+    })
 }
 
 /// `--warm`: the pool the checks get after the check of warm runs against cold ones (none when

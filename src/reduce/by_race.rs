@@ -72,8 +72,7 @@ pub fn start(
     if resume && let Ok(text) = std::fs::read_to_string(&kept) {
         return serde_json::from_str(&text).with_context(|| format!("reading {}", kept.display()));
     }
-    // One step a run: a race shows in one execution (the stress checks keep the config's).
-    let app = &app.clone().with_steps(Some(1))?;
+    let app = &detection_app(app)?;
     runs::build(app, out)?;
     let run_opts = runs::Options {
         runs: how.runs,
@@ -92,6 +91,21 @@ pub fn start(
     found.run_seconds = done.info.iter().map(|r| r.seconds).sum();
     std::fs::write(&kept, serde_json::to_string_pretty(&found)? + "\n")?;
     Ok(found)
+}
+
+/// One step a run: a race shows in one execution (the stress checks keep the config's).
+fn detection_app(app: &App) -> Result<App> {
+    app.clone().with_steps(Some(1))
+}
+
+/// Builds the detection variant `start` runs, unless a resume reads the start set back. Its own
+/// call so that it can build (on the CPU) while the checks before the runs use the GPU; `start`
+/// then finds it up to date.
+pub fn build(app: &App, out: &OutDir, resume: bool) -> Result<()> {
+    if resume && out.reduce().race_start().is_file() {
+        return Ok(());
+    }
+    runs::build(&detection_app(app)?, out)
 }
 
 /// What the traces decided, kept in `reduce.json` and, for a resume, in `reduce/race.json`.
