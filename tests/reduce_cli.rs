@@ -147,8 +147,8 @@ fn the_report_says_where_the_wall_time_went() {
             "build",
             "sanity check",
             "probe",
-            "warm check",
             "race detection",
+            "warm check",
             "runs",
             "patch"
         ]

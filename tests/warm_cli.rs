@@ -420,3 +420,45 @@ fn the_checks_runs_do_not_choose_the_runs_at_a_time() {
     assert!(err.contains("wmfix: --warm: warm runs agree"), "{err}");
     assert!(!err.contains("wmfix: warm runs on"), "{err}");
 }
+
+#[test]
+fn reduce_warm_by_race_checks_warm_runs_with_the_start_set_then_every_fence_where_it_erred() {
+    let (tmp, app) = reduce_standin(0);
+    let kernel = common::repo().join("tests/fixtures/race-standin/kernel.cu");
+    std::fs::copy(kernel, app.join("kernel.cu")).unwrap();
+    let trace = tmp.path().join("trace.bin");
+    std::fs::write(&trace, common::race_trace::trace(false, 0)).unwrap();
+    let trace = trace.to_str().unwrap();
+    // The start set {0, 2} fixes the stand-in: the check runs it, not every fence.
+    let env = [("STANDIN_REQUIRED", "0,2"), ("STANDIN_TRACE", trace)];
+    let (o, r) = reduce(&app, "start-set", &env, &["--oracle", "race", "--warm"]);
+    let check = &r["warm_check"];
+    assert_eq!(check["fences"], "0,2", "{check}");
+    assert_eq!(check["kept_warm"], true, "{check}");
+    assert!(
+        stderr(&o).contains("(with fences 0,2 under sys-str+, 0 of 8 warm runs"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("checking again with every fence"));
+    // A start set the stress still breaks (fence 1 is needed too, which no race shows): its
+    // runs in the check err, so the check is run again with every fence, and holds.
+    let env = [("STANDIN_REQUIRED", "0,1,2"), ("STANDIN_TRACE", trace)];
+    let (o, r) = reduce(
+        &app,
+        "start-set-errs",
+        &env,
+        &["--oracle", "race", "--warm"],
+    );
+    assert!(
+        stderr(&o).contains(
+            "wmfix: --warm: a run of the check with fences 0,2 erred; checking again with every fence"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let check = &r["warm_check"];
+    assert_eq!(check["fences"], "all", "{check}");
+    assert_eq!(check["kept_warm"], true, "{check}");
+    assert_eq!(r["result"]["fences"], serde_json::json!([0, 1, 2]), "{r}");
+}

@@ -7,6 +7,7 @@ use crate::exit_code::{self, fail};
 use crate::fences::id::FenceId;
 use crate::fences::record::FenceList;
 use crate::fences::scope::FenceScope;
+use crate::fences::set::FenceSet;
 use crate::out_dir::OutDir;
 use crate::reduce::algorithm::{self, Progress, Reduced, Settings};
 use crate::reduce::by_race::{self, RaceRuns, RaceStart};
@@ -87,7 +88,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let files = out.reduce();
     std::fs::create_dir_all(files.logs())?;
     let resume = opts.resume || opts.resume_from.is_some();
-    // The detection variant builds on the CPU while the checks before the runs use the GPU.
+    // The detection variant builds on the CPU while the checks of the program use the GPU.
     let (ready, race_build) = std::thread::scope(|s| {
         let race_build = opts
             .race
@@ -103,7 +104,6 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         profile,
         _mps,
         run_env,
-        warm_check,
     } = ready?;
     if let Some(b) = race_build {
         b.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
@@ -113,6 +113,22 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
     let structure = structure(&records);
     let race = race_start(&app, &out, &built.original, opts, &all, &structure, resume)?;
     laps.lap("race detection");
+    // The race oracle's start set, where it passes, runs the warm check for less than every
+    // fence.
+    let passing = match &race {
+        Some(r) if !r.fences.is_empty() => FenceSet::Ids(r.fences.clone()),
+        _ => FenceSet::All,
+    };
+    let (warm, warm_check) = check_warm(
+        warm,
+        &app,
+        &out,
+        &built.instrumented,
+        &run_env,
+        opts,
+        &passing,
+    )?;
+    laps.lap("warm check");
     let stamp = std::fs::read_to_string(out.build_stamp())?;
     let mut header = serde_json::json!({
         // The budget may change between sessions: not part of what must match.
@@ -262,7 +278,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
 }
 
 /// What the runs need that is settled before them: the checks of the program (the unmodified
-/// build, the GPU, warm processes against cold ones) and the environment the runs get.
+/// build, the GPU) and the environment the runs get; the warm processes, not yet checked.
 struct Ready {
     warm: Option<crate::run::warm::Pool>,
     _held: Option<crate::run::hold::Held>,
@@ -270,7 +286,6 @@ struct Ready {
     profile: crate::run::profile::ProfileUsed,
     _mps: Option<crate::run::mps::Mps>,
     run_env: Vec<(String, String)>,
-    warm_check: Option<crate::run::warm_check::Agreement>,
 }
 
 fn before_runs(
@@ -315,8 +330,6 @@ fn before_runs(
         &out.probe_log(),
     )?;
     laps.lap("probe");
-    let (warm, warm_check) = check_warm(warm, app, out, &built.instrumented, &run_env, opts)?;
-    laps.lap("warm check");
     Ok(Ready {
         warm,
         _held: held,
@@ -324,7 +337,6 @@ fn before_runs(
         profile,
         _mps: mps,
         run_env,
-        warm_check,
     })
 }
 
@@ -337,6 +349,7 @@ fn check_warm(
     tree: &Path,
     run_env: &[(String, String)],
     opts: &Options,
+    passing: &FenceSet,
 ) -> Result<(
     Option<crate::run::warm::Pool>,
     Option<crate::run::warm_check::Agreement>,
@@ -352,7 +365,7 @@ fn check_warm(
         warm: None,
     };
     out.remove(&logs)?;
-    crate::run::warm_check::settle(warm, &batch, &logs, opts.env, opts.seed)
+    crate::run::warm_check::settle(warm, &batch, &logs, opts.env, opts.seed, passing)
 }
 
 /// `--oracle race`: the detection runs' start set, said on stderr.

@@ -200,7 +200,14 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
     };
     out.remove(&out.warm_check())?;
     let (warm, warm_check) = match opts.envs.first() {
-        Some(&env) => warm_check::settle(warm, &batch, &out.warm_check(), env, opts.seed)?,
+        Some(&env) => warm_check::settle(
+            warm,
+            &batch,
+            &out.warm_check(),
+            env,
+            opts.seed,
+            &FenceSet::All,
+        )?,
         None => (warm, None),
     };
     batch.warm = warm.as_ref();

@@ -60,6 +60,10 @@ pub fn run(
     on_record: &mut dyn FnMut(RunRecord) -> bool,
 ) -> Result<usize> {
     std::fs::create_dir_all(batch.logs)?;
+    // Batches may run side by side over one logs folder (the warm check's two sides): each
+    // names its workers' scratch logs apart.
+    static BATCHES: AtomicUsize = AtomicUsize::new(0);
+    let this = BATCHES.fetch_add(1, Ordering::SeqCst);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let processed = Processed::default();
@@ -72,7 +76,7 @@ pub fn run(
             let tx = tx.clone();
             let (next, stop, processed) = (&next, &stop, &processed);
             scope.spawn(move || {
-                let scratch = batch.logs.join(format!("worker-{w}.log"));
+                let scratch = batch.logs.join(format!("worker-{this}-{w}.log"));
                 let gpu =
                     (!batch.gpus.is_empty()).then(|| batch.gpus[w % batch.gpus.len()].as_str());
                 loop {

@@ -1,7 +1,9 @@
 //! Whether warm runs may stand for cold ones (`--warm`). A program written to run once a process
 //! (state in module-scope variables, `cudaDeviceReset`, `exit()`, leaks) may err when its `main`
 //! is called again in the same process where a fresh process passes. So before any run a
-//! decision rests on, the build the command runs is run both ways with every fence on, under the
+//! decision rests on, the build the command runs is run both ways with fences that pass (every
+//! fence; a reduction with the race oracle first tries its start set, much cheaper to run where
+//! fences are slow, and checks again with every fence where one of its runs erred), under the
 //! command's environment: `WARM_RUNS` warm runs one after another in one process (its 2nd to
 //! 8th calls of `main` are seen), and `COLD_RUNS` cold runs of the first of those seeds. Where
 //! the warm runs err more often than the cold ones, the command runs cold: a false alarm costs
@@ -11,7 +13,7 @@
 //! its 2nd to 8th calls in one process in the check, so the error is not the one a second call
 //! of `main` gives. Whether the run after an error may share its process is checked too
 //! (`Recovery`): in one process, `RECOVERY_PAIRS` runs without fences (which a buggy program
-//! fails), each followed by a run with every fence; where the fenced runs after erring ones err
+//! fails), each followed by a run with the check's fences; where the fenced runs after erring ones err
 //! no more often than cold ones, processes serve on after runs that failed their post-condition
 //! (`Pool::serve_on_errors`), which spares a buggy program's runs a process each. Where no run
 //! without fences erred, or the fenced runs after them erred, an erring run ends its process and
@@ -34,7 +36,7 @@ use std::path::Path;
 pub const WARM_RUNS: usize = 8;
 /// Cold runs of the check: the first of the warm runs' seeds, a process each.
 pub const COLD_RUNS: usize = 4;
-/// Pairs of runs of the check after an error: one without fences, then one with every fence.
+/// Pairs of runs of the check after an error: one without fences, then one with the check's.
 pub const RECOVERY_PAIRS: usize = 8;
 /// The seed stream of the check's runs (`rng::seed`): apart from the command's own runs.
 const SEEDS: u64 = u64::MAX;
@@ -58,7 +60,7 @@ impl Side {
 /// The check of warm runs against cold ones, as `summary.json` and `reduce.json` record it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {
-    /// The check's runs had every fence on.
+    /// The fences of the check's runs: every fence, or a set that passed every run.
     pub fences: FenceSet,
     pub warm: Side,
     pub cold: Side,
@@ -72,15 +74,15 @@ pub struct Agreement {
 }
 
 /// The check's runs after errors, all in one process where it serves on: runs without fences,
-/// each followed by one with every fence.
+/// each followed by one with the check's fences.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
     /// The runs without fences.
     pub unfenced: Counts,
-    /// Erring runs of the check (without fences, or with every fence after an error) whose
+    /// Erring runs of the check (without fences, or with the check's after an error) whose
     /// process served the next run.
     pub served_on: u64,
-    /// The runs with every fence that followed an erring run.
+    /// The runs with the check's fences that followed an erring run.
     pub fenced_after_error: Counts,
     /// Processes serve on after runs that failed their post-condition: some erring run was
     /// served on, and the fenced runs after erring ones erred no more often than the cold runs.
@@ -89,10 +91,10 @@ pub struct Recovery {
 
 impl Recovery {
     /// The clause the check's line gets.
-    fn clause(&self) -> String {
+    fn clause(&self, fences: &str) -> String {
         let (u, f) = (&self.unfenced, &self.fenced_after_error);
         let seen = format!(
-            "{} of {} runs without fences in one process erred, {} erring runs were served on by their process, and {} of the {} runs with every fence after an erring one erred",
+            "{} of {} runs without fences in one process erred, {} erring runs were served on by their process, and {} of the {} runs with {fences} after an erring one erred",
             u.errors(),
             u.runs,
             self.served_on,
@@ -112,11 +114,29 @@ impl Recovery {
 }
 
 impl Agreement {
+    /// "every fence", or "fences 1,3" for a smaller set.
+    fn fences_in_words(&self) -> String {
+        match &self.fences {
+            FenceSet::All => "every fence".to_string(),
+            set => format!("fences {set}"),
+        }
+    }
+
+    /// Some run of the check with its fences erred (warm, cold, or after an error).
+    fn erred(&self) -> bool {
+        let after = self
+            .recovery
+            .as_ref()
+            .map_or(0, |r| r.fenced_after_error.errors());
+        self.warm.counts.errors() + self.cold.counts.errors() + after > 0
+    }
+
     /// The one line the command says about the check.
     pub fn line(&self) -> String {
         let (w, c) = (&self.warm.counts, &self.cold.counts);
+        let fences = self.fences_in_words();
         let seen = format!(
-            "with every fence under {}, {} of {} warm runs in one process erred{} and {} of {} cold runs of the same seeds",
+            "with {fences} under {}, {} of {} warm runs in one process erred{} and {} of {} cold runs of the same seeds",
             w.env,
             w.errors(),
             w.runs,
@@ -128,7 +148,7 @@ impl Agreement {
             let after = self
                 .recovery
                 .as_ref()
-                .map_or(String::new(), |r| format!("; {}", r.clause()));
+                .map_or(String::new(), |r| format!("; {}", r.clause(&fences)));
             return format!(
                 "--warm: warm runs agree with cold ones ({seen}; {:.3} s a warm run, {:.3} s a cold one){after}",
                 self.warm.seconds_a_run, self.cold.seconds_a_run
@@ -161,29 +181,45 @@ fn how(c: &Counts) -> String {
 
 /// The pool the command's runs get after the check, and the check; without `--warm` (`pool`
 /// none), neither. `batch` is the command's (its `warm` unused); the check's erring runs keep
-/// their logs in `logs`. Says the check's line on stderr.
+/// their logs in `logs`; `fences`: a set to try before every fence (see the module's comment).
+/// Says the check's line on stderr.
 pub fn settle(
     pool: Option<Pool>,
     batch: &Batch,
     logs: &Path,
     env: TestEnv,
     seed: u64,
+    fences: &FenceSet,
 ) -> Result<(Option<Pool>, Option<Agreement>)> {
     let Some(pool) = pool else {
         return Ok((None, None));
     };
-    let agreement = check(&pool, batch, logs, env, seed)?;
+    let mut agreement = check(&pool, batch, logs, env, seed, fences)?;
+    if agreement.fences != FenceSet::All && agreement.erred() {
+        eprintln!(
+            "wmfix: --warm: a run of the check with {} erred; checking again with every fence",
+            agreement.fences_in_words()
+        );
+        agreement = check(&pool, batch, logs, env, seed, &FenceSet::All)?;
+    }
     eprintln!("wmfix: {}", agreement.line());
     // Dropping the pool ends its processes.
     Ok((agreement.kept_warm.then_some(pool), Some(agreement)))
 }
 
-fn check(pool: &Pool, batch: &Batch, logs: &Path, env: TestEnv, seed: u64) -> Result<Agreement> {
+fn check(
+    pool: &Pool,
+    batch: &Batch,
+    logs: &Path,
+    env: TestEnv,
+    seed: u64,
+    fences: &FenceSet,
+) -> Result<Agreement> {
     // The check's runs go one at a time and with other fences than the command's: they must
     // not choose how many of the command's runs share a GPU.
     pool.measure_pace(false);
     let _measure_after = MeasureAfter(pool);
-    let spec = |i: usize| TrialSpec::new(env, crate::rng::seed(seed, SEEDS, i), &FenceSet::All);
+    let spec = |i: usize| TrialSpec::new(env, crate::rng::seed(seed, SEEDS, i), fences);
     // One worker: the warm runs go to one process, one after another, while they pass.
     let warm_batch = Batch {
         jobs: 1,
@@ -208,11 +244,11 @@ fn check(pool: &Pool, batch: &Batch, logs: &Path, env: TestEnv, seed: u64) -> Re
     let (w, c) = (&warm.counts, &cold.counts);
     let kept_warm = w.errors() * c.runs <= c.errors() * w.runs;
     let recovery = match kept_warm {
-        true => Some(recovery(pool, &warm_batch, env, seed, c)?),
+        true => Some(recovery(pool, &warm_batch, env, seed, c, fences)?),
         false => None,
     };
     Ok(Agreement {
-        fences: FenceSet::All,
+        fences: fences.clone(),
         warm,
         cold,
         kept_warm,
@@ -237,10 +273,11 @@ fn recovery(
     env: TestEnv,
     seed: u64,
     cold: &Counts,
+    passing: &FenceSet,
 ) -> Result<Recovery> {
     let fences = |i: usize| match i % 2 {
         0 => FenceSet::none(),
-        _ => FenceSet::All,
+        _ => passing.clone(),
     };
     let runs = 2 * RECOVERY_PAIRS;
     let first_id = WARM_RUNS + COLD_RUNS;
