@@ -6,6 +6,7 @@
 //! critical section no schedule may show a race; with block fences every one must.
 
 use wmfix::race::detect::{self, Options};
+use wmfix::race::explain::Explanation;
 use wmfix::race::report;
 use wmfix::race::trace::Trace;
 use wmfix::rng::Draws;
@@ -158,6 +159,31 @@ fn a_lock_handed_over_with_block_fences_races_in_every_recorded_schedule() {
             "seed {seed} ({locks} locks, {holders} holders, delay {delay}): no race on the data"
         );
     }
+}
+
+#[test]
+fn a_race_through_a_lock_of_block_fences_names_the_fence_to_widen_whichever_threads_it_shows() {
+    // A holder's thread 1 or 2 writes, the block's barrier, then thread 0's block-scope fence
+    // and release, which the next holder's thread 0 takes: the message goes through the
+    // barrier on the writer's side too, and the row must still say which fence falls short.
+    let mut through_barrier = 0;
+    for (seed, locks, holders, delay) in cases() {
+        let text = lock_run(seed, locks, holders, delay, "block");
+        let trace = Trace::parse_text(&text).unwrap();
+        let r = report::report(std::slice::from_ref(&trace), &Options::default(), None);
+        for row in r.rows.iter().filter(|r| r.class == report::Class::DataRace) {
+            let Explanation::Message {
+                writer: Some(w), ..
+            } = &row.explanation
+            else {
+                panic!("seed {seed}: {row:?} is not explained by the lock's hand-over");
+            };
+            assert!(w.block_scope_fence, "seed {seed}: {row:?}");
+            through_barrier += usize::from(w.sites.is_empty());
+        }
+    }
+    // Not only rows whose example is thread 0's own write (its site before the fence).
+    assert!(through_barrier > 0);
 }
 
 #[test]

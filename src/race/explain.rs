@@ -64,8 +64,9 @@ const CHAIN_LIMIT: usize = 1 << 16;
 
 pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explanation {
     if let Some((write, read)) = first_message(trace, d, earlier, later) {
-        return message(trace, d, earlier, write, read, later);
+        return message(&Source::new(trace, d, earlier), write, read, later);
     }
+    let source = Source::new(trace, d, earlier);
     let t = d.prep.thread_of[later as usize];
     let tp = d.prep.position[later as usize] as usize;
     let mut mates: Option<Vec<Mate>> = None;
@@ -81,8 +82,8 @@ pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explan
             let mates = mates.get_or_insert_with(|| block_mates(trace, d, t));
             for m in mates.iter() {
                 for &r in m.before(barriers).iter().rev() {
-                    if let Some(s) = message_source(trace, d, earlier, r) {
-                        let writer = writer_side(trace, d, earlier, later, s);
+                    if let Some(s) = source.of(r) {
+                        let writer = writer_side(&source, later, s);
                         return Explanation::Message {
                             write: s,
                             read: r,
@@ -95,11 +96,11 @@ pub fn explain(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Explan
             }
             continue;
         }
-        if let Some(s) = message_source(trace, d, earlier, r) {
-            return message(trace, d, earlier, s, r, later);
+        if let Some(s) = source.of(r) {
+            return message(&source, s, r, later);
         }
     }
-    relayed(trace, d, earlier, later).unwrap_or(Explanation::NoMessage)
+    relayed(&source, later).unwrap_or(Explanation::NoMessage)
 }
 
 /// A read of another block overwritten by the later write: the message of the reader thread's
@@ -159,31 +160,92 @@ fn strong_together(trace: &Trace, read: u32, write: u32) -> bool {
     }
 }
 
-/// The write of `earlier`'s thread after it that `r` read, through atomics' release sequences.
-fn message_source(trace: &Trace, d: &Detection, earlier: u32, r: u32) -> Option<u32> {
-    let (w, wp) = (
-        d.prep.thread_of[earlier as usize],
-        d.prep.position[earlier as usize],
-    );
-    let mut from = d.prep.read_from[r as usize];
-    let mut steps = 0;
-    let mut reader = r;
-    while let Some(s) = from {
-        if !strong_together(trace, reader, s) {
-            return None;
+/// The earlier access of a pair, and where a message from it may start: a write of its thread
+/// after it, or of another thread of its block after the barrier that follows it there (the
+/// block's thread 0 releases a lock for all of them). Barrier positions of the block's other
+/// threads are found once each.
+struct Source<'a> {
+    trace: &'a Trace,
+    d: &'a Detection,
+    earlier: u32,
+    /// Barriers of the earlier thread before its access.
+    barriers_before: usize,
+    mates: std::cell::RefCell<std::collections::HashMap<u32, Vec<u32>>>,
+}
+
+impl<'a> Source<'a> {
+    fn new(trace: &'a Trace, d: &'a Detection, earlier: u32) -> Source<'a> {
+        let (w, wp) = (
+            d.prep.thread_of[earlier as usize] as usize,
+            d.prep.position[earlier as usize] as usize,
+        );
+        let barriers_before = d.prep.histories[w][..wp]
+            .iter()
+            .filter(|&&e| trace.events[e as usize].op == Op::Barrier)
+            .count();
+        Source {
+            trace,
+            d,
+            earlier,
+            barriers_before,
+            mates: Default::default(),
         }
-        if d.prep.thread_of[s as usize] == w && d.prep.position[s as usize] > wp {
-            return Some(s);
-        }
-        let via_atomic = matches!(trace.events[s as usize].op, Op::Rmw { .. });
-        steps += 1;
-        if !via_atomic || steps > CHAIN_LIMIT {
-            return None;
-        }
-        reader = s;
-        from = d.prep.read_from[s as usize];
     }
-    None
+
+    /// The write after the earlier access that `r` read, through atomics' release sequences.
+    fn of(&self, r: u32) -> Option<u32> {
+        let (trace, d) = (self.trace, self.d);
+        let mut from = d.prep.read_from[r as usize];
+        let mut steps = 0;
+        let mut reader = r;
+        while let Some(s) = from {
+            if !strong_together(trace, reader, s) {
+                return None;
+            }
+            if self.start(s).is_some() {
+                return Some(s);
+            }
+            let via_atomic = matches!(trace.events[s as usize].op, Op::Rmw { .. });
+            steps += 1;
+            if !via_atomic || steps > CHAIN_LIMIT {
+                return None;
+            }
+            reader = s;
+            from = d.prep.read_from[s as usize];
+        }
+        None
+    }
+
+    /// Where the writer side of a message through `s` starts: the earlier access, where `s`
+    /// is its thread's; the barrier `s`'s thread passed after it, where `s` is a block mate's.
+    fn start(&self, s: u32) -> Option<u32> {
+        let d = self.d;
+        let (w, wp) = (
+            d.prep.thread_of[self.earlier as usize],
+            d.prep.position[self.earlier as usize],
+        );
+        let m = d.prep.thread_of[s as usize];
+        if m == w {
+            return (d.prep.position[s as usize] > wp).then_some(self.earlier);
+        }
+        let (a, b) = (
+            self.trace.events[self.earlier as usize].thread,
+            self.trace.events[s as usize].thread,
+        );
+        if (a.launch, a.block) != (b.launch, b.block) {
+            return None;
+        }
+        let mut mates = self.mates.borrow_mut();
+        let barriers = mates.entry(m).or_insert_with(|| {
+            d.prep.histories[m as usize]
+                .iter()
+                .copied()
+                .filter(|&e| self.trace.events[e as usize].op == Op::Barrier)
+                .collect()
+        });
+        let barrier = *barriers.get(self.barriers_before)?;
+        (d.prep.position[s as usize] > d.prep.position[barrier as usize]).then_some(barrier)
+    }
 }
 
 /// Whether the later write `b`, a read-modify-write, read `a` and synchronised with it (a
@@ -250,15 +312,9 @@ fn block_mates<'d>(trace: &Trace, d: &'d Detection, t: u32) -> Vec<Mate<'d>> {
         .collect()
 }
 
-fn message(
-    trace: &Trace,
-    d: &Detection,
-    earlier: u32,
-    write: u32,
-    read: u32,
-    later: u32,
-) -> Explanation {
-    let writer = writer_side(trace, d, earlier, later, write);
+fn message(source: &Source, write: u32, read: u32, later: u32) -> Explanation {
+    let (trace, d, earlier) = (source.trace, source.d, source.earlier);
+    let writer = writer_side(source, later, write);
     let reader = side(trace, d, read, later, needed(trace, earlier, later), true);
     Explanation::Message {
         write,
@@ -276,7 +332,8 @@ const RELAY_LIMIT: usize = 4096;
 /// A message through a third thread: the later thread read (at `r`) a write `s` of a relay
 /// thread made after the relay read (at `r2`) a write of the earlier thread made after its
 /// access. Each side needs a fence of the scope its own two threads need.
-fn relayed(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Option<Explanation> {
+fn relayed(source: &Source, later: u32) -> Option<Explanation> {
+    let (trace, d, earlier) = (source.trace, source.d, source.earlier);
     let t = d.prep.thread_of[later as usize];
     let e = d.prep.thread_of[earlier as usize];
     let tp = d.prep.position[later as usize] as usize;
@@ -300,12 +357,15 @@ fn relayed(trace: &Trace, d: &Detection, earlier: u32, later: u32) -> Option<Exp
             .rev()
             .take(RELAY_LIMIT);
         for &r2 in before {
-            if let Some(s2) = message_source(trace, d, earlier, r2) {
+            if let Some(s2) = source.of(r2) {
                 let (first, second) = (needed(trace, earlier, r2), needed(trace, s, later));
+                let from = source
+                    .start(s2)
+                    .expect("a message's source starts somewhere");
                 return Some(Explanation::Message {
                     write: s2,
                     read: r,
-                    writer: side(trace, d, earlier, s2, first, false),
+                    writer: side(trace, d, from, s2, first, false),
                     reader: side(trace, d, r, later, second, true),
                     relay: side(trace, d, r2, s, first.max(second), false),
                 });
@@ -328,11 +388,15 @@ fn needed(trace: &Trace, earlier: u32, later: u32) -> Scope {
     }
 }
 
-fn writer_side(trace: &Trace, d: &Detection, earlier: u32, later: u32, write: u32) -> Option<Side> {
+fn writer_side(source: &Source, later: u32, write: u32) -> Option<Side> {
+    let (trace, earlier) = (source.trace, source.earlier);
+    let from = source
+        .start(write)
+        .expect("a message's source starts somewhere");
     side(
         trace,
-        d,
-        earlier,
+        source.d,
+        from,
         write,
         needed(trace, earlier, later),
         false,

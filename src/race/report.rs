@@ -538,11 +538,7 @@ fn unchecked(r: &Report) -> String {
 fn describe(e: &Explanation) -> String {
     let ids = |s: &explain::Side| {
         let v: Vec<String> = s.sites.iter().map(|f| f.to_string()).collect();
-        if v.is_empty() {
-            "no instrumented site".to_string()
-        } else {
-            format!("fence {}", v.join(" or "))
-        }
+        format!("fence {}", v.join(" or "))
     };
     match e {
         Explanation::NoMessage => {
@@ -556,14 +552,20 @@ fn describe(e: &Explanation) -> String {
         } => {
             let mut parts = Vec::new();
             for (name, side) in [("writer", writer), ("relay", relay), ("reader", reader)] {
-                if let Some(s) = side {
-                    let scope = if s.block_scope_fence {
-                        " (its fence is of block scope, device scope needed)"
-                    } else {
-                        ""
-                    };
-                    parts.push(format!("{name} side needs {}{scope}", ids(s)));
-                }
+                let Some(s) = side else { continue };
+                parts.push(match (s.sites.is_empty(), s.block_scope_fence) {
+                    (false, true) => format!(
+                        "{name} side needs {} (its fence is of block scope, device scope needed)",
+                        ids(s)
+                    ),
+                    (false, false) => format!("{name} side needs {}", ids(s)),
+                    (true, true) => format!(
+                        "{name} side needs its fence of block scope widened to device scope (no instrumented site between)"
+                    ),
+                    (true, false) => {
+                        format!("{name} side needs a fence before its write, where no site is instrumented")
+                    }
+                });
             }
             if parts.is_empty() {
                 "ordered on both sides in this explanation".to_string()
