@@ -8,6 +8,7 @@ pub mod help;
 pub mod init;
 pub mod insert;
 pub mod litmus;
+pub mod prepare;
 pub mod race;
 pub mod reduce;
 pub mod report;

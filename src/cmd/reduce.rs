@@ -94,17 +94,20 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
             .race
             .is_some()
             .then(|| s.spawn(|| by_race::build(&app, &out, resume)));
-        let ready = before_runs(&app, &out, &built, opts, &mut laps);
+        let request = super::prepare::Request {
+            warm: opts.warm,
+            hold: opts.hold,
+            mps: opts.mps,
+            gpus: &opts.gpus,
+            envs: &[opts.env],
+            baseline_log: &files.baseline_log(),
+            what: "reduction",
+        };
+        let ready = super::prepare::prepare(&app, &out, &built, &request, &mut |p| laps.lap(p));
         (ready, race_build.map(|b| b.join()))
     });
-    let Ready {
-        warm,
-        _held,
-        sanity,
-        profile,
-        _mps,
-        run_env,
-    } = ready?;
+    let ready = ready?;
+    let (warm, run_env) = (ready.warm, ready.run_env);
     if let Some(b) = race_build {
         b.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
     }
@@ -134,7 +137,7 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         // The budget may change between sessions: not part of what must match.
         "wmfix_reduce": 1, "split": settings.split, "iterations": settings.iterations, "checks": settings.checks,
         "stability": settings.stability, "cache": settings.cache, "env": opts.env, "seed": opts.seed,
-        "fences": all.len(), "build": stamp.trim(), "profile": profile, "steps": steps,
+        "fences": all.len(), "build": stamp.trim(), "profile": ready.profile, "steps": steps,
     });
     if let Some(r) = &race {
         header["oracle"] = "race".into();
@@ -267,77 +270,14 @@ pub fn reduce_app(opts: &Options) -> Result<Report> {
         library_fences: hardening.library,
         unplaced_fences: hardening.unplaced,
         interrupted,
-        profile: Some(profile),
-        sanity,
+        profile: Some(ready.profile),
+        sanity: ready.sanity,
         model,
         race,
         warm_check,
     };
     report.save(&out)?;
     Ok(report)
-}
-
-/// What the runs need that is settled before them: the checks of the program (the unmodified
-/// build, the GPU) and the environment the runs get; the warm processes, not yet checked.
-struct Ready {
-    warm: Option<crate::run::warm::Pool>,
-    _held: Option<crate::run::hold::Held>,
-    sanity: crate::run::sanity::Sanity,
-    profile: crate::run::profile::ProfileUsed,
-    _mps: Option<crate::run::mps::Mps>,
-    run_env: Vec<(String, String)>,
-}
-
-fn before_runs(
-    app: &App,
-    out: &OutDir,
-    built: &builder::Built,
-    opts: &Options,
-    laps: &mut Laps,
-) -> Result<Ready> {
-    let files = out.reduce();
-    // C-Vise's lesson: check the unmodified program before reducing anything.
-    // Before any run: --warm where the program cannot run warm is a usage error.
-    let warm = crate::run::warm::pool(opts.warm, app, &out.warm())?;
-    let held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
-    let sanity = crate::run::sanity::check(
-        app,
-        &built.original,
-        &built.instrumented,
-        &files.baseline_log(),
-    )?;
-    if let Some(s) = sanity.describe("reduction") {
-        eprintln!("wmfix: {s}");
-    }
-    laps.lap("sanity check");
-    let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
-    eprintln!("wmfix: {}", profile.describe());
-    let mps = opts
-        .mps
-        .then(|| crate::run::mps::Mps::start(&out.mps()))
-        .transpose()?;
-    let run_env: Vec<(String, String)> = profile
-        .env()
-        .into_iter()
-        .chain(mps.iter().flat_map(|m| m.env()))
-        .collect();
-    crate::run::probe::before_runs(
-        app,
-        &built.instrumented,
-        &[opts.env],
-        &run_env,
-        &opts.gpus,
-        &out.probe_log(),
-    )?;
-    laps.lap("probe");
-    Ok(Ready {
-        warm,
-        _held: held,
-        sanity,
-        profile,
-        _mps: mps,
-        run_env,
-    })
 }
 
 /// `--warm`: the pool the checks get after the check of warm runs against cold ones (none when

@@ -137,36 +137,24 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
             ", build up to date"
         }
     );
-    // Before any run: --warm where the program cannot run warm is a usage error.
-    let warm = crate::run::warm::pool(opts.warm, &app, &out.warm())?;
-    let _held = opts.hold.then(|| crate::run::hold::hold(&opts.gpus));
-    let sanity = crate::run::sanity::check(
+    let ready = super::prepare::prepare(
         &app,
-        &built.original,
-        &built.instrumented,
-        &out.baseline_log(),
+        &out,
+        &built,
+        &super::prepare::Request {
+            warm: opts.warm,
+            hold: opts.hold,
+            mps: opts.mps,
+            gpus: &opts.gpus,
+            envs: &opts.envs,
+            baseline_log: &out.baseline_log(),
+            what: "test",
+        },
+        &mut |_| {},
     )?;
-    if let Some(s) = sanity.describe("test") {
-        eprintln!("wmfix: {s}");
-    }
+    let (warm, run_env, profile) = (ready.warm, ready.run_env, ready.profile);
     let files = out.test();
     let dir = files.dir();
-    let profile = crate::run::profile::for_runs(out.root(), &opts.gpus)?;
-    eprintln!("wmfix: {}", profile.describe());
-    let mps = opts
-        .mps
-        .then(|| crate::run::mps::Mps::start(&out.mps()))
-        .transpose()?;
-    let mut run_env = profile.env();
-    run_env.extend(mps.iter().flat_map(|m| m.env()));
-    crate::run::probe::before_runs(
-        &app,
-        &built.instrumented,
-        &opts.envs,
-        &run_env,
-        &opts.gpus,
-        &out.probe_log(),
-    )?;
     let plan = Plan {
         envs: opts.envs.iter().map(|e| e.to_string()).collect(),
         runs: match (opts.runs, opts.minutes) {
@@ -221,7 +209,7 @@ pub fn test_app(opts: &Options) -> Result<(Summary, PathBuf)> {
         interrupted: false,
         resumed_runs: previous.records.len(),
         profile: Some(profile),
-        sanity,
+        sanity: ready.sanity,
         steps: app.config.steps,
         warm_check,
     };
