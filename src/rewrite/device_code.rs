@@ -7,6 +7,7 @@ use crate::rewrite::mask::Qualified;
 use crate::rewrite::queries::{self, Capture, Captures, IdMap, IdSet};
 use crate::rewrite::ranges::Nested;
 use crate::rewrite::scopes::{Bindings, Scopes};
+pub use crate::rewrite::scopes::{function_name, name_node};
 use std::collections::HashSet;
 use std::num::NonZeroU16;
 use std::sync::OnceLock;
@@ -122,25 +123,6 @@ fn in_return(node: Node, text: &str) -> bool {
 /// The name a declaration declares: follow `declarator` fields to the innermost one.
 pub fn declared_name<'s>(node: Node, text: &'s str) -> &'s str {
     &text[function_name(node, text).byte_range()]
-}
-
-/// `name_node`, also through the reference declarator of a function returning a reference
-/// (`T& operator[](int i)`), which holds its function declarator in no field.
-pub fn function_name<'t>(node: Node<'t>, text: &str) -> Node<'t> {
-    let mut n = name_node(node);
-    while text[n.byte_range()].starts_with('&') && n.named_child_count() > 0 {
-        let last = n.named_child_count() - 1;
-        n = name_node(n.named_child(last as u32).expect("counted"));
-    }
-    n
-}
-
-pub fn name_node(node: Node) -> Node {
-    let mut n = node;
-    while let Some(d) = n.child_by_field_id(fields().declarator.get()) {
-        n = d;
-    }
-    n
 }
 
 /// The ids of the fields this module follows, found once: by name, each look-up is a string
