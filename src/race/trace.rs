@@ -104,7 +104,7 @@ impl Trace {
     /// Reads the runtime's file. `sites` gives the kind of the access each fence id names
     /// (from `fences.json`): an access event is a read or a write by its site (the statement's
     /// other accesses say their kind); the site after an atomic names the atomic event its
-    /// thread recorded just before.
+    /// thread recorded just before (a libcu++ acquire's fence between them).
     pub fn from_bytes(bytes: &[u8], sites: &[SiteKind]) -> Result<Trace> {
         let header_end = bytes
             .iter()
@@ -255,15 +255,24 @@ impl Trace {
                 }
                 other => bail!("a race trace record of unknown kind {other}"),
             };
-            if matches!(op, Op::Rmw { .. }) || kind == kind::CAS_FAILED {
+            // libcu++'s operations (runtime-cu/wmfix_race.cuh) are recorded without a site too:
+            // their loads and stores are the only strong ones without one, and the fence an
+            // acquire brings after one carries its address, so that the site still names it.
+            let atomic = matches!(op, Op::Rmw { .. })
+                || kind == kind::CAS_FAILED
+                || (matches!(kind, kind::LOAD | kind::STORE) && site.is_none());
+            let after = |i: &usize| trace.events[*i].addr == addr;
+            let acquire =
+                kind == kind::FENCE && addr != 0 && last_atomic.get(&thread).is_some_and(after);
+            if atomic {
                 last_atomic.insert(thread, trace.events.len());
-            } else {
+            } else if !acquire {
                 last_atomic.remove(&thread);
             }
             trace.events.push(Event {
                 thread,
                 op,
-                addr,
+                addr: if kind == kind::FENCE { 0 } else { addr },
                 site,
             });
         }

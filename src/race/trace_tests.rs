@@ -252,3 +252,58 @@ fn binary_records_take_their_kind_from_the_site_and_atomics_their_site_from_the_
     );
     assert!(Trace::from_bytes(b"something else\n", &sites).is_err());
 }
+
+#[test]
+fn a_libcuxx_operation_takes_the_site_after_it_past_its_acquire_fence() {
+    // runtime-cu/wmfix_race.cuh records libcu++'s operations with no site, an acquire as the
+    // access then a fence that carries its word; the site after the statement records an access
+    // at that word (`WMFIX_FENCE_PTR(id, WMFIX_ATOMIC_WORD(flag))`), a loop's names none.
+    let mut bytes = b"wmfix-race-trace 1 dropped=0\n".to_vec();
+    let scoped = flag::STRONG | flag::VALUE | flag::SCOPED | flag::DEVICE;
+    // `flag.store(1, release)`: its release fence, the store, the site's access.
+    bytes.extend(record(kind::FENCE, 1, 0, 0, 0, NO_SITE, 1));
+    bytes.extend(record(kind::STORE, scoped, 0x40, 1, 0, NO_SITE, 1));
+    bytes.extend(record(kind::ACCESS, 0, 0x40, 0, 0, 0, 1));
+    // `while (flag.load(acquire) == 0)`: the load, its acquire, the loop's site.
+    bytes.extend(record(kind::LOAD, scoped, 0x40, 1, 0, NO_SITE, 2));
+    bytes.extend(record(kind::FENCE, 1, 0x40, 0, 0, NO_SITE, 2));
+    bytes.extend(record(kind::SITE, 0, 0, 0, 0, 1, 2));
+    // `lock.compare_exchange_strong(e, 1, acquire)` that took the lock, then its statement's site.
+    bytes.extend(record(kind::RMW, 1 | flag::VALUE, 0x50, 0, 1, NO_SITE, 3));
+    bytes.extend(record(kind::FENCE, 1, 0x50, 0, 0, NO_SITE, 3));
+    bytes.extend(record(kind::ACCESS, 0, 0x50, 0, 0, 2, 3));
+    // A load, then the application's own fence: the site after that names no access before it.
+    bytes.extend(record(kind::LOAD, scoped, 0x40, 1, 0, NO_SITE, 4));
+    bytes.extend(record(kind::FENCE, 1, 0, 0, 0, NO_SITE, 4));
+    bytes.extend(record(kind::SITE, 0, 0, 0, 0, 1, 4));
+    let sites = [SiteKind::Atomic; 3];
+    let t = Trace::from_bytes(&bytes, &sites).unwrap();
+    let of = |thread: u32| -> Vec<(Op, u64, Option<FenceId>)> {
+        let mine = t.events.iter().filter(|e| e.thread.thread == thread);
+        mine.map(|e| (e.op, e.addr, e.site)).collect()
+    };
+    let device = Scope::Device;
+    let fence = (Op::Fence { scope: device }, 0, None);
+    let (read, write) = (
+        Op::Read {
+            strong: Some(device),
+            value: Some(1),
+        },
+        Op::Write {
+            strong: Some(device),
+            value: Some(1),
+        },
+    );
+    assert_eq!(of(1), [fence, (write, 0x40, Some(FenceId(0)))]);
+    assert_eq!(of(2), [(read, 0x40, Some(FenceId(1))), fence]);
+    let rmw = Op::Rmw {
+        scope: device,
+        old: Some(0),
+        new: Some(1),
+    };
+    assert_eq!(of(3), [(rmw, 0x50, Some(FenceId(2))), fence]);
+    assert_eq!(
+        of(4),
+        [(read, 0x40, None), fence, (Op::Site, 0, Some(FenceId(1)))]
+    );
+}

@@ -2,6 +2,7 @@
 //! that may access global memory.
 
 use crate::rewrite::asm::AsmPointers;
+use crate::rewrite::libcuxx::{self, Words};
 use crate::rewrite::macros::Meaning;
 use crate::rewrite::mask::Qualified;
 use crate::rewrite::queries::{self, Capture, Captures, IdMap, IdSet};
@@ -486,14 +487,13 @@ pub fn global_variables<'s>(caps: &Captures, text: &'s str, scopes: &Scopes) -> 
     let functions = caps.ids(Capture::FunctionName);
     let arrays = caps.ids(Capture::GlobalArray);
     let immutable = caps.ids(Capture::GlobalImmutable);
-    let atomic = caps.ids(Capture::GlobalAtomic);
+    let atomic = libcuxx::objects(caps, text);
     caps.get(Capture::GlobalVar)
         .iter()
         .filter(|n| !arrays.contains(&n.id()) && !immutable.contains(&n.id()))
-        .filter(|n| !atomic.contains(&n.id()))
         .filter(|n| scopes.at(n.start_byte()).is_none())
         .map(|n| name_node(*n))
-        .filter(|n| !functions.contains(&n.id()))
+        .filter(|n| !functions.contains(&n.id()) && !atomic.contains(&n.start_byte()))
         .map(|n| &text[n.byte_range()])
         .collect()
 }
@@ -560,6 +560,8 @@ pub struct Accesses<'t, 's> {
     pub global_uses: Vec<&'s str>,
     /// Inline PTX accesses' address operands, by node id (`asm.rs`), for the fences' aim.
     pub asm: AsmPointers<'t>,
+    /// libcu++ atomics' operations: the word each touches (`libcuxx.rs`), for the fences' aim.
+    pub words: Words<'t>,
 }
 
 /// Every expression in device code that may access global memory; `outside`: `__device__`
@@ -635,6 +637,16 @@ pub fn accesses<'t, 's>(
     for n in caps.get(Capture::AccessRef) {
         push(*n, AccessKind::Store, &mut out);
     }
+    // libcu++ atomics' operations, but those on a word in shared or per-thread memory.
+    let mut words = Words::default();
+    for op in libcuxx::ops(caps, text, scopes) {
+        let local = |p: Node| ways.base(p, Via::Object).is_some_and(|b| is_local(&b));
+        if op.place.is_some_and(local) {
+            continue;
+        }
+        push(op.node, AccessKind::Atomic, &mut out);
+        words.insert(op.node.id(), op.word);
+    }
     let asm = super::asm::asm_accesses(caps, text);
     for a in &asm {
         push(a.node, a.kind, &mut out);
@@ -667,6 +679,7 @@ pub fn accesses<'t, 's>(
         top,
         global_uses,
         asm: super::asm::pointers(&asm),
+        words,
     }
 }
 
