@@ -63,13 +63,8 @@
   declarator: [(identifier) (init_declarator declarator: (identifier))] @global.immutable)
 (declaration (type_qualifier "const") "__device__"
   declarator: [(identifier) (init_declarator declarator: (identifier))] @global.immutable)
-; __device__ libcu++ atomics (`cuda::atomic<int, S> x;`): using one is calling its operations,
-; which race builds trace with their scope (runtime-cu/wmfix_race.cuh), not reading its name.
-(declaration "__device__"
-  type: (qualified_identifier scope: (namespace_identifier) @_atomic.ns
-    name: (template_type name: (type_identifier) @_atomic.name))
-  declarator: (_) @global.atomic
-  (#eq? @_atomic.ns "cuda") (#eq? @_atomic.name "atomic"))
+; (__device__ libcu++ atomics, `cuda::atomic<int, S> x;`, are no such variables: using one is
+; calling its operations, libcuxx.scm's.)
 ; Names of functions: a prototype such as `__device__ int f(int);` declares no variable.
 (function_declarator declarator: (_) @function.name)
 
@@ -82,27 +77,28 @@
 (call_expression function: (field_expression operator: "->") @not_access)
 (call_expression function: (field_expression argument: (field_expression operator: "->") @not_access operator: "."))
 ; libcu++'s atomic_ref binds a reference (`cuda::atomic_ref<int, S>(a[i]).fetch_add(1)`): its
-; argument is not read there; its operations are (race builds trace them).
-(call_expression
+; argument is not read there; its operations are (race builds trace them), and the temporary
+; (@libcuxx.temp) is their receiver, whose word is the argument (libcuxx.scm).
+((call_expression
   function: (qualified_identifier scope: (namespace_identifier) @_ref.ns
     name: [(template_function name: (identifier) @_ref.name) (identifier) @_ref.name])
-  arguments: (argument_list (_) @not_access)
+  arguments: (argument_list (_) @not_access)) @libcuxx.temp
   (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
-(compound_literal_expression
+((compound_literal_expression
   type: (qualified_identifier scope: (namespace_identifier) @_ref.ns
     name: [(template_type name: (type_identifier) @_ref.name) (type_identifier) @_ref.name])
-  value: (initializer_list (_) @not_access)
+  value: (initializer_list (_) @not_access)) @libcuxx.temp
   (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
 ; The same named from the global scope (`::cuda::atomic_ref<...>{x}`, CUB's way).
-(call_expression
+((call_expression
   function: (qualified_identifier name: (qualified_identifier scope: (namespace_identifier) @_ref.ns
     name: [(template_function name: (identifier) @_ref.name) (identifier) @_ref.name]))
-  arguments: (argument_list (_) @not_access)
+  arguments: (argument_list (_) @not_access)) @libcuxx.temp
   (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
-(compound_literal_expression
+((compound_literal_expression
   type: (qualified_identifier name: (qualified_identifier scope: (namespace_identifier) @_ref.ns
     name: [(template_type name: (type_identifier) @_ref.name) (type_identifier) @_ref.name]))
-  value: (initializer_list (_) @not_access)
+  value: (initializer_list (_) @not_access)) @libcuxx.temp
   (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
 (sizeof_expression) @unevaluated
 (decltype) @unevaluated

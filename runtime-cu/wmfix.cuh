@@ -436,6 +436,13 @@ __device__ __forceinline__ const volatile void* address_of(const T&&) {
 }
 __device__ __forceinline__ const volatile void* address_of(...) { return nullptr; }
 
+// The word a libcu++ atomic_ref refers to (WMFIX_ATOMIC_WORD): a race build's wrapper keeps it
+// (its overload in wmfix_race.cuh); libcu++'s own atomic_ref does not say (null: unknown).
+template <class A>
+__host__ __device__ __forceinline__ decltype(nullptr) atomic_word(const A&) {
+  return nullptr;
+}
+
 struct DeviceOr {
   __device__ unsigned operator()(unsigned* w, unsigned bits) const { return atomicOr(w, bits); }
 };
@@ -682,6 +689,10 @@ class ExitGuard {
 #else
 #define WMFIX_GLOBAL(...) true
 #endif
+// The word of a libcu++ atomic_ref after one of its operations (WMFIX_FENCE_PTR(id,
+// WMFIX_ATOMIC_WORD(r))): a typed pointer, whose access a race build records at the site, so
+// that the trace names the wrapper's record of the operation (src/race/trace.rs); or null.
+#define WMFIX_ATOMIC_WORD(...) ::wmfix::atomic_word(__VA_ARGS__)
 #if defined(__CUDA_ARCH__)
 #define WMFIX_IN_LOOP(id) (!WMFIX_CONSTANT_EVALUATED() && ::wmfix::in_loop_on<(id)>())
 #else

@@ -41,6 +41,11 @@ __device__ __forceinline__ void cas_failed(unsigned char scope, P p, T old) {
 }
 
 __device__ __forceinline__ void fence(unsigned char scope) { record(kFence, scope, nullptr, 0, 0, kNoSite); }
+// An acquire's fence after the access at `p` (libcu++'s): with the address, so that the site
+// after the operation still names the access (src/race/trace.rs).
+__device__ __forceinline__ void fence_after(unsigned char scope, const volatile void* p) {
+  record(kFence, scope, p, 0, 0, kNoSite);
+}
 __device__ __forceinline__ void barrier() { record(kBarrier, 0, nullptr, 0, 0, kNoSite); }
 
 }  // namespace race
@@ -141,6 +146,10 @@ struct traced : Base {
   __host__ __device__ T operator-=(V v) const {
     return fetch_sub(v) - v;
   }
+  // An integer's bitwise ones (libcu++'s own would not be recorded).
+  __host__ __device__ T operator&=(T v) const { return fetch_and(v) & v; }
+  __host__ __device__ T operator|=(T v) const { return fetch_or(v) | v; }
+  __host__ __device__ T operator^=(T v) const { return fetch_xor(v) ^ v; }
 #define WMFIX_LIBCUXX_CAS(name)                                                                       \
   __host__ __device__ bool name(T& expected, T desired,                                                \
                                 ::cuda::memory_order o = ::cuda::memory_order_seq_cst) const {          \
@@ -175,7 +184,7 @@ struct traced : Base {
   }
   __host__ __device__ void after(::cuda::memory_order o) const {
 #if defined(__CUDA_ARCH__)
-    if (acquires(o) && global()) ::wmfix::race::fence(scope);
+    if (acquires(o) && global()) ::wmfix::race::fence_after(scope, at());
 #endif
   }
   __host__ __device__ void access(unsigned char kind, T v) const {
@@ -218,6 +227,7 @@ struct atomic_ref : traced<atomic_ref<T, S>, ::cuda::atomic_ref<T, S>, T, S> {
   __host__ __device__ explicit atomic_ref(T& r) : ops(r), at_(&r) {}
   using ops::operator=;
   __host__ __device__ const volatile void* at() const { return at_; }
+  __host__ __device__ T* word() const { return at_; }
 
  private:
   T* at_;
@@ -233,6 +243,15 @@ struct atomic : traced<atomic<T, S>, ::cuda::atomic<T, S>, T, S> {
   __host__ __device__ const volatile void* at() const { return this; }
 };
 }  // namespace wmfix_libcuxx
+namespace wmfix {
+namespace {
+// WMFIX_ATOMIC_WORD of a traced atomic_ref: the word it refers to (wmfix.cuh's is null).
+template <class T, ::cuda::thread_scope S>
+__host__ __device__ __forceinline__ T* atomic_word(const ::wmfix_libcuxx::atomic_ref<T, S>& r) {
+  return r.word();
+}
+}  // namespace
+}  // namespace wmfix
 #define WMFIX_ATOMIC_REF ::wmfix_libcuxx::atomic_ref
 #define WMFIX_ATOMIC ::wmfix_libcuxx::atomic
 #define WMFIX_ATOMIC_THREAD_FENCE ::wmfix_libcuxx::atomic_thread_fence

@@ -986,7 +986,8 @@ fn cccl_instrumented_in_text_mode_still_compiles_a_thrust_and_cub_program() {
 fn libcuxx_atomic_refs_and_fences_are_renamed_and_compile_traced_and_untraced() {
     // Issue 46: a race build records cuda::atomic_ref's operations and cuda::atomic_thread_fence
     // with their scope and order (runtime-cu/wmfix_race.cuh), through the names the rewriter
-    // writes; any other build takes them as libcu++'s own.
+    // writes; any other build takes them as libcu++'s own. Each operation has a fence site (a
+    // fence in those builds), which in a race build gives the operation's record its line.
     let (_tmp, orig, tree) = instrument(&repo().join("tests/race-suite-libcuxx"));
     let text = std::fs::read_to_string(tree.join("suite.cu")).unwrap();
     for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
@@ -1007,14 +1008,57 @@ fn libcuxx_atomic_refs_and_fences_are_renamed_and_compile_traced_and_untraced() 
         text.contains("  WMFIX_ATOMIC_REF counter(d[0]);\n"),
         "{text}"
     );
-    // The reference a temporary binds is not read there: no fence site after it; the global
-    // scope's `::` goes with the name.
+    // The reference a temporary binds is not read there; the global scope's `::` goes with the
+    // name. Its operation has a site, which names the word the temporary refers to.
     for line in [
-        "WMFIX_ATOMIC_REF<int, cuda::thread_scope_device>(f[0]).fetch_add(1);\n",
-        "  WMFIX_ATOMIC_REF<int, ::cuda::thread_scope_device>{f[4]}.fetch_add(1);\n",
-        "  WMFIX_ATOMIC_REF<int *, cuda::thread_scope_thread>(slot).fetch_add(1);\n",
+        "WMFIX_ATOMIC_REF<int, cuda::thread_scope_device>(f[0]).fetch_add(1); WMFIX_FENCE_AT(",
+        "  WMFIX_ATOMIC_REF<int, ::cuda::thread_scope_device>{f[4]}.fetch_add(1); WMFIX_FENCE_AT(",
+        "  WMFIX_ATOMIC_REF<int *, cuda::thread_scope_thread>(slot).fetch_add(1); WMFIX_FENCE_AT(",
     ] {
         assert!(text.contains(line), "{line} in {text}");
+    }
+    // Every operation of an atomic_ref or atomic has an atomic site at its line, whose record in
+    // a race build names the wrapper's (which has none): a race row names the user's line.
+    // A reference's word is the runtime's to find; an object's is itself.
+    let sites: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tree.parent().unwrap().join("fences.json")).unwrap(),
+    )
+    .unwrap();
+    let atomic_lines: Vec<u64> = sites["fences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "atomic")
+        .map(|f| f["line"].as_u64().unwrap())
+        .collect();
+    let op = regex::Regex::new(
+        r"\.(load|store|exchange|fetch_[a-z]+|compare_exchange_[a-z]+)\(|\bflag ==? |\+\+counter|counter \+=|ready = 0",
+    )
+    .unwrap();
+    let original = std::fs::read_to_string(orig.join("suite.cu")).unwrap();
+    let mut ops = 0;
+    for (i, line) in original.lines().enumerate() {
+        if op.is_match(line) && !line.trim_start().starts_with("//") {
+            ops += 1;
+            assert!(
+                atomic_lines.contains(&(i as u64 + 1)),
+                "no atomic site at line {}: {line}",
+                i + 1
+            );
+        }
+    }
+    assert_eq!(ops, 34, "{original}");
+    for want in [
+        r"\n    ready_in_block\.store\(1, cuda::memory_order_release\); WMFIX_FENCE_AT\(\d+, ready_in_block\);\n",
+        r"\n  lock\.store\(0, cuda::memory_order_release\); WMFIX_FENCE_PTR\(\d+, WMFIX_ATOMIC_WORD\(lock\)\);\n",
+        r"\n    flag = 1; WMFIX_FENCE_PTR\(\d+, WMFIX_ATOMIC_WORD\(flag\)\);\n",
+        r"\n  \+\+counter; WMFIX_FENCE_PTR\(\d+, WMFIX_ATOMIC_WORD\(counter\)\);\n",
+        r"\(!lock\.compare_exchange_strong\(expected, 1, cuda::memory_order_acquire\)\) \{ if \(WMFIX_IN_LOOP\((\d+)\)\) WMFIX_FENCE\(\d+\); expected = 0; \} WMFIX_FENCE\(\d+\);\n",
+    ] {
+        assert!(
+            regex::Regex::new(want).unwrap().is_match(&text),
+            "{want} in {text}"
+        );
     }
     builds(
         &orig,

@@ -104,7 +104,7 @@ impl Trace {
     /// Reads the runtime's file. `sites` gives the kind of the access each fence id names
     /// (from `fences.json`): an access event is a read or a write by its site (the statement's
     /// other accesses say their kind); the site after an atomic names the atomic event its
-    /// thread recorded just before.
+    /// thread recorded just before (a libcu++ acquire's fence between them).
     pub fn from_bytes(bytes: &[u8], sites: &[SiteKind]) -> Result<Trace> {
         let header_end = bytes
             .iter()
@@ -255,15 +255,24 @@ impl Trace {
                 }
                 other => bail!("a race trace record of unknown kind {other}"),
             };
-            if matches!(op, Op::Rmw { .. }) || kind == kind::CAS_FAILED {
+            // libcu++'s operations (runtime-cu/wmfix_race.cuh) are recorded without a site too:
+            // their loads and stores are the only strong ones without one, and the fence an
+            // acquire brings after one carries its address, so that the site still names it.
+            let atomic = matches!(op, Op::Rmw { .. })
+                || kind == kind::CAS_FAILED
+                || (matches!(kind, kind::LOAD | kind::STORE) && site.is_none());
+            let after = |i: &usize| trace.events[*i].addr == addr;
+            let acquire =
+                kind == kind::FENCE && addr != 0 && last_atomic.get(&thread).is_some_and(after);
+            if atomic {
                 last_atomic.insert(thread, trace.events.len());
-            } else {
+            } else if !acquire {
                 last_atomic.remove(&thread);
             }
             trace.events.push(Event {
                 thread,
                 op,
-                addr,
+                addr: if kind == kind::FENCE { 0 } else { addr },
                 site,
             });
         }
@@ -542,257 +551,5 @@ fn parse_thread(s: &str) -> Result<Thread> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_text_form_reads_every_operation() {
-        let t = Trace::parse_text(
-            "b0.t1 st x 5 @2\nk1.b3.t0 ld.relaxed.block f 1\nb0.t0 atom.device c 0 1 @4 # x\n\
-             b0.t0 cas.fail.system l 1\nb0.t0 fence.block\nb0.t0 bar\n",
-        )
-        .unwrap();
-        assert_eq!(t.events.len(), 6);
-        assert_eq!(
-            t.events[0].op,
-            Op::Write {
-                strong: None,
-                value: Some(5)
-            }
-        );
-        assert_eq!(t.events[0].site, Some(FenceId(2)));
-        assert_eq!(t.events[1].thread.launch, 1);
-        assert_eq!(t.events[1].op.strong(), Some(Scope::Block));
-        assert_eq!(t.events[3].op.strong(), Some(Scope::System));
-        assert_eq!(t.addr_name(t.events[0].addr), "x");
-        assert!(Trace::parse_text("b0 ld x").is_err());
-        assert!(Trace::parse_text("b0.t0 ld.weird x").is_err());
-    }
-
-    fn record(kind: u8, flags: u8, addr: u64, a: u64, b: u64, site: u32, thread: u16) -> Vec<u8> {
-        record_in(0, kind, flags, addr, a, b, site, thread)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn record_in(
-        launch: u32,
-        kind: u8,
-        flags: u8,
-        addr: u64,
-        a: u64,
-        b: u64,
-        site: u32,
-        thread: u16,
-    ) -> Vec<u8> {
-        let mut r = Vec::new();
-        Record {
-            addr,
-            a,
-            b,
-            launch,
-            block: 7,
-            site,
-            thread,
-            kind,
-            flags,
-        }
-        .encode(&mut r);
-        r
-    }
-
-    #[test]
-    fn cache_operator_loads_are_weak_reads_and_cub_acquire_loads_bring_their_fence() {
-        // fences.json calls `__ldcg(p)` an atomic; read as one, two blocks' loads of an address
-        // were a write-write race (ct-octree's reduced sets).
-        let mut bytes = b"wmfix-race-trace 1 dropped=0\n".to_vec();
-        bytes.extend(record(kind::ACCESS, 0, 0x10, 0, 0, 0, 1));
-        bytes.extend(record(kind::ACCESS, flag::VALUE, 0x20, 1, 0, 1, 1));
-        bytes.extend(record(kind::ACCESS, flag::VALUE, 0x30, 2, 0, 2, 1));
-        let sites = [
-            SiteKind::of_call("__ldcg(&src[i])"),
-            SiteKind::of_call("detail::load_acquire(f)"),
-            SiteKind::of_call("detail::store_release(g, 2)"),
-        ];
-        let t = Trace::from_bytes(&bytes, &sites).unwrap();
-        let ops: Vec<Op> = t.events.iter().map(|e| e.op).collect();
-        let device = Some(Scope::Device);
-        let fence = Op::Fence {
-            scope: Scope::Device,
-        };
-        assert_eq!(
-            ops,
-            [
-                Op::Read {
-                    strong: None,
-                    value: None
-                },
-                Op::Read {
-                    strong: device,
-                    value: Some(1)
-                },
-                fence,
-                fence,
-                Op::Write {
-                    strong: device,
-                    value: Some(2)
-                },
-            ]
-        );
-        assert_eq!(t.events[0].site, Some(FenceId(0)));
-    }
-
-    #[test]
-    fn a_full_buffer_drops_the_launch_it_cut_short() {
-        let mut bytes = b"wmfix-race-trace 1 dropped=5\n".to_vec();
-        bytes.extend(record_in(1, kind::ACCESS, 0, 0x10, 0, 0, 0, 1));
-        bytes.extend(record_in(2, kind::ACCESS, 0, 0x10, 0, 0, 0, 2));
-        bytes.extend(record_in(2, kind::FENCE, 1, 0, 0, 0, NO_SITE, 2));
-        let t = Trace::from_bytes(&bytes, &[SiteKind::Store]).unwrap();
-        assert_eq!(t.events.len(), 1);
-        assert_eq!(t.events[0].thread.launch, 1);
-        assert_eq!((t.dropped, t.cut), (5, 2));
-        assert!(!t.complete());
-    }
-
-    #[test]
-    fn a_trace_whose_records_were_lost_is_incomplete_not_a_clean_run() {
-        let bytes = b"wmfix-race-trace 1 capacity=4 dropped=0 lost=1\n".to_vec();
-        let t = Trace::from_bytes(&bytes, &[]).unwrap();
-        assert!(
-            t.lost.as_deref().unwrap().contains("could not copy"),
-            "{t:?}"
-        );
-        assert!(!t.complete());
-    }
-
-    #[test]
-    fn a_trace_file_shorter_than_its_header_says_is_lost() {
-        // The runtime's padded header, then one record of the two it says it wrote.
-        let mut bytes = format!(
-            "{:<159}\n",
-            "wmfix-race-trace 1 capacity=8 dropped=0 handed=2 records=2"
-        )
-        .into_bytes();
-        bytes.extend(record(kind::ACCESS, 0, 0x10, 0, 0, 0, 1));
-        let t = Trace::from_bytes(&bytes, &[SiteKind::Store]).unwrap();
-        assert!(t.lost.as_deref().unwrap().contains("cut short"), "{t:?}");
-        assert!(t.events.is_empty() && !t.complete());
-        bytes.extend(record(kind::ACCESS, 0, 0x18, 0, 0, 0, 1));
-        let t = Trace::from_bytes(&bytes, &[SiteKind::Store]).unwrap();
-        assert!(t.complete() && t.events.len() == 2, "{t:?}");
-        // Three slots handed out, two written: the third is not checked.
-        bytes[..159].copy_from_slice(
-            format!(
-                "{:<159}",
-                "wmfix-race-trace 1 capacity=8 dropped=0 handed=3 records=2"
-            )
-            .as_bytes(),
-        );
-        let t = Trace::from_bytes(&bytes, &[SiteKind::Store]).unwrap();
-        assert!(t.dropped == 1 && !t.complete(), "{t:?}");
-    }
-
-    #[test]
-    fn launches_after_the_trace_was_written_leave_it_incomplete() {
-        let bytes = format!(
-            "{:<159}\n",
-            "wmfix-race-trace 1 capacity=8 dropped=0 handed=0 records=0 unrecorded_launches=3"
-        )
-        .into_bytes();
-        let t = Trace::from_bytes(&bytes, &[]).unwrap();
-        assert_eq!(t.unrecorded_launches, 3);
-        assert!(!t.complete());
-    }
-
-    #[test]
-    fn a_scoped_strong_load_or_store_keeps_its_scope_a_volatile_one_is_of_system_scope() {
-        // libcu++'s atomic_ref (runtime-cu/wmfix_race.cuh) records its scope with SCOPED; a
-        // volatile access has none, whatever its low bits.
-        let mut bytes = b"wmfix-race-trace 1 dropped=0\n".to_vec();
-        let strong = flag::STRONG | flag::VALUE;
-        bytes.extend(record(
-            kind::STORE,
-            strong | flag::SCOPED | flag::DEVICE,
-            0x10,
-            1,
-            0,
-            NO_SITE,
-            1,
-        ));
-        bytes.extend(record(
-            kind::LOAD,
-            strong | flag::SCOPED,
-            0x10,
-            1,
-            0,
-            NO_SITE,
-            2,
-        ));
-        bytes.extend(record(kind::LOAD, strong, 0x10, 1, 0, NO_SITE, 3));
-        let t = Trace::from_bytes(&bytes, &[]).unwrap();
-        let scopes: Vec<Option<Scope>> = t.events.iter().map(|e| e.op.strong()).collect();
-        assert_eq!(
-            scopes,
-            [Some(Scope::Device), Some(Scope::Block), Some(Scope::System)]
-        );
-    }
-
-    #[test]
-    fn binary_records_take_their_kind_from_the_site_and_atomics_their_site_from_the_next_record() {
-        let mut bytes = b"wmfix-race-trace 1 dropped=0\n".to_vec();
-        bytes.extend(record(kind::ACCESS, 0, 0x10, 0, 0, 0, 1));
-        bytes.extend(record(kind::RMW, 1 | flag::VALUE, 0x20, 4, 5, NO_SITE, 1));
-        bytes.extend(record(kind::ACCESS, 0, 0x20, 0, 0, 1, 1));
-        bytes.extend(record(
-            kind::ACCESS,
-            flag::STRONG | flag::VALUE,
-            0x30,
-            9,
-            0,
-            2,
-            2,
-        ));
-        bytes.extend(record(0, 0, 0, 0, 0, 0, 0));
-        bytes.extend(record(kind::FENCE, 1, 0, 0, 0, NO_SITE, 2));
-        // A site naming no access: the atomic's just before it, else a mark of its own.
-        bytes.extend(record(
-            kind::CAS_FAILED,
-            1 | flag::VALUE,
-            0x40,
-            1,
-            0,
-            NO_SITE,
-            3,
-        ));
-        bytes.extend(record(kind::SITE, 0, 0, 0, 0, 5, 3));
-        bytes.extend(record(kind::SITE, 0, 0, 0, 0, 6, 3));
-        let sites = [SiteKind::Store, SiteKind::Atomic, SiteKind::Load];
-        let t = Trace::from_bytes(&bytes, &sites).unwrap();
-        assert_eq!(t.dropped, 0);
-        assert!(matches!(t.events[0].op, Op::Write { strong: None, .. }));
-        assert_eq!(
-            t.events[1].op,
-            Op::Rmw {
-                scope: Scope::Device,
-                old: Some(4),
-                new: Some(5)
-            }
-        );
-        assert_eq!(t.events[1].site, Some(FenceId(1)));
-        assert_eq!(
-            t.events[2].op,
-            Op::Read {
-                strong: Some(Scope::System),
-                value: Some(9)
-            }
-        );
-        assert_eq!(t.events[2].thread.block, 7);
-        assert_eq!(
-            t.events[3].op,
-            Op::Fence {
-                scope: Scope::Device
-            }
-        );
-        assert!(Trace::from_bytes(b"something else\n", &sites).is_err());
-    }
-}
+#[path = "trace_tests.rs"]
+mod tests;

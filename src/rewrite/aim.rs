@@ -13,6 +13,7 @@
 use crate::fences::record::AccessKind;
 use crate::rewrite::asm::AsmPointers;
 use crate::rewrite::device_code::call_pointer;
+use crate::rewrite::libcuxx::Words;
 use crate::rewrite::queries::{Capture, Captures, IdSet};
 use std::ops::Range;
 use tree_sitter::Node;
@@ -24,6 +25,9 @@ pub enum AimForm {
     Lvalue,
     /// A pointer: `WMFIX_FENCE_PTR`.
     Pointer,
+    /// A libcu++ `atomic_ref`, whose word the runtime finds: `WMFIX_FENCE_PTR(id,
+    /// WMFIX_ATOMIC_WORD(r))`.
+    Word,
 }
 
 /// The source range of an access's address expression, and its form.
@@ -40,6 +44,7 @@ pub struct Facts<'a, 't> {
     calls: IdSet,
     /// Inline PTX accesses and the operand holding each one's address (`asm.rs`).
     asm: &'a AsmPointers<'t>,
+    words: &'a Words<'t>,
     /// Byte ranges of impure expressions, by start.
     impure: Vec<Range<usize>>,
     /// Byte ranges of pack expansions, by start.
@@ -65,8 +70,13 @@ fn starting_in<'v, T>(v: &'v [T], start: impl Fn(&T) -> usize, r: &Range<usize>)
 }
 
 impl<'a, 't> Facts<'a, 't> {
-    /// `asm`: the address operands `device_code::accesses` found.
-    pub fn new(caps: &Captures<'t>, text: &'t str, asm: &'a AsmPointers<'t>) -> Facts<'a, 't> {
+    /// `asm`, `words`: the address operands and libcu++ words `device_code::accesses` found.
+    pub fn new(
+        caps: &Captures<'t>,
+        text: &'t str,
+        asm: &'a AsmPointers<'t>,
+        words: &'a Words<'t>,
+    ) -> Facts<'a, 't> {
         let mut calls = caps.ids(Capture::AccessAtomic);
         calls.extend(caps.ids(Capture::AccessCached));
         let mut assigned: Vec<(usize, &str)> = caps
@@ -78,6 +88,7 @@ impl<'a, 't> Facts<'a, 't> {
         Facts {
             calls,
             asm,
+            words,
             impure: sorted_ranges(caps.get(Capture::AimImpure)),
             packed: sorted_ranges(caps.get(Capture::AimPacked)),
             assigned,
@@ -98,6 +109,21 @@ impl<'a, 't> Facts<'a, 't> {
                     form: AimForm::Pointer,
                     kind: *kind,
                 }
+            } else if let Some(word) = self.words.get(&node.id()) {
+                let form = if word.reference {
+                    AimForm::Word
+                } else {
+                    AimForm::Lvalue
+                };
+                let aim = Aim {
+                    range: word.node.byte_range(),
+                    form,
+                    kind: *kind,
+                };
+                // `flag = 1` assigns no name: it stores to the word `flag` refers to.
+                let none = Range::default();
+                let assigning = if word.atomic { &none } else { &statement };
+                return self.copyable(&aim.range, assigning).then_some(aim);
             } else if self.calls.contains(&node.id()) {
                 Aim {
                     range: call_pointer(*node)?.byte_range(),

@@ -2,11 +2,13 @@
 //! that may access global memory.
 
 use crate::rewrite::asm::AsmPointers;
+use crate::rewrite::libcuxx::{self, Words};
 use crate::rewrite::macros::Meaning;
 use crate::rewrite::mask::Qualified;
 use crate::rewrite::queries::{self, Capture, Captures, IdMap, IdSet};
 use crate::rewrite::ranges::Nested;
 use crate::rewrite::scopes::{Bindings, Scopes};
+pub use crate::rewrite::scopes::{function_name, name_node};
 use std::collections::HashSet;
 use std::num::NonZeroU16;
 use std::sync::OnceLock;
@@ -122,25 +124,6 @@ fn in_return(node: Node, text: &str) -> bool {
 /// The name a declaration declares: follow `declarator` fields to the innermost one.
 pub fn declared_name<'s>(node: Node, text: &'s str) -> &'s str {
     &text[function_name(node, text).byte_range()]
-}
-
-/// `name_node`, also through the reference declarator of a function returning a reference
-/// (`T& operator[](int i)`), which holds its function declarator in no field.
-pub fn function_name<'t>(node: Node<'t>, text: &str) -> Node<'t> {
-    let mut n = name_node(node);
-    while text[n.byte_range()].starts_with('&') && n.named_child_count() > 0 {
-        let last = n.named_child_count() - 1;
-        n = name_node(n.named_child(last as u32).expect("counted"));
-    }
-    n
-}
-
-pub fn name_node(node: Node) -> Node {
-    let mut n = node;
-    while let Some(d) = n.child_by_field_id(fields().declarator.get()) {
-        n = d;
-    }
-    n
 }
 
 /// The ids of the fields this module follows, found once: by name, each look-up is a string
@@ -504,14 +487,13 @@ pub fn global_variables<'s>(caps: &Captures, text: &'s str, scopes: &Scopes) -> 
     let functions = caps.ids(Capture::FunctionName);
     let arrays = caps.ids(Capture::GlobalArray);
     let immutable = caps.ids(Capture::GlobalImmutable);
-    let atomic = caps.ids(Capture::GlobalAtomic);
+    let atomic = libcuxx::objects(caps, text);
     caps.get(Capture::GlobalVar)
         .iter()
         .filter(|n| !arrays.contains(&n.id()) && !immutable.contains(&n.id()))
-        .filter(|n| !atomic.contains(&n.id()))
         .filter(|n| scopes.at(n.start_byte()).is_none())
         .map(|n| name_node(*n))
-        .filter(|n| !functions.contains(&n.id()))
+        .filter(|n| !functions.contains(&n.id()) && !atomic.contains(&n.start_byte()))
         .map(|n| &text[n.byte_range()])
         .collect()
 }
@@ -578,6 +560,8 @@ pub struct Accesses<'t, 's> {
     pub global_uses: Vec<&'s str>,
     /// Inline PTX accesses' address operands, by node id (`asm.rs`), for the fences' aim.
     pub asm: AsmPointers<'t>,
+    /// libcu++ atomics' operations: the word each touches (`libcuxx.rs`), for the fences' aim.
+    pub words: Words<'t>,
 }
 
 /// Every expression in device code that may access global memory; `outside`: `__device__`
@@ -653,6 +637,16 @@ pub fn accesses<'t, 's>(
     for n in caps.get(Capture::AccessRef) {
         push(*n, AccessKind::Store, &mut out);
     }
+    // libcu++ atomics' operations, but those on a word in shared or per-thread memory.
+    let mut words = Words::default();
+    for op in libcuxx::ops(caps, text, scopes) {
+        let local = |p: Node| ways.base(p, Via::Object).is_some_and(|b| is_local(&b));
+        if op.place.is_some_and(local) {
+            continue;
+        }
+        push(op.node, AccessKind::Atomic, &mut out);
+        words.insert(op.node.id(), op.word);
+    }
     let asm = super::asm::asm_accesses(caps, text);
     for a in &asm {
         push(a.node, a.kind, &mut out);
@@ -685,6 +679,7 @@ pub fn accesses<'t, 's>(
         top,
         global_uses,
         asm: super::asm::pointers(&asm),
+        words,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod dump;
 pub mod edits;
 pub mod flat;
 pub mod insert;
+pub mod libcuxx;
 pub mod macros;
 pub mod mask;
 pub mod mask_forms;

@@ -148,7 +148,7 @@ pub fn plan_piece<'s>(
         .into_iter()
         .filter(|a| !errors.overlaps(a.node.byte_range()))
         .collect();
-    let placed = sites::place(&accesses, &caps, text, &found.asm);
+    let placed = sites::place(&accesses, &caps, text, &found.asm, &found.words);
     let unplaced: Vec<String> = placed
         .unplaced
         .iter()

@@ -35,6 +35,7 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../queries/unsupported.scm"),
     ),
     ("calls.scm", include_str!("../../queries/calls.scm")),
+    ("libcuxx.scm", include_str!("../../queries/libcuxx.scm")),
 ];
 
 /// The text of every query file, one after the other.
@@ -97,9 +98,6 @@ pub enum Capture {
     FunctionBody,
     FunctionName,
     GlobalArray,
-    /// A `__device__` libcu++ atomic (`cuda::atomic<T, S>`): its operations are not accesses of
-    /// its name.
-    GlobalAtomic,
     /// A `__device__` variable no code can write (`constexpr`, or `const` and not a pointer).
     GlobalImmutable,
     GlobalTop,
@@ -115,6 +113,16 @@ pub enum Capture {
     /// (`plan.rs`: renamed in device code).
     LibcuxxRef,
     LibcuxxName,
+    /// libcu++ atomics' operations (`rewrite/libcuxx.rs`): a call by an operation's name and its
+    /// receiver, a name an operator takes, a temporary `cuda::atomic_ref<...>(x)`, declarations
+    /// whose type may be an atomic, their pointer and array declarators, and aliases.
+    LibcuxxOp,
+    LibcuxxReceiver,
+    LibcuxxOperand,
+    LibcuxxTemp,
+    LibcuxxTyped,
+    LibcuxxIndirect,
+    LibcuxxAlias,
     LocalDecl,
     MacroName,
     MacroValue,
@@ -146,7 +154,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 68] = [
+    pub const ALL: [Capture; 74] = [
         Capture::Access,
         Capture::AccessAsm,
         Capture::AccessAsmCode,
@@ -176,7 +184,6 @@ impl Capture {
         Capture::FunctionBody,
         Capture::FunctionName,
         Capture::GlobalArray,
-        Capture::GlobalAtomic,
         Capture::GlobalImmutable,
         Capture::GlobalTop,
         Capture::GlobalVar,
@@ -189,6 +196,13 @@ impl Capture {
         Capture::LaunchExWrapper,
         Capture::LibcuxxRef,
         Capture::LibcuxxName,
+        Capture::LibcuxxOp,
+        Capture::LibcuxxReceiver,
+        Capture::LibcuxxOperand,
+        Capture::LibcuxxTemp,
+        Capture::LibcuxxTyped,
+        Capture::LibcuxxIndirect,
+        Capture::LibcuxxAlias,
         Capture::LocalDecl,
         Capture::MacroName,
         Capture::MacroValue,
@@ -248,7 +262,6 @@ impl Capture {
             Capture::FunctionBody => "function.body",
             Capture::FunctionName => "function.name",
             Capture::GlobalArray => "global.array",
-            Capture::GlobalAtomic => "global.atomic",
             Capture::GlobalImmutable => "global.immutable",
             Capture::GlobalTop => "global.top",
             Capture::GlobalVar => "global.var",
@@ -280,6 +293,13 @@ impl Capture {
             Capture::ThreadId => "thread_id",
             Capture::LibcuxxRef => "libcuxx.ref",
             Capture::LibcuxxName => "libcuxx.name",
+            Capture::LibcuxxOp => "libcuxx.op",
+            Capture::LibcuxxReceiver => "libcuxx.receiver",
+            Capture::LibcuxxOperand => "libcuxx.operand",
+            Capture::LibcuxxTemp => "libcuxx.temp",
+            Capture::LibcuxxTyped => "libcuxx.typed",
+            Capture::LibcuxxIndirect => "libcuxx.indirect",
+            Capture::LibcuxxAlias => "libcuxx.alias",
             Capture::Unevaluated => "unevaluated",
             Capture::VarDecl => "var.decl",
             Capture::ViaAddress => "via.address",

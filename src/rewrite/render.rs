@@ -482,6 +482,12 @@ fn site_edits<'s>(
                     }
                 }
                 (AimForm::Pointer, true) => format!(" WMFIX_FENCE_AIM_PTR({id}, {named});"),
+                (AimForm::Word, false) => {
+                    format!(" WMFIX_FENCE_PTR({id}, WMFIX_ATOMIC_WORD({named}));")
+                }
+                (AimForm::Word, true) => {
+                    format!(" WMFIX_FENCE_AIM_PTR({id}, WMFIX_ATOMIC_WORD({named}));")
+                }
             }
         }
     };

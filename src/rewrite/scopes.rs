@@ -1,10 +1,38 @@
 //! Lexical scopes by byte range, and which declaration a name used at some byte refers to.
 //! Ranges, not `parent()`: tree-sitter finds a parent by walking down from the root.
 
-use crate::rewrite::queries::{Capture, Captures};
+use crate::rewrite::queries::{self, Capture, Captures};
 use crate::rewrite::ranges::Nested;
 use std::collections::HashMap;
+use std::num::NonZeroU16;
 use std::ops::Range;
+use std::sync::OnceLock;
+use tree_sitter::Node;
+
+/// The name a declarator declares: down its `declarator` fields.
+pub fn name_node(node: Node) -> Node {
+    static DECLARATOR: OnceLock<NonZeroU16> = OnceLock::new();
+    let field = *DECLARATOR.get_or_init(|| {
+        let id = queries::language().field_id_for_name("declarator");
+        id.expect("the grammar has a declarator field")
+    });
+    let mut n = node;
+    while let Some(d) = n.child_by_field_id(field.get()) {
+        n = d;
+    }
+    n
+}
+
+/// `name_node`, also through a reference declarator (`int &r`, `T& operator[](int i)`), which
+/// holds its declarator in no field.
+pub fn function_name<'t>(node: Node<'t>, text: &str) -> Node<'t> {
+    let mut n = name_node(node);
+    while text[n.byte_range()].starts_with('&') && n.named_child_count() > 0 {
+        let last = n.named_child_count() - 1;
+        n = name_node(n.named_child(last as u32).expect("counted"));
+    }
+    n
+}
 
 /// The scopes of one file (`@scope`, `@scope.function`), nested by byte range; `None` is the
 /// file scope. A scope is its index in the captures' order.

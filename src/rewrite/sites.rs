@@ -7,6 +7,7 @@ use crate::rewrite::asm::AsmPointers;
 use crate::rewrite::device_code::{Access, AccessKind, first_named};
 use crate::rewrite::edits::{Edit, Slot};
 use crate::rewrite::flat::{At, Flat};
+use crate::rewrite::libcuxx::Words;
 use crate::rewrite::parallel;
 use crate::rewrite::queries::{Capture, Captures, IdMap, IdSet};
 use crate::rewrite::top_level;
@@ -247,9 +248,10 @@ pub fn place<'t>(
     caps: &Captures<'t>,
     text: &'t str,
     asm: &AsmPointers<'t>,
+    words: &Words<'t>,
 ) -> Placed<'t> {
     let roles = Roles::new(caps);
-    let facts = aim::Facts::new(caps, text, asm);
+    let facts = aim::Facts::new(caps, text, asm, words);
     let mut by_site: IdMap<Gathered<'t>> = IdMap::default();
     let mut order = Vec::new();
     let mut unplaced = Vec::new();

@@ -1,0 +1,38 @@
+; libcu++'s atomics (`cuda::atomic_ref<T, S>`, `cuda::atomic<T, S>`) in device code: each of their
+; operations is an atomic access, so that the fence site after it names it (a race build traces
+; the operation itself, runtime-cu/wmfix_race.cuh, without knowing where it stands). Rust
+; (src/rewrite/libcuxx.rs) keeps those whose receiver is one: a variable or parameter whose type
+; is one (an alias's too: `using block_ref = cuda::atomic_ref<...>`), or a temporary
+; (`cuda::atomic_ref<...>(x)`, @libcuxx.temp in accesses.scm).
+
+; An operation by name, on any receiver: only those the race build traces.
+((call_expression
+   function: (field_expression argument: (_) @libcuxx.receiver operator: "."
+     field: (field_identifier) @_libcuxx.method)) @libcuxx.op
+  (#any-of? @_libcuxx.method "load" "store" "exchange" "fetch_add" "fetch_sub" "fetch_and"
+   "fetch_or" "fetch_xor" "fetch_min" "fetch_max" "compare_exchange_strong"
+   "compare_exchange_weak"))
+; Its operators on a name: `flag = 1` (a store), `c += 2`, `++c` (read-modify-writes), and the
+; conversion that loads (`flag == 0`, `!flag`, `while (flag)`, `x = flag`).
+(assignment_expression left: (identifier) @libcuxx.operand)
+(assignment_expression right: (identifier) @libcuxx.operand)
+(update_expression argument: (identifier) @libcuxx.operand)
+(binary_expression left: (identifier) @libcuxx.operand)
+(binary_expression right: (identifier) @libcuxx.operand)
+(unary_expression argument: (identifier) @libcuxx.operand)
+(condition_clause value: (identifier) @libcuxx.operand)
+
+; Declarations whose type may be one (the `type` field: a qualified name libcu++'s names are,
+; thread_ids.scm's @libcuxx.ref/@libcuxx.name, or an alias's name), and the aliases themselves.
+(declaration type: [(qualified_identifier) (type_identifier)]) @libcuxx.typed
+(parameter_declaration type: [(qualified_identifier) (type_identifier)]) @libcuxx.typed
+(alias_declaration type: (type_descriptor type: [(qualified_identifier) (type_identifier)]))
+  @libcuxx.alias
+(type_definition type: [(qualified_identifier) (type_identifier)]) @libcuxx.alias
+; Their pointers and arrays (`cuda::atomic<int> *p`, `a[4]`): `p = q` is no atomic's operation.
+(declaration type: [(qualified_identifier) (type_identifier)]
+  declarator: [(pointer_declarator) (array_declarator)
+               (init_declarator declarator: [(pointer_declarator) (array_declarator)])]
+  @libcuxx.indirect)
+(parameter_declaration type: [(qualified_identifier) (type_identifier)]
+  declarator: [(pointer_declarator) (array_declarator)] @libcuxx.indirect)
