@@ -59,10 +59,7 @@ struct Fields {
 fn fields() -> &'static Fields {
     static IDS: OnceLock<Fields> = OnceLock::new();
     IDS.get_or_init(|| {
-        let id = |name: &str| {
-            let id = queries::language().field_id_for_name(name);
-            id.unwrap_or_else(|| panic!("the grammar has a {name} field"))
-        };
+        let id = queries::field;
         Fields {
             ty: id("type"),
             name: id("name"),

@@ -13,6 +13,13 @@ pub fn language() -> Language {
     tree_sitter_cuda_wmfix::LANGUAGE.into()
 }
 
+/// The grammar's id of a field, which the rewriter's walks follow (checked once, at first use:
+/// by name, each look-up is a string search).
+pub fn field(name: &str) -> std::num::NonZeroU16 {
+    let id = language().field_id_for_name(name);
+    id.unwrap_or_else(|| panic!("the grammar has a {name} field"))
+}
+
 /// The query files, one per concept. Capture names are unique across them.
 const FILES: &[(&str, &str)] = &[
     (

@@ -12,10 +12,7 @@ use tree_sitter::Node;
 /// The name a declarator declares: down its `declarator` fields.
 pub fn name_node(node: Node) -> Node {
     static DECLARATOR: OnceLock<NonZeroU16> = OnceLock::new();
-    let field = *DECLARATOR.get_or_init(|| {
-        let id = queries::language().field_id_for_name("declarator");
-        id.expect("the grammar has a declarator field")
-    });
+    let field = *DECLARATOR.get_or_init(|| queries::field("declarator"));
     let mut n = node;
     while let Some(d) = n.child_by_field_id(field.get()) {
         n = d;
