@@ -119,6 +119,17 @@ fn aliases<'s>(caps: &Captures, text: &'s str, types: &IdMap<Held>) -> HashMap<&
     out
 }
 
+/// The names declared with a libcu++ atomic type, by where each starts; `None` where the text
+/// names no such type (so has no temporary of one either).
+fn declared_atomics(caps: &Captures, text: &str) -> Option<HashMap<usize, Held>> {
+    let types = type_names(caps, text);
+    if types.is_empty() {
+        return None;
+    }
+    let aliases = aliases(caps, text, &types);
+    Some(declared(caps, text, &types, &aliases))
+}
+
 /// The names declared with an atomic type (not pointers or arrays of one), by where each starts.
 fn declared(
     caps: &Captures,
@@ -147,12 +158,7 @@ fn declared(
 /// Where the names declared as libcu++ atomic objects start: a `__device__` one is read through
 /// its operations, not its name.
 pub fn objects(caps: &Captures, text: &str) -> HashSet<usize> {
-    let types = type_names(caps, text);
-    if types.is_empty() {
-        return HashSet::new();
-    }
-    let aliases = aliases(caps, text, &types);
-    let declared = declared(caps, text, &types, &aliases);
+    let declared = declared_atomics(caps, text).unwrap_or_default();
     let objects = declared.into_iter().filter(|(_, h)| *h == Held::Object);
     objects.map(|(at, _)| at).collect()
 }
@@ -160,12 +166,9 @@ pub fn objects(caps: &Captures, text: &str) -> HashSet<usize> {
 /// Every operation of a libcu++ atomic in the text (device code or not: the caller keeps those
 /// in device functions).
 pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Vec<Op<'t>> {
-    let types = type_names(caps, text);
-    if types.is_empty() {
+    let Some(declared) = declared_atomics(caps, text) else {
         return Vec::new(); // no libcu++ atomic named here
-    }
-    let aliases = aliases(caps, text, &types);
-    let declared = declared(caps, text, &types, &aliases);
+    };
     // Every declaration of a name some atomic has: an inner one of another type hides it.
     let names: Vec<(Node, bool)> = [(Capture::VarDecl, false), (Capture::ParamDecl, true)]
         .into_iter()
@@ -278,6 +281,17 @@ mod tests {
         ] {
             assert!(t.contains(line), "{line} in {t}");
         }
+    }
+
+    #[test]
+    fn a_temporary_is_an_operation_where_no_atomic_is_declared() {
+        let t = instrument(
+            "__global__ void k(int *a) { ::cuda::atomic_ref<int>{a[0]}.fetch_add(1); }\n",
+        );
+        assert!(
+            t.contains("WMFIX_ATOMIC_REF<int>{a[0]}.fetch_add(1); WMFIX_FENCE_AT(0, a[0]);"),
+            "{t}"
+        );
     }
 
     #[test]
