@@ -759,7 +759,11 @@ impl Detector<'_> {
             if p.thread == t || p.launch != me.launch {
                 continue;
             }
-            let ordered = ts.vc.thread(p.thread) >= p.clock || ts.vc.block(p.block) > p.barriers;
+            // A strong write this thread read (through atomics that carried it on) precedes
+            // its later accesses in PTX's causality order: observation, then program order.
+            let seen = kind != RaceKind::ReadWrite && ts.observed.saw(p.thread, p.pos);
+            let ordered =
+                seen || ts.vc.thread(p.thread) >= p.clock || ts.vc.block(p.block) > p.barriers;
             if ordered && !(kind == RaceKind::ReadWrite && read_passes_first_message(ts, &p)) {
                 continue;
             }

@@ -43,6 +43,13 @@ impl Observed {
             .or_insert(seen);
     }
 
+    /// Whether this thread read `from`'s write at `pos` (or a write an atomic chain carried on).
+    pub fn saw(&self, from: u32, pos: u32) -> bool {
+        self.by_thread
+            .get(&from)
+            .is_some_and(|w| w.contains_key(&pos))
+    }
+
     /// The read of `from`'s first write after its position `pos` of those this thread read.
     pub fn first_after(&self, from: u32, pos: u32) -> Option<Seen> {
         let writes = self.by_thread.get(&from)?;
