@@ -6,6 +6,9 @@
 //! doubles while the rate it gives (runs in flight / mean run time, over a window of runs of
 //! processes already started) rises by more than `GAIN`; then it stays where the rate was best.
 //! A limit the workers do not fill is not raised: the gate is not what holds them back.
+//! A rate is a request's (its fences and testing environment: a fence-less run may end at its
+//! first error, a fenced one run to the end), so limits are compared only on runs of one
+//! request; runs of another start a window of their own at the limit reached.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,8 +32,10 @@ pub struct Gate {
     runs: usize,
     seconds: f64,
     in_flight: usize,
-    /// Each limit tried: its rate (runs a second) and the mean runs in flight.
-    pub tried: Vec<(usize, f64, f64)>,
+    /// The request the window's runs are of.
+    request: Option<String>,
+    /// Each limit tried: its rate (runs a second), the mean runs in flight, its request.
+    pub tried: Vec<(usize, f64, f64, String)>,
 }
 
 impl Default for Gate {
@@ -43,6 +48,7 @@ impl Default for Gate {
             runs: 0,
             seconds: 0.0,
             in_flight: 0,
+            request: None,
             tried: Vec::new(),
         }
     }
@@ -57,11 +63,15 @@ impl Gate {
         self.settled
     }
 
-    /// A measured run: `in_flight` runs (itself included) were in flight when it began, and it
-    /// took `seconds`. Moves the limit at the end of a window.
-    pub fn record(&mut self, in_flight: usize, seconds: f64) {
+    /// A measured run of `request`: `in_flight` runs (itself included) were in flight when it
+    /// began, and it took `seconds`. Moves the limit at the end of a window.
+    pub fn record(&mut self, request: &str, in_flight: usize, seconds: f64) {
         if self.settled {
             return;
+        }
+        if self.request.as_deref() != Some(request) {
+            self.restart_window();
+            self.request = Some(request.to_string());
         }
         self.runs += 1;
         self.seconds += seconds;
@@ -73,18 +83,25 @@ impl Gate {
         let rate = self.in_flight as f64 / self.seconds.max(1e-9);
         let mean_in_flight = self.in_flight as f64 / self.runs as f64;
         let filled = mean_in_flight >= 0.75 * self.limit as f64;
-        let best = self.tried.iter().map(|t| t.1).fold(0.0, f64::max);
-        self.tried.push((self.limit, rate, mean_in_flight));
+        let mine = |t: &&(usize, f64, f64, String)| t.3 == request;
+        let best = self
+            .tried
+            .iter()
+            .filter(mine)
+            .map(|t| t.1)
+            .fold(0.0, f64::max);
+        self.tried
+            .push((self.limit, rate, mean_in_flight, request.to_string()));
         self.restart_window();
         if rate > best * GAIN && filled {
             self.limit *= 2;
         } else {
             self.settled = true;
-            let best = self
-                .tried
-                .iter()
-                .fold(&(1, 0.0, 0.0), |a, t| if t.1 > a.1 { t } else { a });
-            self.limit = best.0;
+            let best = self.tried.iter().filter(mine).fold(None, |a, t| match a {
+                Some((_, r)) if r >= t.1 => a,
+                _ => Some((t.0, t.1)),
+            });
+            self.limit = best.map_or(self.limit, |b| b.0);
         }
     }
 
@@ -110,6 +127,7 @@ pub struct Pace {
 pub struct Slot<'a> {
     pace: &'a Pace,
     gpu: String,
+    request: String,
     in_flight: usize,
     left: bool,
 }
@@ -122,8 +140,9 @@ impl Pace {
         gates.values_mut().for_each(Gate::restart_window);
     }
 
-    /// Waits until `gpu` has room for another run.
-    pub fn enter(&self, gpu: &str) -> Slot<'_> {
+    /// Waits until `gpu` has room for another run of `request` (what its rate is of:
+    /// `trial::request_of`).
+    pub fn enter(&self, gpu: &str, request: &str) -> Slot<'_> {
         let mut gates = self.gates.lock().unwrap();
         loop {
             let gate = gates.entry(gpu.to_string()).or_default();
@@ -132,6 +151,7 @@ impl Pace {
                 return Slot {
                     pace: self,
                     gpu: gpu.to_string(),
+                    request: request.to_string(),
                     in_flight: gate.busy,
                     left: false,
                 };
@@ -160,7 +180,7 @@ impl Pace {
                 let tried: Vec<String> = g
                     .tried
                     .iter()
-                    .map(|(l, r, f)| format!("{l}: {r:.0}/s ({f:.1} in flight)"))
+                    .map(|(l, r, f, _)| format!("{l}: {r:.0}/s ({f:.1} in flight)"))
                     .collect();
                 let state = if g.settled { "" } else { ", still measuring" };
                 format!(
@@ -188,7 +208,7 @@ impl Slot<'_> {
             gate.busy -= 1;
             let measured = !self.pace.unmeasured.load(Ordering::SeqCst);
             match end {
-                Ended::Steady(s) if measured => gate.record(self.in_flight, s),
+                Ended::Steady(s) if measured => gate.record(&self.request, self.in_flight, s),
                 Ended::First => gate.restart_window(),
                 Ended::Steady(_) | Ended::Broke => {}
             }
@@ -230,7 +250,7 @@ mod tests {
                 break;
             }
             let l = g.limit();
-            g.record(l, seconds(l));
+            g.record("r", l, seconds(l));
         }
         assert!(g.settled(), "{g:?}");
         g
@@ -256,15 +276,39 @@ mod tests {
     }
 
     #[test]
+    fn limits_are_compared_on_runs_of_one_request() {
+        // A reduction's checks: fence-less runs that end at their first error (fast), then runs
+        // with a fence that run to the end (five times as long, side by side up to 8 at a time).
+        // Compared with the fast runs' rate at one, two slow ones at a time looked worse.
+        let mut g = Gate::default();
+        for _ in 0..WINDOW_MIN {
+            g.record("none", 1, 0.01);
+        }
+        assert_eq!(g.limit(), 2);
+        for _ in 0..1000 {
+            if g.settled() {
+                break;
+            }
+            let l = g.limit();
+            let crowded = if l > 8 { 1.2 * l as f64 / 8.0 } else { 1.0 };
+            g.record("1", l, 0.05 * crowded);
+        }
+        assert!(g.settled());
+        assert_eq!(g.limit(), 8, "{:?}", g.tried);
+        let of_one: Vec<usize> = g.tried.iter().filter(|t| t.3 == "1").map(|t| t.0).collect();
+        assert_eq!(of_one, [2, 4, 8, 16]);
+    }
+
+    #[test]
     fn a_limit_the_workers_do_not_fill_is_not_raised() {
         let mut g = Gate::default();
         for _ in 0..WINDOW_MIN * 2 {
             let l = g.limit();
             // Two workers: never more than two in flight.
-            g.record(l.min(2), 0.01);
+            g.record("r", l.min(2), 0.01);
         }
         for _ in 0..WINDOW_MIN * 8 {
-            g.record(2, 0.01);
+            g.record("r", 2, 0.01);
         }
         assert!(g.settled());
         assert_eq!(g.limit(), 2, "{:?}", g.tried);
@@ -276,11 +320,11 @@ mod tests {
         let mut g = Gate::default();
         // Slow runs while other processes make their contexts, then a first run ends.
         for _ in 0..WINDOW_MIN - 1 {
-            g.record(1, 1.0);
+            g.record("r", 1, 1.0);
         }
         g.restart_window();
         for _ in 0..WINDOW_MIN {
-            g.record(1, 0.01);
+            g.record("r", 1, 0.01);
         }
         assert_eq!(g.tried.len(), 1);
         assert!((g.tried[0].1 - 100.0).abs() < 1e-6, "{:?}", g.tried);
@@ -289,7 +333,7 @@ mod tests {
     #[test]
     fn unmeasured_runs_choose_nothing_and_measuring_again_starts_a_window() {
         let pace = Pace::default();
-        let run = |seconds: f64| pace.enter("0").leave(Ended::Steady(seconds));
+        let run = |seconds: f64| pace.enter("0", "r").leave(Ended::Steady(seconds));
         pace.measure(false);
         for _ in 0..WINDOW_MIN * 4 {
             run(1.0);
@@ -311,13 +355,13 @@ mod tests {
     #[test]
     fn runs_wait_at_the_gate_and_enter_as_others_leave() {
         let pace = Pace::default();
-        let a = pace.enter("0");
+        let a = pace.enter("0", "r");
         // Another GPU has its own gate.
-        let other = pace.enter("1");
+        let other = pace.enter("1", "r");
         let entered = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
-                let b = pace.enter("0");
+                let b = pace.enter("0", "r");
                 entered.store(true, std::sync::atomic::Ordering::SeqCst);
                 b.leave(Ended::Broke);
             });
@@ -333,7 +377,7 @@ mod tests {
     fn a_slot_dropped_without_leaving_frees_its_place() {
         let pace = Pace::default();
         let gone = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _slot = pace.enter("0");
+            let _slot = pace.enter("0", "r");
             panic!("the run's worker failed");
         }));
         assert!(gone.is_err());
@@ -341,7 +385,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             s.spawn(|| {
-                let slot = pace.enter("0");
+                let slot = pace.enter("0", "r");
                 let _ = tx.send(());
                 slot.leave(Ended::Broke);
             });

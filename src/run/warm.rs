@@ -314,7 +314,10 @@ impl Pool {
             .at_start
             .iter()
             .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES");
-        let slot = self.pace.enter(gpu.map_or("", |(_, v)| v.as_str()));
+        let request = crate::run::trial::request_of(&env);
+        let slot = self
+            .pace
+            .enter(gpu.map_or("", |(_, v)| v.as_str()), &request);
         let started = server.runs > 0;
         let finished = server.run(&env, log, timeout);
         slot.leave(match &finished {
