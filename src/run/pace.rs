@@ -141,7 +141,7 @@ impl Pace {
     }
 
     /// Waits until `gpu` has room for another run of `request` (what its rate is of:
-    /// `trial::request_of`).
+    /// `warm::request_of`).
     pub fn enter(&self, gpu: &str, request: &str) -> Slot<'_> {
         let mut gates = self.gates.lock().unwrap();
         loop {

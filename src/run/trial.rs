@@ -90,22 +90,6 @@ pub struct TrialSpec {
     pub coverage: bool,
 }
 
-/// What a run's rate is of, from its variables (`env_vars`): its testing environment and
-/// fences, not its seed (`run::pace` compares rates of one request only).
-pub fn request_of(env: &[(String, String)]) -> String {
-    const REQUEST: [&str; 3] = ["WMFIX_ENV", "WMFIX_FENCES", "WMFIX_FENCES_IN_LOOP"];
-    let parts: Vec<&str> = REQUEST
-        .iter()
-        .map(|k| {
-            env.iter()
-                .rev()
-                .find(|(n, _)| n == k)
-                .map_or("", |(_, v)| v)
-        })
-        .collect();
-    parts.join(" ")
-}
-
 impl TrialSpec {
     /// The variables the runtime reads (runtime-cu/README.md).
     pub fn env_vars(&self) -> Vec<(String, String)> {
@@ -422,25 +406,4 @@ pub fn baseline(app: &App, original: &Path, log: &Path) -> anyhow::Result<()> {
             log.display(),
         ),
     ))
-}
-
-#[cfg(test)]
-mod request_tests {
-    use super::*;
-
-    #[test]
-    fn a_request_is_its_environment_and_fences_not_its_seed() {
-        let env = TestEnv::parse("sys-str+").unwrap();
-        let none = FenceSet::none();
-        let one = FenceSet::parse("1").unwrap();
-        let of =
-            |seed, fences: &FenceSet| request_of(&TrialSpec::new(env, seed, fences).env_vars());
-        assert_eq!(of(1, &none), of(2, &none));
-        assert_ne!(of(1, &none), of(1, &one));
-        let other = TestEnv::parse("no-str-").unwrap();
-        assert_ne!(
-            of(1, &none),
-            request_of(&TrialSpec::new(other, 1, &none).env_vars())
-        );
-    }
 }

@@ -314,7 +314,7 @@ impl Pool {
             .at_start
             .iter()
             .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES");
-        let request = crate::run::trial::request_of(&env);
+        let request = request_of(&env);
         let slot = self
             .pace
             .enter(gpu.map_or("", |(_, v)| v.as_str()), &request);
@@ -336,6 +336,19 @@ impl Pool {
             },
         ))
     }
+}
+
+/// What a run's rate is of (`run::pace` compares rates of one request only): its testing
+/// environment and fences (`trial::TrialSpec::env_vars`), not its seed.
+fn request_of(env: &[(String, String)]) -> String {
+    const REQUEST: [&str; 3] = ["WMFIX_ENV", "WMFIX_FENCES", "WMFIX_FENCES_IN_LOOP"];
+    let value = |k: &str| {
+        env.iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map_or("", |(_, v)| v)
+    };
+    REQUEST.map(value).join(" ")
 }
 
 /// A process that just served a run: back to the pool if it can serve another (`done`), else

@@ -338,3 +338,20 @@ fn runs_of_several_workers_pass_each_gpu_s_gate_and_the_rates_are_said() {
     );
     assert_eq!(pool.started(), 4);
 }
+
+#[test]
+fn a_request_is_its_environment_and_fences_not_its_seed() {
+    let vars = |env: &str, seed: &str, fences: &str| -> Vec<(String, String)> {
+        [
+            ("WMFIX_ENV", env),
+            ("WMFIX_SEED", seed),
+            ("WMFIX_FENCES", fences),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .to_vec()
+    };
+    let none = request_of(&vars("sys-str+", "1", "none"));
+    assert_eq!(none, request_of(&vars("sys-str+", "2", "none")));
+    assert_ne!(none, request_of(&vars("sys-str+", "1", "1")));
+    assert_ne!(none, request_of(&vars("no-str-", "1", "none")));
+}
