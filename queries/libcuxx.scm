@@ -12,15 +12,30 @@
   (#any-of? @_libcuxx.method "load" "store" "exchange" "fetch_add" "fetch_sub" "fetch_and"
    "fetch_or" "fetch_xor" "fetch_min" "fetch_max" "compare_exchange_strong"
    "compare_exchange_weak"))
-; Its operators on a name: `flag = 1` (a store), `c += 2`, `++c` (read-modify-writes), and the
-; conversion that loads (`flag == 0`, `!flag`, `while (flag)`, `x = flag`).
-(assignment_expression left: (identifier) @libcuxx.operand)
-(assignment_expression right: (identifier) @libcuxx.operand)
-(update_expression argument: (identifier) @libcuxx.operand)
-(binary_expression left: (identifier) @libcuxx.operand)
-(binary_expression right: (identifier) @libcuxx.operand)
-(unary_expression argument: (identifier) @libcuxx.operand)
-(condition_clause value: (identifier) @libcuxx.operand)
+; The same through a pointer to one (`p->load()`): the pointer is @libcuxx.pointer.
+((call_expression
+   function: (field_expression argument: (_) @libcuxx.pointer operator: "->"
+     field: (field_identifier) @_libcuxx.method)) @libcuxx.op
+  (#any-of? @_libcuxx.method "load" "store" "exchange" "fetch_add" "fetch_sub" "fetch_and"
+   "fetch_or" "fetch_xor" "fetch_min" "fetch_max" "compare_exchange_strong"
+   "compare_exchange_weak"))
+; Its operators on a name, an element (`a[i]`, `*p`) or a member (`q->count`): `flag = 1` (a
+; store), `c += 2`, `++c` (read-modify-writes), and the conversion that loads (`flag == 0`,
+; `!flag`, `while (flag)`, `x = flag`).
+(assignment_expression
+  left: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
+(assignment_expression
+  right: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
+(update_expression
+  argument: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
+(binary_expression
+  left: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
+(binary_expression
+  right: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
+(unary_expression
+  argument: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
+(condition_clause
+  value: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
 
 ; Declarations whose type may be one (the `type` field: a qualified name libcu++'s names are,
 ; thread_ids.scm's @libcuxx.ref/@libcuxx.name, or an alias's name), and the aliases themselves.
@@ -36,3 +51,8 @@
   @libcuxx.indirect)
 (parameter_declaration type: [(qualified_identifier) (type_identifier)]
   declarator: [(pointer_declarator) (array_declarator)] @libcuxx.indirect)
+; Members of a libcu++ atomic type (`struct Queue { cuda::atomic<int, S> head; }`), and every
+; member's declarator: a name some other member has with another type is not taken as one.
+(field_declaration type: [(qualified_identifier) (type_identifier)]
+  declarator: (field_identifier) @libcuxx.member)
+(field_declaration declarator: (_) @libcuxx.field)

@@ -1047,13 +1047,28 @@ fn libcuxx_atomic_refs_and_fences_are_renamed_and_compile_traced_and_untraced() 
             );
         }
     }
-    assert_eq!(ops, 34, "{original}");
+    assert_eq!(ops, 39, "{original}");
+    for (i, line) in original.lines().enumerate() {
+        if line.contains("flags_arr[1] = 0") || line.contains("p->") {
+            assert!(
+                atomic_lines.contains(&(i as u64 + 1)),
+                "no atomic site: {line}"
+            );
+        }
+    }
     for want in [
         r"\n    ready_in_block\.store\(1, cuda::memory_order_release\); WMFIX_FENCE_AT\(\d+, ready_in_block\);\n",
         r"\n  lock\.store\(0, cuda::memory_order_release\); WMFIX_FENCE_PTR\(\d+, WMFIX_ATOMIC_WORD\(lock\)\);\n",
         r"\n    flag = 1; WMFIX_FENCE_PTR\(\d+, WMFIX_ATOMIC_WORD\(flag\)\);\n",
         r"\n  \+\+counter; WMFIX_FENCE_PTR\(\d+, WMFIX_ATOMIC_WORD\(counter\)\);\n",
         r"\(!lock\.compare_exchange_strong\(expected, 1, cuda::memory_order_acquire\)\) \{ if \(WMFIX_IN_LOOP\((\d+)\)\) WMFIX_FENCE\(\d+\); expected = 0; \} WMFIX_FENCE\(\d+\);\n",
+        // A __device__ struct's member is its own word (the atomic member is at the struct's).
+        r"\n    box\.data = 1; WMFIX_FENCE_AT\(\d+, box\.data\);\n",
+        r"\n    box\.ready\.store\(1, cuda::memory_order_release\); WMFIX_FENCE_AT\(\d+, box\.ready\);\n",
+        r"\n    out\[0\] = box\.data; WMFIX_RACE_LOAD\(\d+, box\.data\);",
+        // An element of an array of atomics, and one through a pointer: operations, not loads.
+        r"\n    flags_arr\[1\] = 0; WMFIX_FENCE_AT\(\d+, flags_arr\[1\]\);\n",
+        r"\n    p->store\(1, cuda::memory_order_relaxed\); WMFIX_FENCE_PTR\(\d+, p\);\n",
     ] {
         assert!(
             regex::Regex::new(want).unwrap().is_match(&text),

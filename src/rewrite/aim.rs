@@ -112,6 +112,8 @@ impl<'a, 't> Facts<'a, 't> {
             } else if let Some(word) = self.words.get(&node.id()) {
                 let form = if word.reference {
                     AimForm::Word
+                } else if word.pointer {
+                    AimForm::Pointer
                 } else {
                     AimForm::Lvalue
                 };

@@ -573,7 +573,16 @@ pub fn accesses<'t, 's>(
 ) -> Accesses<'t, 's> {
     let Locality { scopes, ways, .. } = local;
     let is_local = |base: &Node| local.is_local(base);
-    let not_access = caps.ids(Capture::NotAccess);
+    let mut not_access = caps.ids(Capture::NotAccess);
+    // An element or member an operation is called on (`a[i]` of `a[i].load()`) is the
+    // operation's word, not a plain access.
+    let lib_ops = libcuxx::ops(caps, text, scopes);
+    not_access.extend(
+        lib_ops
+            .iter()
+            .flat_map(|op| op.not_accesses(text))
+            .map(|n| n.id()),
+    );
     let stores = caps.ids(Capture::Store);
     let unevaluated = Nested::new(caps.get(Capture::Unevaluated).iter().map(Node::byte_range));
     let bodies = bodies(functions);
@@ -636,7 +645,7 @@ pub fn accesses<'t, 's>(
     }
     // libcu++ atomics' operations, but those on a word in shared or per-thread memory.
     let mut words = Words::default();
-    for op in libcuxx::ops(caps, text, scopes) {
+    for op in lib_ops {
         let local = |p: Node| ways.base(p, Via::Object).is_some_and(|b| is_local(&b));
         if op.place.is_some_and(local) {
             continue;
@@ -652,6 +661,21 @@ pub fn accesses<'t, 's>(
         push(*n, AccessKind::Load, &mut out);
     }
     let callees = callees(caps);
+    let members = caps.ids(Capture::ViaMember);
+    let called = caps.ids(Capture::CallFunction);
+    let argument = queries::field("argument");
+    // A `__device__` struct's member (`box.data`) is the access, not the struct: another member
+    // (`box.ready`, an atomic) lives at the struct's own address. Not a method (`box.f()`).
+    let member_of = |mut n: Node<'t>| {
+        let member = |p: &Node| members.contains(&p.id()) && !called.contains(&p.id());
+        while let Some(p) = n.parent().filter(member) {
+            if p.child_by_field_id(argument.get()) != Some(n) {
+                break;
+            }
+            n = p;
+        }
+        n
+    };
     for n in caps.get(Capture::Ident) {
         // Name first: `parent()` walks down from the root, too slow for every identifier.
         let name = &text[n.byte_range()];
@@ -661,7 +685,7 @@ pub fn accesses<'t, 's>(
             && !callees.contains(&n.id())
         {
             let before = out.len();
-            push(*n, AccessKind::Load, &mut out);
+            push(member_of(*n), AccessKind::Load, &mut out);
             if out.len() > before {
                 global_uses.push(name);
                 precision.hidden_globals += usize::from(!top.contains(name));

@@ -4,10 +4,12 @@
 //! the operation in its wrapper (runtime-cu/wmfix_race.cuh), which cannot know where it stands,
 //! and the site's record at the same word gives it its place (src/race/trace.rs).
 //!
-//! A receiver is an atomic where it is a temporary (`cuda::atomic_ref<int, S>(a[i]).load()`) or a
+//! A receiver is an atomic where it is a temporary (`cuda::atomic_ref<int, S>(a[i]).load()`), a
 //! name whose declaration in scope has a libcu++ atomic type, directly or through an alias
-//! declared in the same text. Not seen: members, pointers and arrays of atomics, and aliases or
-//! `__device__` atomics declared in a header or another piece of a big file.
+//! declared in the same text, an element of a pointer or array of atomic objects (`a[i]`, `*p`,
+//! `p->load()`), or a member declared as an atomic object in the text (`q->head`, `s.count`)
+//! where no member of that name has another type. Not seen: aliases, members or `__device__`
+//! atomics declared in a header or another piece of a big file, and `auto r = atomic_ref(...)`.
 
 use crate::rewrite::queries::{self, Capture, Captures, IdMap};
 use crate::rewrite::scopes::{Bindings, Scopes, function_name};
@@ -36,6 +38,27 @@ pub struct Word<'t> {
     /// The atomic's own name (`flag`, whose word its operators write, never the name), not a
     /// temporary's argument (`a[i]` in `cuda::atomic_ref<int>(a[i])`).
     pub atomic: bool,
+    /// A pointer to the word (`p` of `p->load()`), where the others are the word itself.
+    pub pointer: bool,
+}
+
+impl<'t> Op<'t> {
+    /// The nodes that are no plain access since they are this operation's: its receiver where it
+    /// is an element or a member, and a member's bases through `.` (`box` of
+    /// `box.ready.load()`, a `__device__` struct whose name alone would be a load).
+    pub fn not_accesses(&self, text: &str) -> Vec<Node<'t>> {
+        let f = fields();
+        let mut out = Vec::new();
+        let mut next = self.receiver;
+        while let Some(n) = next {
+            out.push(n);
+            let dot = n.child_by_field_id(f.field.get()).is_some()
+                && n.child_by_field_id(f.operator.get())
+                    .is_none_or(|o| &text[o.byte_range()] == ".");
+            next = n.child_by_field_id(f.argument.get()).filter(|_| dot);
+        }
+        out
+    }
 }
 
 /// Operations by node id.
@@ -48,12 +71,18 @@ pub struct Op<'t> {
     pub word: Word<'t>,
     /// Where the word is an lvalue the rewriter sees: shared or per-thread memory is no access.
     pub place: Option<Node<'t>>,
+    /// The receiver of a call where it is an element or a member (`a[i]` of `a[i].load()`):
+    /// no plain access, since what it touches is the operation's.
+    pub receiver: Option<Node<'t>>,
 }
 
 struct Fields {
     ty: NonZeroU16,
     name: NonZeroU16,
     declarator: NonZeroU16,
+    argument: NonZeroU16,
+    field: NonZeroU16,
+    operator: NonZeroU16,
 }
 
 fn fields() -> &'static Fields {
@@ -64,6 +93,9 @@ fn fields() -> &'static Fields {
             ty: id("type"),
             name: id("name"),
             declarator: id("declarator"),
+            argument: id("argument"),
+            field: id("field"),
+            operator: id("operator"),
         }
     })
 }
@@ -119,9 +151,17 @@ fn aliases<'s>(caps: &Captures, text: &'s str, types: &IdMap<Held>) -> HashMap<&
     out
 }
 
+/// How a name is declared with a libcu++ atomic type: the atomic itself, or (`indirect`) a
+/// pointer to or an array of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Decl {
+    held: Held,
+    indirect: bool,
+}
+
 /// The names declared with a libcu++ atomic type, by where each starts; `None` where the text
 /// names no such type (so has no temporary of one either).
-fn declared_atomics(caps: &Captures, text: &str) -> Option<HashMap<usize, Held>> {
+fn declared_atomics(caps: &Captures, text: &str) -> Option<HashMap<usize, Decl>> {
     let types = type_names(caps, text);
     if types.is_empty() {
         return None;
@@ -130,36 +170,70 @@ fn declared_atomics(caps: &Captures, text: &str) -> Option<HashMap<usize, Held>>
     Some(declared(caps, text, &types, &aliases))
 }
 
-/// The names declared with an atomic type (not pointers or arrays of one), by where each starts.
+/// The names declared with an atomic type, or as pointers or arrays of one, by where each starts.
 fn declared(
     caps: &Captures,
     text: &str,
     types: &IdMap<Held>,
     aliases: &HashMap<&str, Held>,
-) -> HashMap<usize, Held> {
+) -> HashMap<usize, Decl> {
     let f = fields();
     let indirect = caps.ids(Capture::LibcuxxIndirect);
     let mut out = HashMap::new();
     for d in caps.get(Capture::LibcuxxTyped) {
         let ty = d.child_by_field_id(f.ty.get());
-        let Some(h) = ty.and_then(|t| held(t, types, aliases, text)) else {
+        let Some(held) = ty.and_then(|t| held(t, types, aliases, text)) else {
             continue;
         };
         let mut c = d.walk();
         for declarator in d.children_by_field_id(f.declarator, &mut c) {
-            if !indirect.contains(&declarator.id()) {
-                out.insert(function_name(declarator, text).start_byte(), h);
-            }
+            let indirect = indirect.contains(&declarator.id());
+            let decl = Decl { held, indirect };
+            out.insert(function_name(declarator, text).start_byte(), decl);
         }
     }
     out
+}
+
+/// The member names declared as atomic objects (`cuda::atomic<int, S> head;`), less those some
+/// other member declares with another type or as a pointer or array.
+fn atomic_members<'s>(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
+    let types = type_names(caps, text);
+    let aliases = aliases(caps, text, &types);
+    let f = fields();
+    let object = |n: &Node| {
+        let ty = n.parent().and_then(|d| d.child_by_field_id(f.ty.get()));
+        ty.and_then(|t| held(t, &types, &aliases, text)) == Some(Held::Object)
+    };
+    let members = caps.get(Capture::LibcuxxMember);
+    let atomic: IdMap<()> = members
+        .iter()
+        .filter(|n| object(n))
+        .map(|n| (n.id(), ()))
+        .collect();
+    let mut names: HashSet<&str> = HashSet::new();
+    let mut others: HashSet<&str> = HashSet::new();
+    for d in caps.get(Capture::LibcuxxField) {
+        let name = &text[function_name(*d, text).byte_range()];
+        if atomic.contains_key(&d.id()) {
+            names.insert(name);
+        } else {
+            others.insert(name);
+        }
+    }
+    names.retain(|n| !others.contains(n));
+    names
 }
 
 /// Where the names declared as libcu++ atomic objects start: a `__device__` one is read through
 /// its operations, not its name.
 pub fn objects(caps: &Captures, text: &str) -> HashSet<usize> {
     let declared = declared_atomics(caps, text).unwrap_or_default();
-    let objects = declared.into_iter().filter(|(_, h)| *h == Held::Object);
+    let object = Decl {
+        held: Held::Object,
+        indirect: false,
+    };
+    let objects = declared.into_iter().filter(|(_, d)| *d == object);
     objects.map(|(at, _)| at).collect()
 }
 
@@ -169,7 +243,71 @@ pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Vec<Op<'t>> 
     let Some(declared) = declared_atomics(caps, text) else {
         return Vec::new(); // no libcu++ atomic named here
     };
-    // Every declaration of a name some atomic has: an inner one of another type hides it.
+    let bindings = bindings(caps, text, scopes, &declared);
+    let members = atomic_members(caps, text);
+    let mut temps: IdMap<Node> = IdMap::default();
+    let mut calls = Vec::new();
+    for m in &caps.matches {
+        let find = |c: Capture| m.iter().find(|(k, _)| *k == Some(c)).map(|(_, n)| *n);
+        if let (Some(t), Some(arg)) = (find(Capture::LibcuxxTemp), find(Capture::NotAccess)) {
+            temps.entry(t.id()).or_insert(arg);
+        } else if let Some(op) = find(Capture::LibcuxxOp) {
+            if let Some(r) = find(Capture::LibcuxxReceiver) {
+                calls.push((op, r, false));
+            } else if let Some(p) = find(Capture::LibcuxxPointer) {
+                calls.push((op, p, true));
+            }
+        }
+    }
+    let seen = Receivers {
+        text,
+        scopes,
+        bindings: &bindings,
+        members: &members,
+    };
+    let receiver = |node: Node<'t>, r: Node<'t>, through: bool| -> Option<Op<'t>> {
+        if let Some(arg) = temps.get(&r.id()) {
+            let word = word(*arg, false, false, false);
+            let place = Some(*arg);
+            let receiver = None;
+            return Some(Op {
+                node,
+                word,
+                place,
+                receiver,
+            });
+        }
+        if through {
+            return seen.pointer(node, r);
+        }
+        seen.named(node, r).or_else(|| seen.element(node, r))
+    };
+    let by_call = calls
+        .into_iter()
+        .filter_map(|(op, r, p)| receiver(op, r, p));
+    let operands = caps.get(Capture::LibcuxxOperand).iter();
+    by_call
+        .chain(operands.filter_map(|n| receiver(*n, *n, false)))
+        .collect()
+}
+
+fn word(node: Node, reference: bool, atomic: bool, pointer: bool) -> Word {
+    Word {
+        node,
+        reference,
+        atomic,
+        pointer,
+    }
+}
+
+/// Each name that some atomic (or pointer or array of them) has, bound where it is declared:
+/// an inner declaration of another type hides it.
+fn bindings<'s>(
+    caps: &Captures,
+    text: &'s str,
+    scopes: &Scopes,
+    declared: &HashMap<usize, Decl>,
+) -> Bindings<'s, Option<Decl>> {
     let names: Vec<(Node, bool)> = [(Capture::VarDecl, false), (Capture::ParamDecl, true)]
         .into_iter()
         .flat_map(|(c, param)| {
@@ -182,56 +320,100 @@ pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Vec<Op<'t>> 
         .filter(|(n, _)| declared.contains_key(&n.start_byte()))
         .map(|(n, _)| &text[n.byte_range()])
         .collect();
-    let mut bindings: Bindings<Option<Held>> = Bindings::new();
+    let mut bindings = Bindings::new();
     for (name, param) in names {
         let n = &text[name.byte_range()];
         let scope = scopes.at(name.start_byte());
         if !candidates.contains(n) || (param && !scope.is_some_and(|s| scopes.is_function(s))) {
             continue; // not an atomic's name, or a prototype's parameter
         }
-        let held = declared.get(&name.start_byte()).copied();
-        bindings.declare(scope, n, name.end_byte(), held);
+        let decl = declared.get(&name.start_byte()).copied();
+        bindings.declare(scope, n, name.end_byte(), decl);
     }
-    let mut temps: IdMap<Node> = IdMap::default();
-    let mut calls = Vec::new();
-    for m in &caps.matches {
-        let find = |c: Capture| m.iter().find(|(k, _)| *k == Some(c)).map(|(_, n)| *n);
-        if let (Some(t), Some(arg)) = (find(Capture::LibcuxxTemp), find(Capture::NotAccess)) {
-            temps.entry(t.id()).or_insert(arg);
-        } else if let (Some(op), Some(r)) =
-            (find(Capture::LibcuxxOp), find(Capture::LibcuxxReceiver))
-        {
-            calls.push((op, r));
-        }
-    }
-    let word = |node, reference, atomic| Word {
-        node,
-        reference,
-        atomic,
-    };
-    let receiver = |node: Node<'t>, r: Node<'t>| -> Option<Op<'t>> {
-        if let Some(arg) = temps.get(&r.id()) {
-            let word = word(*arg, false, false);
-            let place = Some(*arg);
-            return Some(Op { node, word, place });
-        }
-        let name = &text[r.byte_range()];
-        if r.child_count() != 0 || !candidates.contains(name) {
+    bindings
+}
+
+/// What a receiver or an operand names.
+struct Receivers<'a, 's> {
+    text: &'s str,
+    scopes: &'a Scopes,
+    bindings: &'a Bindings<'s, Option<Decl>>,
+    members: &'a HashSet<&'s str>,
+}
+
+impl<'t> Receivers<'_, '_> {
+    /// How the name `r` is declared where it stands, if it is a bare name.
+    fn decl(&self, r: Node) -> Option<Decl> {
+        if r.child_count() != 0 {
             return None;
         }
-        let (reference, place) = match bindings.lookup(scopes, name, r.start_byte()) {
-            Some(Some(Held::Object)) => (false, Some(r)),
-            Some(Some(Held::Ref)) => (true, None),
-            _ => return None,
+        let name = &self.text[r.byte_range()];
+        self.bindings
+            .lookup(self.scopes, name, r.start_byte())
+            .copied()
+            .flatten()
+    }
+
+    /// An atomic's own name: `flag.load()`, `flag = 1`.
+    fn named(&self, node: Node<'t>, r: Node<'t>) -> Option<Op<'t>> {
+        let decl = self.decl(r).filter(|d| !d.indirect)?;
+        let (reference, place) = match decl.held {
+            Held::Object => (false, Some(r)),
+            Held::Ref => (true, None),
         };
-        let word = word(r, reference, true);
-        Some(Op { node, word, place })
-    };
-    let by_call = calls.into_iter().filter_map(|(op, r)| receiver(op, r));
-    let operands = caps.get(Capture::LibcuxxOperand).iter();
-    by_call
-        .chain(operands.filter_map(|n| receiver(*n, *n)))
-        .collect()
+        let word = word(r, reference, true, false);
+        Some(Op {
+            node,
+            word,
+            place,
+            receiver: None,
+        })
+    }
+
+    /// An element of a pointer or array of atomic objects (`a[i]`, `*p`), or an atomic member
+    /// (`q->head`, `s.count`): the receiver is the word.
+    fn element(&self, node: Node<'t>, r: Node<'t>) -> Option<Op<'t>> {
+        let f = fields();
+        let object = Decl {
+            held: Held::Object,
+            indirect: true,
+        };
+        let member = r.child_by_field_id(f.field.get());
+        let named = if let Some(m) = member {
+            self.members.contains(&self.text[m.byte_range()])
+        } else {
+            let base = r.child_by_field_id(f.argument.get())?;
+            // `*p`, or `a[i]` (whose base is an `argument` too, with no operator).
+            let op = r.child_by_field_id(f.operator.get());
+            let deref_or_index = op.is_none_or(|o| &self.text[o.byte_range()] == "*");
+            deref_or_index && self.decl(base) == Some(object)
+        };
+        if !named {
+            return None;
+        }
+        let word = word(r, false, true, false);
+        let receiver = (node.id() != r.id()).then_some(r);
+        Some(Op {
+            node,
+            word,
+            place: Some(r),
+            receiver,
+        })
+    }
+
+    /// `p->load()` where `p` points to atomic objects: the pointer names the word.
+    fn pointer(&self, node: Node<'t>, p: Node<'t>) -> Option<Op<'t>> {
+        let object = Decl {
+            held: Held::Object,
+            indirect: true,
+        };
+        (self.decl(p) == Some(object)).then(|| Op {
+            node,
+            word: word(p, false, true, true),
+            place: None,
+            receiver: None,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -303,7 +485,6 @@ mod tests {
              t.load(a);\n\
              { int r = 0; r = 1; r += 2; }\n\
              ap = nullptr;\n\
-             ap->store(1);\n\
              __shared__ cuda::atomic<int, cuda::thread_scope_block> s;\n\
              s.store(1);\n\
              s = 2;\n\
@@ -311,7 +492,49 @@ mod tests {
              void h(int *a) { cuda::atomic_ref<int> r(a[0]); r.store(1); }\n",
         );
         // A method of another type, an inner `r` that hides the atomic one, a pointer to an
-        // atomic (whose `->` is not followed), a __shared__ atomic, host code: no site.
+        // atomic assigned, a __shared__ atomic, host code: no site.
         assert!(!t.contains("WMFIX_FENCE"), "{t}");
+    }
+
+    #[test]
+    fn elements_members_and_pointers_of_atomics_are_operations_not_plain_accesses() {
+        let t = instrument(
+            "struct Q { cuda::atomic<int, cuda::thread_scope_device> head; int items[4]; };\n\
+             struct P { int head; };\n\
+             struct S { cuda::atomic<int> count; };\n\
+             __device__ cuda::atomic<int> locks[4];\n\
+             __device__ void f(Q *q, Q &r, S *s, cuda::atomic<int> *a, int *b, P *p) {\n\
+             q->items[0] = 1;\n\
+             a[1].store(1);\n\
+             a[2] = 2;\n\
+             while (locks[3].exchange(1) != 0) {}\n\
+             (*a).fetch_add(3);\n\
+             a->fetch_sub(4);\n\
+             s->count += 5;\n\
+             r.items[1] = s->count.load();\n\
+             b[0] = 6;\n\
+             p->head = 7;\n\
+             q->head.store(8);\n\
+             }\n",
+        );
+        for line in [
+            // Plain data stays a plain access.
+            "q->items[0] = 1; WMFIX_FENCE_AIM(0, q->items[0]);",
+            "a[1].store(1); WMFIX_FENCE_AT(1, a[1]);",
+            "a[2] = 2; WMFIX_FENCE_AT(2, a[2]);",
+            "(*a).fetch_add(3); WMFIX_FENCE_AT(4, *a);",
+            "a->fetch_sub(4); WMFIX_FENCE_PTR(5, a);",
+            "s->count += 5; WMFIX_FENCE_AT(6, s->count);",
+            "b[0] = 6; WMFIX_FENCE_AT(8, b[0]);",
+        ] {
+            assert!(t.contains(line), "{line} in {t}");
+        }
+        // `head` is also a plain int of another struct: neither is taken as an atomic (the
+        // plain store keeps its site, the call gets none).
+        assert!(
+            t.contains("p->head = 7; WMFIX_FENCE_AT(9, p->head);"),
+            "{t}"
+        );
+        assert!(t.contains("q->head.store(8);\n"), "{t}");
     }
 }

@@ -121,15 +121,19 @@ pub enum Capture {
     LibcuxxRef,
     LibcuxxName,
     /// libcu++ atomics' operations (`rewrite/libcuxx.rs`): a call by an operation's name and its
-    /// receiver, a name an operator takes, a temporary `cuda::atomic_ref<...>(x)`, declarations
-    /// whose type may be an atomic, their pointer and array declarators, and aliases.
+    /// receiver (or pointer, for `->`), an expression an operator takes, a temporary
+    /// `cuda::atomic_ref<...>(x)`, declarations whose type may be an atomic, their pointer and
+    /// array declarators, aliases, members that may be atomics, and every member's declarator.
     LibcuxxOp,
     LibcuxxReceiver,
+    LibcuxxPointer,
     LibcuxxOperand,
     LibcuxxTemp,
     LibcuxxTyped,
     LibcuxxIndirect,
     LibcuxxAlias,
+    LibcuxxMember,
+    LibcuxxField,
     LocalDecl,
     MacroName,
     MacroValue,
@@ -161,7 +165,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 74] = [
+    pub const ALL: [Capture; 77] = [
         Capture::Access,
         Capture::AccessAsm,
         Capture::AccessAsmCode,
@@ -205,11 +209,14 @@ impl Capture {
         Capture::LibcuxxName,
         Capture::LibcuxxOp,
         Capture::LibcuxxReceiver,
+        Capture::LibcuxxPointer,
         Capture::LibcuxxOperand,
         Capture::LibcuxxTemp,
         Capture::LibcuxxTyped,
         Capture::LibcuxxIndirect,
         Capture::LibcuxxAlias,
+        Capture::LibcuxxMember,
+        Capture::LibcuxxField,
         Capture::LocalDecl,
         Capture::MacroName,
         Capture::MacroValue,
@@ -302,11 +309,14 @@ impl Capture {
             Capture::LibcuxxName => "libcuxx.name",
             Capture::LibcuxxOp => "libcuxx.op",
             Capture::LibcuxxReceiver => "libcuxx.receiver",
+            Capture::LibcuxxPointer => "libcuxx.pointer",
             Capture::LibcuxxOperand => "libcuxx.operand",
             Capture::LibcuxxTemp => "libcuxx.temp",
             Capture::LibcuxxTyped => "libcuxx.typed",
             Capture::LibcuxxIndirect => "libcuxx.indirect",
             Capture::LibcuxxAlias => "libcuxx.alias",
+            Capture::LibcuxxMember => "libcuxx.member",
+            Capture::LibcuxxField => "libcuxx.field",
             Capture::Unevaluated => "unevaluated",
             Capture::VarDecl => "var.decl",
             Capture::ViaAddress => "via.address",

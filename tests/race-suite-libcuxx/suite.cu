@@ -181,6 +181,41 @@ __global__ void race_atomic_object_of_block_scope(int *d, int *f, int *out) {
   }
 }
 
+// ---- atomics as members, in arrays, through pointers (the word is the element or member)
+struct Box {
+  cuda::atomic<int, cuda::thread_scope_device> ready;
+  int data;
+};
+__device__ Box box;
+__device__ cuda::atomic<int, cuda::thread_scope_device> flags_arr[2];
+__global__ void ok_member_release_acquire(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    box.data = 1;
+    box.ready.store(1, cuda::memory_order_release);
+  } else {
+    while (box.ready.load(cuda::memory_order_acquire) == 0) {
+    }
+    out[0] = box.data;
+    box.ready.store(0, cuda::memory_order_relaxed);  // for the next launch
+  }
+}
+__global__ void race_array_element_relaxed(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic<int, cuda::thread_scope_device> *p = &flags_arr[0];
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    flags_arr[1].store(1, cuda::memory_order_relaxed);
+    p->store(1, cuda::memory_order_relaxed);
+  } else {
+    for (int n = 0; n < kSpins && flags_arr[1].load(cuda::memory_order_relaxed) == 0; ++n) {
+    }
+    out[0] = d[0];
+    flags_arr[1] = 0;
+    p->exchange(0, cuda::memory_order_relaxed);
+  }
+}
+
 struct Case {
   const char *name;
   void (*k)(int *, int *, int *);
@@ -200,6 +235,8 @@ int main() {
       {"race_ref_lock_of_block_scope", race_ref_lock_of_block_scope},
       {"ok_atomic_object_release_acquire", ok_atomic_object_release_acquire},
       {"race_atomic_object_of_block_scope", race_atomic_object_of_block_scope},
+      {"ok_member_release_acquire", ok_member_release_acquire},
+      {"race_array_element_relaxed", race_array_element_relaxed},
       {"ok_ref_counter", ok_ref_counter},  // last: main checks its counter
   };
   const size_t words = 64;
