@@ -661,18 +661,18 @@ pub fn accesses<'t, 's>(
         push(*n, AccessKind::Load, &mut out);
     }
     let callees = callees(caps);
-    let members = caps.ids(Capture::ViaMember);
+    // A `__device__` struct's member (`box.data`) is the access, not the struct: another member
+    // (`box.ready`, an atomic) lives at the struct's own address. Not a method (`box.f()`). By
+    // the member's object, from the captures (`parent()` walks down from the root).
     let called = caps.ids(Capture::CallFunction);
     let argument = queries::field("argument");
-    // A `__device__` struct's member (`box.data`) is the access, not the struct: another member
-    // (`box.ready`, an atomic) lives at the struct's own address. Not a method (`box.f()`).
+    let member_by_object: IdMap<Node> = (caps.get(Capture::ViaMember).iter())
+        .filter(|m| !called.contains(&m.id()))
+        .filter_map(|m| m.child_by_field_id(argument.get()).map(|o| (o.id(), *m)))
+        .collect();
     let member_of = |mut n: Node<'t>| {
-        let member = |p: &Node| members.contains(&p.id()) && !called.contains(&p.id());
-        while let Some(p) = n.parent().filter(member) {
-            if p.child_by_field_id(argument.get()) != Some(n) {
-                break;
-            }
-            n = p;
+        while let Some(m) = member_by_object.get(&n.id()) {
+            n = *m;
         }
         n
     };
