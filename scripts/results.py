@@ -218,13 +218,13 @@ def journal_errors(folder, step):
     return f"{errors} ({timeouts if counted else '?'})"
 
 
-def wall(folder, d, r):
-    """The reduction's wall seconds; for one resumed from a journal (an earlier call's checks
-    replayed), also the sum over the calls since its last fresh start that the step's log.txt
-    records (each `# $ command` with its `# exit` line; a fresh start, without --resume or
-    --resume-from, drops the calls before it)."""
+def wall_total(folder, d, r):
+    """The reduction's wall seconds and whether it was resumed from a journal (an earlier call's
+    checks replayed); for a resumed one, the sum over the calls since its last fresh start that
+    the step's log.txt records (each `# $ command` with its `# exit` line; a fresh start, without
+    --resume or --resume-from, drops the calls before it), and how many calls."""
     if not r.get("replayed_checks"):
-        return f"{r['wall_seconds']:.0f}"
+        return r["wall_seconds"], None
     runs = re.findall(r"^# \$ (.*)$\n(?:(?!^# \$ ).*\n)*?^# exit \d+ after (\d+) s of this step$",
                       read(folder, d, "log.txt"), re.M)
     calls = []
@@ -232,7 +232,15 @@ def wall(folder, d, r):
         if not any(a in ("--resume", "--resume-from") for a in cmd.split()):
             calls = []
         calls.append(int(seconds))
-    return f"{r['wall_seconds']:.0f} (resumed; {sum(calls)} over {len(calls)} calls)"
+    return sum(calls), len(calls)
+
+
+def wall(folder, d, r):
+    """The reduction's wall seconds as a table cell (`wall_total`)."""
+    total, calls = wall_total(folder, d, r)
+    if calls is None:
+        return f"{total:.0f}"
+    return f"{r['wall_seconds']:.0f} (resumed; {total} over {calls} calls)"
 
 
 def reduce_steps(folder, prefix, metas):
@@ -881,13 +889,17 @@ def serve_on(folder):
         if not r:
             return None
         metas.append(r["meta"])
-        return r["result"]
+        res = dict(r["result"])
+        # A reduction resumed from a journal: its seconds are those of all its calls.
+        res["wall_seconds"], res["calls"] = wall_total(folder, d, res)
+        return res
     names = sorted({(m.group(2), m.group(1) or "") for d in os.listdir(folder)
                     for m in [re.match(r"serve-on-(?:before|paced)-reduce-(race-)?(.+)$", d)] if m})
     for st, race in names:
         b, a = red(f"serve-on-before-reduce-{race}{st}"), red(f"serve-on-after-reduce-{race}{st}")
         oracle = "race" if race else "stress"
-        wall = lambda r: f"{r['wall_seconds']:.1f}" if r and not r.get("interrupted") else "-"
+        wall = lambda r: ("-" if not r or r.get("interrupted") else f"{r['wall_seconds']:.1f}"
+                          + (f" ({r['calls']} calls, resumed)" if r["calls"] else ""))
         ratio = f"x{a['wall_seconds'] / b['wall_seconds']:.2f}" if a and b else "-"
         ids = lambda r: sorted(k["id"] for k in r.get("kept") or [])
         same = ("yes" if ids(a) == ids(b) else f"no: {ids(b)} -> {ids(a)}") if a and b else "-"
