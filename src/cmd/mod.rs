@@ -195,10 +195,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub mps: bool,
     /// Many runs a process: the program's main is called once a run, so runs share a CUDA
-    /// context (cbe-dot on an H100: 16,004 runs an hour, 337,158 warm). A process serves up to
-    /// 1,000 runs that pass; the program's module-scope variables keep their values between
-    /// its runs, so a check of 8 warm runs against 4 cold ones with every fence comes first, and
-    /// where warm runs err more often the runs go cold (see the guide's "Warm runs").
+    /// context (cbe-dot on an H100: 16,004 runs an hour, 337,158 warm). A process is replaced
+    /// after 1,000 runs, once it has lived 30 s; the program's module-scope variables keep their
+    /// values between its runs, so a check of 8 warm runs against 4 cold ones with every fence
+    /// comes first, and where warm runs err more often the runs go cold (see the guide's "Warm
+    /// runs").
     #[arg(long)]
     pub warm: bool,
     /// A command each run goes through, as wmfix.toml's `launcher` (`srun --ntasks=1

@@ -6,6 +6,8 @@
 //! doubles while the rate it gives (runs in flight / mean run time, over a window of runs of
 //! processes already started) rises by more than `GAIN`; then it stays where the rate was best.
 //! A limit the workers do not fill is not raised: the gate is not what holds them back.
+//! A process's start disturbs every GPU's runs (the host makes contexts one at a time), so the
+//! end of any process's first run starts every GPU's window again.
 //! A rate is a request's (its fences and testing environment: a fence-less run may end at its
 //! first error, a fenced one run to the end), so limits are compared only on runs of one
 //! request; runs of another start a window of their own at the limit reached.
@@ -209,7 +211,7 @@ impl Slot<'_> {
             let measured = !self.pace.unmeasured.load(Ordering::SeqCst);
             match end {
                 Ended::Steady(s) if measured => gate.record(&self.request, self.in_flight, s),
-                Ended::First => gate.restart_window(),
+                Ended::First => gates.values_mut().for_each(Gate::restart_window),
                 Ended::Steady(_) | Ended::Broke => {}
             }
         }
@@ -328,6 +330,24 @@ mod tests {
         }
         assert_eq!(g.tried.len(), 1);
         assert!((g.tried[0].1 - 100.0).abs() < 1e-6, "{:?}", g.tried);
+    }
+
+    #[test]
+    fn a_process_start_on_one_gpu_measures_every_gpu_s_window_again() {
+        let pace = Pace::default();
+        let run = |gpu: &str, end: Ended| pace.enter(gpu, "r").leave(end);
+        // GPU 1's runs slowed while GPU 0's process made its context.
+        for _ in 0..WINDOW_MIN - 1 {
+            run("1", Ended::Steady(1.0));
+        }
+        run("0", Ended::First);
+        for _ in 0..WINDOW_MIN {
+            run("1", Ended::Steady(0.01));
+        }
+        let gates = pace.gates.lock().unwrap();
+        let tried = &gates["1"].tried;
+        assert_eq!(tried.len(), 1, "{tried:?}");
+        assert!((tried[0].1 - 100.0).abs() < 1e-6, "{tried:?}");
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //!
 //! What carries over from one run to the next is the program's own process state: its
 //! module-scope `__device__` variables and host globals keep the values the last run left. So a
-//! process serves at most `RUNS_A_PROCESS` runs; a run that timed out or crashed ends it, and so
+//! process is retired after `RUNS_A_PROCESS` runs, once it has lived `MIN_LIFE`: the host makes
+//! contexts one after another, so processes retired faster than that (a short run's 1,000 take a
+//! few seconds) would queue their successors' contexts and bound the runs whatever the GPUs
+//! (results/2026-11-29-serve-on2-nvidia-h200). A run that timed out or crashed ends it, and so
 //! does one after which the process is not healthy: a sticky CUDA error (only a new context
 //! clears it), or device memory that runs leaving through `exit()` before their `cudaFree` left
 //! behind (`LEAK_SHARE` of the GPU). A run whose post-condition failed ends it too unless the
@@ -30,8 +33,11 @@ use std::time::{Duration, Instant};
 const SOURCE: &str = include_str!("../../runtime-cu/warm/wmfix_warm.c");
 /// The variable that tells the runtime a new run began.
 pub const RUN_VAR: &str = "WMFIX_WARM_RUN";
-/// Runs one process serves at most before a fresh one replaces it.
+/// Runs after which a process is replaced by a fresh one, once it has lived `MIN_LIFE`.
 pub const RUNS_A_PROCESS: usize = 1000;
+/// How long a process lives at least before it is retired for its runs: its start (a CUDA
+/// context, made on the host's one queue) a small share of its life.
+pub const MIN_LIFE: Duration = Duration::from_secs(30);
 /// A process whose device's free memory fell by more than this share of the GPU's memory since
 /// its first run ended is replaced: runs left allocations behind.
 pub const LEAK_SHARE: u64 = 8;
@@ -171,8 +177,9 @@ pub struct Pool {
     served_on: AtomicU64,
     /// Processes replaced after a sticky CUDA error or leaked device memory.
     unhealthy: AtomicU64,
-    /// Processes replaced after serving `RUNS_A_PROCESS` runs.
+    /// Processes replaced after serving `RUNS_A_PROCESS` runs over `min_life` at least.
     retired: AtomicU64,
+    min_life: Duration,
     /// How many runs at a time each GPU serves.
     pace: Pace,
 }
@@ -190,6 +197,7 @@ impl Pool {
             served_on: AtomicU64::new(0),
             unhealthy: AtomicU64::new(0),
             retired: AtomicU64::new(0),
+            min_life: MIN_LIFE,
             pace: Pace::default(),
         })
     }
@@ -221,7 +229,7 @@ impl Pool {
     }
 
     /// "warm: 2400 runs in 12 processes (90 erring runs served on; 1 process replaced after a
-    /// sticky CUDA error or leaked device memory; 2 retired after 1000 runs)".
+    /// sticky CUDA error or leaked device memory; 2 retired after 1000 runs and 30 s)".
     pub fn describe(&self) -> String {
         let mut notes = vec![];
         let on = self.served_on();
@@ -236,7 +244,10 @@ impl Pool {
         }
         let retired = self.retired.load(Ordering::SeqCst);
         if retired > 0 {
-            notes.push(format!("{retired} retired after {RUNS_A_PROCESS} runs"));
+            notes.push(format!(
+                "{retired} retired after {RUNS_A_PROCESS} runs and {} s",
+                self.min_life.as_secs()
+            ));
         }
         let notes = if notes.is_empty() {
             String::new()
@@ -373,7 +384,7 @@ impl Lease<'_> {
         if !serve_on || !server.alive() {
             return;
         }
-        if server.runs >= RUNS_A_PROCESS {
+        if server.runs >= RUNS_A_PROCESS && server.born.elapsed() >= pool.min_life {
             pool.retired.fetch_add(1, Ordering::SeqCst);
             return;
         }
@@ -396,6 +407,7 @@ struct Server {
     /// The variables the last run set, unset before the next unless it sets them too.
     set: Vec<String>,
     runs: usize,
+    born: Instant,
     dead: bool,
     /// What it said after its last run.
     health: Health,
@@ -434,6 +446,7 @@ impl Server {
             replies,
             set: vec![],
             runs: 0,
+            born: Instant::now(),
             dead: false,
             health: Health::Unknown,
             first_free: None,

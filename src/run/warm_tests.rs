@@ -172,7 +172,8 @@ fn the_driver_s_variables_are_set_when_the_process_starts_and_keep_processes_apa
 
 #[test]
 fn a_process_is_retired_after_its_share_of_runs_and_the_summary_says_so() {
-    let (_tmp, dir, pool) = fresh();
+    let (_tmp, dir, mut pool) = fresh();
+    pool.min_life = Duration::ZERO;
     pool.serve_on_errors(true);
     let first = go(&pool, &dir, &seed("1"), End::Failed);
     for _ in 1..RUNS_A_PROCESS {
@@ -184,11 +185,27 @@ fn a_process_is_retired_after_its_share_of_runs_and_the_summary_says_so() {
     assert_eq!(
         pool.describe(),
         format!(
-            "warm: {} runs in 2 processes ({} erring runs served on; 1 retired after {RUNS_A_PROCESS} runs)",
+            "warm: {} runs in 2 processes ({} erring runs served on; 1 retired after {RUNS_A_PROCESS} runs and 0 s)",
             RUNS_A_PROCESS + 1,
             RUNS_A_PROCESS - 1
         )
     );
+}
+
+#[test]
+fn a_process_that_served_its_runs_quickly_lives_on_until_its_minimum_life() {
+    // Short runs: a process a thousand of them would queue a fresh CUDA context every few
+    // seconds on the host's one queue.
+    let (_tmp, dir, mut pool) = fresh();
+    pool.min_life = Duration::from_secs(3600);
+    let first = go(&pool, &dir, &seed("2"), End::Passed);
+    for _ in 0..RUNS_A_PROCESS + 10 {
+        go(&pool, &dir, &seed("2"), End::Passed);
+    }
+    let last = go(&pool, &dir, &seed("2"), End::Passed);
+    assert_eq!(field(&last.out, "pid"), field(&first.out, "pid"));
+    assert_eq!(field(&last.out, "call"), (RUNS_A_PROCESS + 12).to_string());
+    assert_eq!(pool.started(), 1);
 }
 
 fn health(h: &str, s: &str) -> Vec<(String, String)> {
