@@ -862,9 +862,9 @@ def serve_on(folder):
         procs = "/".join(str(r["procs"]) if r and r["procs"] is not None else "-" for r in (a1, a2))
         print(f"| {st} | {cell_(c)} | {cell_(b, c)} | {cell_(a1, c)} | {cell_(a2, a1)} | {procs} |")
     extra = sorted({(m["study"], m["kind"] or m["cold"]) for d in os.listdir(folder)
-                    for m in [re.match(r"serve-on-(?:after-[12]-(?P<kind>long|j1|j2|j4|j16|mps|mpsj16|paced-long|paced)|(?P<cold>cold400|cold-mps))-(?P<study>.+)$", d)] if m})
+                    for m in [re.match(r"serve-on-(?:after-[12]-(?P<kind>long|j1|j2|j4|j16|mps|mpsj16|paced-long|paced-xl|paced)|(?P<cold>cold400|cold-mps))-(?P<study>.+)$", d)] if m})
     if extra:
-        print("\nLonger cells (long: 24,000 runs a GPU (paced-long: 8,000); jN: N runs at a time a GPU; mps: under wmfix's "
+        print("\nLonger cells (long: 24,000 runs a GPU (paced-long: 8,000; paced-xl: 40,000); jN: N runs at a time a GPU; mps: under wmfix's "
               "MPS server (`--mps`), mpsj16 with 16 at a time; paced: as many at a time as make the most runs (`run::pace`); "
               "cold400: 400 cold runs; cold-mps: 400 cold runs under `--mps`), the ratio to the cold runs above and, for two GPUs, to one:\n")
         print("| study | cell | 1 GPU | 2 GPUs | processes (1 GPU / 2 GPUs) |")

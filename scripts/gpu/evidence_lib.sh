@@ -812,6 +812,7 @@ serve_on_j() { JOBS_A_GPU=$1 unfenced_runs "${@:2}"; }
 # Paced over runs long enough that the processes' start is a small part, on one GPU and two
 # (issue 48: two GPUs at least 1.8x one): 8,000 fence-less runs a GPU.
 paced_long() { LIMIT=200 unfenced_runs "$@"; }
+paced_xl() { LIMIT=300 unfenced_runs "$@"; }
 # tpo-tm's erring runs are bound by the GPU time each takes (16 at a time a GPU gave the rate of
 # 8): with wmfix's MPS server the processes' kernels can run side by side.
 # MPS runs the kernels of several processes side by side, a testing environment of its own: the

@@ -23,7 +23,7 @@ OUTPUTS = {
     "test_cell": TEST, "fenced_cell": TEST, "with_profile": TEST, "sdk_red_grid": TEST,
     "jobs_cell": TEST, "gpus_test": TEST, "gpus_test_mps": TEST, "gpus_runs": TEST,
     "gpus_runs_long": TEST, "wmfix_mps_test": TEST, "unfenced_runs": TEST, "serve_on_16": TEST,
-    "serve_on_j": TEST, "paced_long": TEST, "cold_mps": TEST, "trust_module_state": TEST,
+    "serve_on_j": TEST, "paced_long": TEST, "paced_xl": TEST, "cold_mps": TEST, "trust_module_state": TEST,
     "lib_shipped": TEST, "completed_study": TEST, "race_stressed": TEST,
     "race_stressed_warm": TEST, "race_reduced_warm_stressed": TEST, "rare_stressed": TEST,
     "runs4_stressed": TEST, "warm_smoke": TEST + ("the warm processes' logs",),
@@ -64,6 +64,7 @@ BUDGET = {
     "race_stressed": 240, "race_stressed_warm": 240, "rare_stressed": 240, "runs4_stressed": 240,
     "trust_race": 300, "ground_truth": 480, "runtime_tests": 300, "trust_public": 420,
     "unfenced_runs": 120, "serve_on_16": 120, "serve_on_j": 120, "paced_long": 200,
+    "paced_xl": 300,
     "cold_mps": 200,
 }
 
@@ -331,6 +332,11 @@ def steps(runs, profiles, new_tune, shipped):
     for x in ["cbe-dot", "cbe-ht", "tpo-tm"]:
         add(f"serve-on-after-1-paced-long-{x}", "paced_long", x, 1, 8000, "--warm")
         add(f"serve-on-after-2-paced-long-{x}", "paced_long", x, 2, 16000, "--warm")
+    # Short runs (about 0.5 ms of a GPU each) over 40,000 runs a GPU: the processes' start, made
+    # one after another on the host, a small part of the cell.
+    for x in ["cbe-dot", "cbe-ht"]:
+        add(f"serve-on-after-1-paced-xl-{x}", "paced_xl", x, 1, 40000, "--warm")
+        add(f"serve-on-after-2-paced-xl-{x}", "paced_xl", x, 2, 80000, "--warm")
     add("serve-on-after-1-mps-tpo-tm", "unfenced_runs", "tpo-tm", 1, 1600, "--warm", "--mps")
     add("serve-on-after-1-mpsj16-tpo-tm", "serve_on_16", "tpo-tm", 1, 3200, "--warm", "--mps")
     add("serve-on-after-2-mps-tpo-tm", "unfenced_runs", "tpo-tm", 2, 3200, "--warm", "--mps")
