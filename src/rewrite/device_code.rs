@@ -665,7 +665,7 @@ pub fn accesses<'t, 's>(
     // (`box.ready`, an atomic) lives at the struct's own address. Not a method (`box.f()`). By
     // the member's object, from the captures (`parent()` walks down from the root).
     let called = caps.ids(Capture::CallFunction);
-    let argument = queries::field("argument");
+    let argument = fields().argument;
     let member_by_object: IdMap<Node> = (caps.get(Capture::ViaMember).iter())
         .filter(|m| !called.contains(&m.id()))
         .filter_map(|m| m.child_by_field_id(argument.get()).map(|o| (o.id(), *m)))

@@ -159,30 +159,37 @@ struct Decl {
     indirect: bool,
 }
 
-/// The names declared with a libcu++ atomic type, by where each starts; `None` where the text
-/// names no such type (so has no temporary of one either).
-fn declared_atomics(caps: &Captures, text: &str) -> Option<HashMap<usize, Decl>> {
-    let types = type_names(caps, text);
-    if types.is_empty() {
-        return None;
+/// The libcu++ atomic types a text names: the types themselves, by node, and its aliases.
+struct Types<'s> {
+    types: IdMap<Held>,
+    aliases: HashMap<&'s str, Held>,
+}
+
+impl<'s> Types<'s> {
+    /// `None` where the text names no such type (so has no temporary of one either).
+    fn of(caps: &Captures, text: &'s str) -> Option<Types<'s>> {
+        let types = type_names(caps, text);
+        if types.is_empty() {
+            return None;
+        }
+        let aliases = aliases(caps, text, &types);
+        Some(Types { types, aliases })
     }
-    let aliases = aliases(caps, text, &types);
-    Some(declared(caps, text, &types, &aliases))
+
+    /// The atomic a type node names, if any.
+    fn held(&self, ty: Node, text: &str) -> Option<Held> {
+        held(ty, &self.types, &self.aliases, text)
+    }
 }
 
 /// The names declared with an atomic type, or as pointers or arrays of one, by where each starts.
-fn declared(
-    caps: &Captures,
-    text: &str,
-    types: &IdMap<Held>,
-    aliases: &HashMap<&str, Held>,
-) -> HashMap<usize, Decl> {
+fn declared(caps: &Captures, text: &str, types: &Types) -> HashMap<usize, Decl> {
     let f = fields();
     let indirect = caps.ids(Capture::LibcuxxIndirect);
     let mut out = HashMap::new();
     for d in caps.get(Capture::LibcuxxTyped) {
         let ty = d.child_by_field_id(f.ty.get());
-        let Some(held) = ty.and_then(|t| held(t, types, aliases, text)) else {
+        let Some(held) = ty.and_then(|t| types.held(t, text)) else {
             continue;
         };
         let mut c = d.walk();
@@ -197,18 +204,14 @@ fn declared(
 
 /// The member names declared as atomic objects (`cuda::atomic<int, S> head;`), less those some
 /// other member declares with another type or as a pointer or array.
-fn atomic_members<'s>(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
-    let types = type_names(caps, text);
-    let aliases = aliases(caps, text, &types);
+fn atomic_members<'s>(caps: &Captures, text: &'s str, types: &Types) -> HashSet<&'s str> {
     let f = fields();
-    let object = |n: &Node| {
-        let ty = n.parent().and_then(|d| d.child_by_field_id(f.ty.get()));
-        ty.and_then(|t| held(t, &types, &aliases, text)) == Some(Held::Object)
-    };
-    let members = caps.get(Capture::LibcuxxMember);
-    let atomic: IdMap<()> = members
-        .iter()
-        .filter(|n| object(n))
+    // The declarators of the members declared as atomic objects (their declaration's type).
+    let atomic: IdMap<()> = (caps.get(Capture::LibcuxxMember).iter())
+        .filter(|n| {
+            let ty = n.parent().and_then(|d| d.child_by_field_id(f.ty.get()));
+            ty.and_then(|t| types.held(t, text)) == Some(Held::Object)
+        })
         .map(|n| (n.id(), ()))
         .collect();
     let mut names: HashSet<&str> = HashSet::new();
@@ -228,7 +231,10 @@ fn atomic_members<'s>(caps: &Captures, text: &'s str) -> HashSet<&'s str> {
 /// Where the names declared as libcu++ atomic objects start: a `__device__` one is read through
 /// its operations, not its name.
 pub fn objects(caps: &Captures, text: &str) -> HashSet<usize> {
-    let declared = declared_atomics(caps, text).unwrap_or_default();
+    let Some(types) = Types::of(caps, text) else {
+        return HashSet::new();
+    };
+    let declared = declared(caps, text, &types);
     let object = Decl {
         held: Held::Object,
         indirect: false,
@@ -240,11 +246,12 @@ pub fn objects(caps: &Captures, text: &str) -> HashSet<usize> {
 /// Every operation of a libcu++ atomic in the text (device code or not: the caller keeps those
 /// in device functions).
 pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Vec<Op<'t>> {
-    let Some(declared) = declared_atomics(caps, text) else {
+    let Some(types) = Types::of(caps, text) else {
         return Vec::new(); // no libcu++ atomic named here
     };
+    let declared = declared(caps, text, &types);
     let bindings = bindings(caps, text, scopes, &declared);
-    let members = atomic_members(caps, text);
+    let members = atomic_members(caps, text, &types);
     let mut temps: IdMap<Node> = IdMap::default();
     let mut calls = Vec::new();
     for m in &caps.matches {
