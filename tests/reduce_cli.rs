@@ -195,10 +195,24 @@ fn journal(dir: &Path, out: &str) -> Vec<Value> {
 }
 
 #[test]
+fn runs_side_by_side_that_end_out_of_order_give_the_journal_of_one_at_a_time() {
+    let (_tmp, dir) = standin(8);
+    let (required, percent) = ("2,5", 40);
+    let mut one = reduce_cmd(&dir, "one", required, percent, &["--jobs", "1"]);
+    ok(&one.output().unwrap());
+    let mut four = reduce_cmd(&dir, "four", required, percent, &["--jobs", "4"]);
+    ok(&four.env("STANDIN_JITTER", "0.05").output().unwrap());
+    let (one, four) = (journal(&dir, "one"), journal(&dir, "four"));
+    assert!(one.len() > 5, "{one:?}");
+    let first_difference = one.iter().zip(&four).position(|(a, b)| a != b);
+    assert_eq!(first_difference, None, "{one:#?}\n{four:#?}");
+    assert_eq!(one.len(), four.len());
+}
+
+#[test]
 fn kill_minus_9_then_resume_gives_the_same_result_without_repeating_checks() {
     let (tmp, dir) = standin(51);
     let (required, percent) = ("5,40", 5);
-    // One job: with several, how many runs a failing check counts depends on timing.
     let o = reduce_cmd(&dir, "straight", required, percent, &["--jobs", "1"])
         .output()
         .unwrap();

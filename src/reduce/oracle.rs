@@ -174,25 +174,72 @@ impl Oracle for Program<'_> {
             spec
         };
         let start = Instant::now();
-        let mut tally = Tally::default();
+        let mut in_order = InOrder::new(request.stop_after_errors);
         let mut on_record = |rec: crate::run::trial::RunRecord| {
-            tally.runs += 1;
-            if let Some(c) = &rec.coverage {
-                tally.coverage = coverage::union(tally.coverage.iter().chain([c]));
-            }
-            if rec.outcome.is_error() {
-                tally.errors += 1;
-                tally.timeouts += usize::from(rec.outcome == Outcome::Timeout);
-            } else if let Some(log) = &rec.log {
+            if !rec.outcome.is_error()
+                && let Some(log) = &rec.log
+            {
                 let _ = std::fs::remove_file(self.logs.join(log));
             }
-            tally.errors < request.stop_after_errors
+            in_order.add(rec.id - request.first_run, rec.outcome, rec.coverage);
+            !in_order.decided()
         };
         batch::run(&batch, budget, request.first_run, &spec, &mut on_record)?;
+        let mut tally = in_order.tally;
         tally.seconds = start.elapsed().as_secs_f64();
         // Interrupted, the runs so far are still the answer's start: the journal keeps them
         // (and a resume runs the rest) before the interruption is raised.
         Ok(tally)
+    }
+}
+
+/// A request's runs judged in the order of their indices, whatever order they end in: its
+/// answer is the runs up to its `stop_after_errors`-th error by index (or the unbroken start of
+/// those that ended), as one run at a time would give. So a reduction's checks do not depend on
+/// how many runs went at a time, and a resumed request (`Request::rest_after`) goes on from the
+/// first run not counted.
+struct InOrder {
+    stop_after_errors: usize,
+    /// The runs counted: those of indices 0..tally.runs.
+    tally: Tally,
+    /// Runs that ended before an earlier one, by index.
+    waiting: std::collections::BTreeMap<usize, (Outcome, Option<Coverage>)>,
+}
+
+impl InOrder {
+    fn new(stop_after_errors: usize) -> InOrder {
+        InOrder {
+            stop_after_errors,
+            tally: Tally::default(),
+            waiting: Default::default(),
+        }
+    }
+
+    /// Run `i` (from the request's first) ended with `outcome`.
+    fn add(&mut self, i: usize, outcome: Outcome, coverage: Option<Coverage>) {
+        if self.decided() || i < self.tally.runs {
+            return;
+        }
+        self.waiting.insert(i, (outcome, coverage));
+        while !self.decided() {
+            let Some((outcome, coverage)) = self.waiting.remove(&self.tally.runs) else {
+                break;
+            };
+            let t = &mut self.tally;
+            t.runs += 1;
+            if let Some(c) = &coverage {
+                t.coverage = coverage::union(t.coverage.iter().chain([c]));
+            }
+            if outcome.is_error() {
+                t.errors += 1;
+                t.timeouts += usize::from(outcome == Outcome::Timeout);
+            }
+        }
+    }
+
+    /// Whether the runs counted answer the request: they hold its errors.
+    fn decided(&self) -> bool {
+        self.tally.errors >= self.stop_after_errors
     }
 }
 
@@ -257,5 +304,44 @@ impl Oracle for Simulated {
                 t.errors += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_counted_in_the_order_of_their_indices_whatever_order_they_end_in() {
+        // Two errors stop the request: runs 1 and 4 err by index, but 4 and 6 end first.
+        let ended = [
+            (4, Outcome::Fail),
+            (6, Outcome::Fail),
+            (0, Outcome::Pass),
+            (2, Outcome::Pass),
+            (1, Outcome::Timeout),
+            (5, Outcome::Pass),
+        ];
+        let mut in_order = InOrder::new(2);
+        for (k, (i, outcome)) in ended.into_iter().enumerate() {
+            assert!(!in_order.decided(), "decided before run {i} (record {k})");
+            in_order.add(i, outcome, None);
+        }
+        assert!(!in_order.decided(), "run 3 has not ended");
+        in_order.add(3, Outcome::Pass, None);
+        assert!(in_order.decided());
+        let t = in_order.tally;
+        assert_eq!((t.runs, t.errors, t.timeouts), (5, 2, 1));
+    }
+
+    #[test]
+    fn without_its_errors_a_request_counts_the_unbroken_start_of_its_runs() {
+        let mut in_order = InOrder::new(usize::MAX);
+        for i in [0, 1, 3, 4] {
+            in_order.add(i, Outcome::Fail, None);
+        }
+        let t = in_order.tally;
+        assert_eq!((t.runs, t.errors), (2, 2));
+        assert_eq!(Request::check(10).rest_after(&t).first_run, 2);
     }
 }
