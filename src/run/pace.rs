@@ -7,7 +7,8 @@
 //! processes already started) rises by more than `GAIN`; then it stays where the rate was best.
 //! A limit the workers do not fill is not raised: the gate is not what holds them back.
 //! A process's start disturbs every GPU's runs (the host makes contexts one at a time), so the
-//! end of any process's first run starts every GPU's window again.
+//! end of any process's first run starts every GPU's window again. A run enters its gate before
+//! it takes a process (`warm::Pool`), so a GPU has as many processes as runs at a time.
 //! A rate is a request's (its fences and testing environment: a fence-less run may end at its
 //! first error, a fenced one run to the end), so limits are compared only on runs of one
 //! request; runs of another start a window of their own at the limit reached.
@@ -164,6 +165,12 @@ impl Pace {
                 .unwrap()
                 .0;
         }
+    }
+
+    /// How many runs at a time `gpu` serves now.
+    pub fn limit(&self, gpu: &str) -> usize {
+        let gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
+        gates.get(gpu).map_or(1, Gate::limit)
     }
 
     /// Each GPU's limit and the rates tried: "GPU 0: 1 at a time (runs a second by runs at a

@@ -25,8 +25,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 /// The preloaded server's source, compiled into the output folder on first use.
@@ -108,6 +108,9 @@ pub fn refusal(run: &str, launcher: Option<&str>) -> Option<String> {
     })
 }
 
+/// How long a run waits for a process whose last run is being judged before it starts one.
+const JUDGE_WAIT: Duration = Duration::from_millis(50);
+
 /// How long a process may take at least to say its health after a run's end.
 const HEALTH_WAIT: Duration = Duration::from_secs(5);
 
@@ -169,6 +172,10 @@ pub struct Pool {
     lib: PathBuf,
     logs: PathBuf,
     idle: Mutex<Vec<(Key, Server)>>,
+    /// Signalled when a process comes back idle.
+    returned: Condvar,
+    /// Processes alive, by what they were started for (idle or serving a run).
+    live: Mutex<Vec<(Key, Arc<AtomicUsize>)>>,
     runs: AtomicU64,
     started: AtomicU64,
     /// Whether a process serves on after a run whose post-condition failed.
@@ -191,6 +198,8 @@ impl Pool {
             lib: library(dir)?,
             logs: dir.to_path_buf(),
             idle: Mutex::new(Vec::new()),
+            returned: Condvar::new(),
+            live: Mutex::new(Vec::new()),
             runs: AtomicU64::new(0),
             started: AtomicU64::new(0),
             serve_on_errors: AtomicBool::new(false),
@@ -305,30 +314,18 @@ impl Pool {
         log: &Path,
         timeout: Duration,
     ) -> std::io::Result<(Finished, Lease<'_>)> {
-        let idle = {
-            let mut idle = self.idle.lock().unwrap();
-            idle.iter()
-                .position(|(k, _)| *k == key)
-                .map(|i| idle.swap_remove(i).1)
-        };
-        let mut server = match idle {
-            Some(s) => s,
-            None => {
-                let n = self.started.fetch_add(1, Ordering::SeqCst);
-                Server::start(&self.lib, &key, &self.logs.join(format!("process-{n}.log")))?
-            }
-        };
         let run = self.runs.fetch_add(1, Ordering::SeqCst);
         let mut env = env.to_vec();
         env.push((RUN_VAR.to_string(), run.to_string()));
         let gpu = key
             .at_start
             .iter()
-            .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES");
-        let request = request_of(&env);
-        let slot = self
-            .pace
-            .enter(gpu.map_or("", |(_, v)| v.as_str()), &request);
+            .find(|(k, _)| k == "CUDA_VISIBLE_DEVICES")
+            .map_or("", |(_, v)| v.as_str());
+        // The gate first: a worker waiting for room on its GPU holds no process, so a GPU
+        // gets as many processes as it runs at a time, not one a worker.
+        let slot = self.pace.enter(gpu, &request_of(&env));
+        let mut server = self.take_or_start(&key, gpu)?;
         let started = server.runs > 0;
         let finished = server.run(&env, log, timeout);
         slot.leave(match &finished {
@@ -346,6 +343,41 @@ impl Pool {
                 server: Some(server),
             },
         ))
+    }
+
+    /// An idle process for `key`, or a fresh one where fewer are alive than `gpu` runs at a
+    /// time; else waits for one to come back (its run is being judged), up to `JUDGE_WAIT`:
+    /// a slow post-condition gets processes of its own rather than holding the GPU's runs.
+    fn take_or_start(&self, key: &Key, gpu: &str) -> std::io::Result<Server> {
+        let until = Instant::now() + JUDGE_WAIT;
+        let live = {
+            let mut live = self.live.lock().unwrap();
+            match live.iter().find(|(k, _)| k == key) {
+                Some((_, n)) => n.clone(),
+                None => {
+                    let n = Arc::new(AtomicUsize::new(0));
+                    live.push((key.clone(), n.clone()));
+                    n
+                }
+            }
+        };
+        let mut idle = self.idle.lock().unwrap();
+        loop {
+            if let Some(i) = idle.iter().position(|(k, _)| k == key) {
+                return Ok(idle.swap_remove(i).1);
+            }
+            if live.load(Ordering::SeqCst) < self.pace.limit(gpu) || Instant::now() >= until {
+                drop(idle);
+                let n = self.started.fetch_add(1, Ordering::SeqCst);
+                let log = self.logs.join(format!("process-{n}.log"));
+                return Server::start(&self.lib, key, &log, live);
+            }
+            idle = self
+                .returned
+                .wait_timeout(idle, Duration::from_millis(20))
+                .unwrap()
+                .0;
+        }
     }
 }
 
@@ -396,6 +428,7 @@ impl Lease<'_> {
             pool.served_on.fetch_add(1, Ordering::SeqCst);
         }
         pool.idle.lock().unwrap().push((self.key.clone(), server));
+        pool.returned.notify_one();
     }
 }
 
@@ -413,10 +446,12 @@ struct Server {
     health: Health,
     /// The device's free memory after its first run that said.
     first_free: Option<u64>,
+    /// The count of live processes started for its key, which it is one of until it ends.
+    live: Arc<AtomicUsize>,
 }
 
 impl Server {
-    fn start(lib: &Path, key: &Key, log: &Path) -> std::io::Result<Server> {
+    fn start(lib: &Path, key: &Key, log: &Path, live: Arc<AtomicUsize>) -> std::io::Result<Server> {
         let mut cmd = Command::new(&key.words[0]);
         cmd.args(&key.words[1..])
             .current_dir(&key.dir)
@@ -450,6 +485,10 @@ impl Server {
             dead: false,
             health: Health::Unknown,
             first_free: None,
+            live: {
+                live.fetch_add(1, Ordering::SeqCst);
+                live
+            },
         })
     }
 
@@ -584,6 +623,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+        self.live.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -357,6 +357,34 @@ fn runs_of_several_workers_pass_each_gpu_s_gate_and_the_rates_are_said() {
 }
 
 #[test]
+fn workers_waiting_for_room_on_a_gpu_hold_no_process_of_their_own() {
+    let (_tmp, dir, pool) = fresh();
+    // Unmeasured runs leave the GPU at one run at a time.
+    pool.measure_pace(false);
+    let env = seed_and("2", "CUDA_VISIBLE_DEVICES", "0");
+    std::thread::scope(|s| {
+        for w in 0..8 {
+            let (pool, dir, env) = (&pool, &dir, &env);
+            s.spawn(move || {
+                for _ in 0..10 {
+                    let log = dir.join(format!("run-{w}.log"));
+                    let (f, lease) = pool
+                        .run("./app hi", dir, env, &log, Duration::from_secs(5))
+                        .expect("can be warm")
+                        .unwrap();
+                    assert_eq!(f.exit, Exit::Code(0));
+                    lease.done(End::Passed);
+                }
+            });
+        }
+    });
+    // One process serves the GPU's one run at a time (a second only where a worker was slow
+    // to give its process back), not one a worker.
+    assert!(pool.started() <= 2, "{}", pool.describe());
+    assert!(pool.describe().starts_with("warm: 80 runs in "));
+}
+
+#[test]
 fn a_request_is_its_environment_and_fences_not_its_seed() {
     let vars = |env: &str, seed: &str, fences: &str| -> Vec<(String, String)> {
         [
