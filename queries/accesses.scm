@@ -78,28 +78,16 @@
 (call_expression function: (field_expression argument: (field_expression operator: "->") @not_access operator: "."))
 ; libcu++'s atomic_ref binds a reference (`cuda::atomic_ref<int, S>(a[i]).fetch_add(1)`): its
 ; argument is not read there; its operations are (race builds trace them), and the temporary
-; (@libcuxx.temp) is their receiver, whose word is the argument (libcuxx.scm).
+; (@libcuxx.temp) is their receiver, whose word is the argument (libcuxx.scm). Named from the
+; global scope too (`::cuda::atomic_ref<...>{x}`, CUB's way), and cuda::std's.
 ((call_expression
-  function: (qualified_identifier scope: (namespace_identifier) @_ref.ns
-    name: [(template_function name: (identifier) @_ref.name) (identifier) @_ref.name])
+  function: (qualified_identifier) @_ref.type
   arguments: (argument_list (_) @not_access)) @libcuxx.temp
-  (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
+  (#match? @_ref.type "^(::\\s*)?cuda\\s*::\\s*(std\\s*::\\s*)?atomic_ref\\b"))
 ((compound_literal_expression
-  type: (qualified_identifier scope: (namespace_identifier) @_ref.ns
-    name: [(template_type name: (type_identifier) @_ref.name) (type_identifier) @_ref.name])
+  type: (qualified_identifier) @_ref.type
   value: (initializer_list (_) @not_access)) @libcuxx.temp
-  (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
-; The same named from the global scope (`::cuda::atomic_ref<...>{x}`, CUB's way).
-((call_expression
-  function: (qualified_identifier name: (qualified_identifier scope: (namespace_identifier) @_ref.ns
-    name: [(template_function name: (identifier) @_ref.name) (identifier) @_ref.name]))
-  arguments: (argument_list (_) @not_access)) @libcuxx.temp
-  (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
-((compound_literal_expression
-  type: (qualified_identifier name: (qualified_identifier scope: (namespace_identifier) @_ref.ns
-    name: [(template_type name: (type_identifier) @_ref.name) (type_identifier) @_ref.name]))
-  value: (initializer_list (_) @not_access)) @libcuxx.temp
-  (#eq? @_ref.ns "cuda") (#eq? @_ref.name "atomic_ref"))
+  (#match? @_ref.type "^(::\\s*)?cuda\\s*::\\s*(std\\s*::\\s*)?atomic_ref\\b"))
 (sizeof_expression) @unevaluated
 (decltype) @unevaluated
 ; A static assertion is evaluated by the compiler, and `noexcept(e)` (which the grammar reads as

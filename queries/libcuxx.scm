@@ -44,6 +44,10 @@
 (alias_declaration type: (type_descriptor type: [(qualified_identifier) (type_identifier)]))
   @libcuxx.alias
 (type_definition type: [(qualified_identifier) (type_identifier)]) @libcuxx.alias
+; `auto r = cuda::atomic_ref<int, S>(x);` (the value an atomic_ref temporary: accesses.scm's
+; @libcuxx.temp): the init declarator.
+(declaration type: (placeholder_type_specifier)
+  declarator: (init_declarator declarator: (identifier) value: (_)) @libcuxx.auto)
 ; Their pointers and arrays (`cuda::atomic<int> *p`, `a[4]`): `p = q` is no atomic's operation.
 (declaration type: [(qualified_identifier) (type_identifier)]
   declarator: [(pointer_declarator) (array_declarator)

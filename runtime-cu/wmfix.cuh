@@ -773,6 +773,8 @@ static __host__ __device__ __forceinline__ dim3 wmfix_gridDim() {
 #if !defined(WMFIX_ATOMIC_REF)
 #define WMFIX_ATOMIC_REF ::cuda::atomic_ref
 #define WMFIX_ATOMIC ::cuda::atomic
+#define WMFIX_STD_ATOMIC_REF ::cuda::std::atomic_ref
+#define WMFIX_STD_ATOMIC ::cuda::std::atomic
 #define WMFIX_ATOMIC_THREAD_FENCE ::cuda::atomic_thread_fence
 #endif
 

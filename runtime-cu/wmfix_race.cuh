@@ -242,6 +242,28 @@ struct atomic : traced<atomic<T, S>, ::cuda::atomic<T, S>, T, S> {
   using ops::operator=;
   __host__ __device__ const volatile void* at() const { return this; }
 };
+
+// cuda::std's atomic_ref and atomic: system scope.
+template <class T>
+struct std_atomic_ref
+    : traced<std_atomic_ref<T>, ::cuda::std::atomic_ref<T>, T, ::cuda::thread_scope_system> {
+  typedef traced<std_atomic_ref<T>, ::cuda::std::atomic_ref<T>, T, ::cuda::thread_scope_system> ops;
+  __host__ __device__ explicit std_atomic_ref(T& r) : ops(r), at_(&r) {}
+  using ops::operator=;
+  __host__ __device__ const volatile void* at() const { return at_; }
+  __host__ __device__ T* word() const { return at_; }
+
+ private:
+  T* at_;
+};
+template <class T>
+struct std_atomic : traced<std_atomic<T>, ::cuda::std::atomic<T>, T, ::cuda::thread_scope_system> {
+  typedef traced<std_atomic<T>, ::cuda::std::atomic<T>, T, ::cuda::thread_scope_system> ops;
+  using ops::ops;
+  std_atomic() = default;
+  using ops::operator=;
+  __host__ __device__ const volatile void* at() const { return this; }
+};
 }  // namespace wmfix_libcuxx
 namespace wmfix {
 namespace {
@@ -250,10 +272,16 @@ template <class T, ::cuda::thread_scope S>
 __host__ __device__ __forceinline__ T* atomic_word(const ::wmfix_libcuxx::atomic_ref<T, S>& r) {
   return r.word();
 }
+template <class T>
+__host__ __device__ __forceinline__ T* atomic_word(const ::wmfix_libcuxx::std_atomic_ref<T>& r) {
+  return r.word();
+}
 }  // namespace
 }  // namespace wmfix
 #define WMFIX_ATOMIC_REF ::wmfix_libcuxx::atomic_ref
 #define WMFIX_ATOMIC ::wmfix_libcuxx::atomic
+#define WMFIX_STD_ATOMIC_REF ::wmfix_libcuxx::std_atomic_ref
+#define WMFIX_STD_ATOMIC ::wmfix_libcuxx::std_atomic
 #define WMFIX_ATOMIC_THREAD_FENCE ::wmfix_libcuxx::atomic_thread_fence
 #endif
 #endif

@@ -994,13 +994,14 @@ fn libcuxx_atomic_refs_and_fences_are_renamed_and_compile_traced_and_untraced() 
         assert!(
             !line.contains("cuda::atomic_ref")
                 && !line.contains("cuda::atomic<")
-                && !line.contains("cuda::atomic_thread_fence"),
+                && !line.contains("cuda::atomic_thread_fence")
+                && !line.contains("cuda::std::atomic"),
             "{line}"
         );
     }
     assert_eq!(
         text.matches("WMFIX_ATOMIC_THREAD_FENCE(").count(),
-        6,
+        8,
         "{text}"
     );
     assert!(text.contains("using device_ref = WMFIX_ATOMIC_REF<int, cuda::thread_scope_device>;"));
@@ -1008,12 +1009,22 @@ fn libcuxx_atomic_refs_and_fences_are_renamed_and_compile_traced_and_untraced() 
         text.contains("  WMFIX_ATOMIC_REF counter(d[0]);\n"),
         "{text}"
     );
+    // cuda::std's: an atomic_ref declared by name binds its argument (no read of f[0]); one held
+    // by `auto` is a reference, whose operations have sites.
+    for line in [
+        "\n    WMFIX_STD_ATOMIC_REF<int> sent(f[0]);\n",
+        "\n    auto seen = WMFIX_STD_ATOMIC_REF<int>(f[0]);\n",
+        "\n__device__ WMFIX_STD_ATOMIC<int> std_ready;\n",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
     // The reference a temporary binds is not read there; the global scope's `::` goes with the
     // name. Its operation has a site, which names the word the temporary refers to.
     for line in [
         "WMFIX_ATOMIC_REF<int, cuda::thread_scope_device>(f[0]).fetch_add(1); WMFIX_FENCE_AT(",
         "  WMFIX_ATOMIC_REF<int, ::cuda::thread_scope_device>{f[4]}.fetch_add(1); WMFIX_FENCE_AT(",
         "  WMFIX_ATOMIC_REF<int *, cuda::thread_scope_thread>(slot).fetch_add(1); WMFIX_FENCE_AT(",
+        "    WMFIX_STD_ATOMIC_REF<int>{f[0]}.store(1, cuda::std::memory_order_relaxed); WMFIX_FENCE_AT(",
     ] {
         assert!(text.contains(line), "{line} in {text}");
     }
@@ -1047,7 +1058,7 @@ fn libcuxx_atomic_refs_and_fences_are_renamed_and_compile_traced_and_untraced() 
             );
         }
     }
-    assert_eq!(ops, 39, "{original}");
+    assert_eq!(ops, 46, "{original}");
     for (i, line) in original.lines().enumerate() {
         if line.contains("flags_arr[1] = 0") || line.contains("p->") {
             assert!(

@@ -576,11 +576,15 @@ pub fn accesses<'t, 's>(
     let mut not_access = caps.ids(Capture::NotAccess);
     // An element or member an operation is called on (`a[i]` of `a[i].load()`) is the
     // operation's word, not a plain access.
-    let lib_ops = libcuxx::ops(caps, text, scopes);
+    let libcuxx::Found {
+        ops: lib_ops,
+        bound,
+    } = libcuxx::ops(caps, text, scopes);
     not_access.extend(
         lib_ops
             .iter()
             .flat_map(|op| op.not_accesses(text))
+            .chain(bound)
             .map(|n| n.id()),
     );
     let stores = caps.ids(Capture::Store);

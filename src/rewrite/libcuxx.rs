@@ -8,8 +8,9 @@
 //! name whose declaration in scope has a libcu++ atomic type, directly or through an alias
 //! declared in the same text, an element of a pointer or array of atomic objects (`a[i]`, `*p`,
 //! `p->load()`), or a member declared as an atomic object in the text (`q->head`, `s.count`)
-//! where no member of that name has another type. Not seen: aliases, members or `__device__`
-//! atomics declared in a header or another piece of a big file, and `auto r = atomic_ref(...)`.
+//! where no member of that name has another type, or an `auto` variable holding a temporary.
+//! cuda::std's `atomic_ref<T>` and `atomic<T>` are the same at system scope. Not seen: aliases,
+//! members or `__device__` atomics declared in a header or another piece of a big file.
 
 use crate::rewrite::queries::{self, Capture, Captures, IdMap};
 use crate::rewrite::scopes::{Bindings, Scopes, function_name};
@@ -83,6 +84,8 @@ struct Fields {
     argument: NonZeroU16,
     field: NonZeroU16,
     operator: NonZeroU16,
+    scope: NonZeroU16,
+    value: NonZeroU16,
 }
 
 fn fields() -> &'static Fields {
@@ -96,27 +99,38 @@ fn fields() -> &'static Fields {
             argument: id("argument"),
             field: id("field"),
             operator: id("operator"),
+            scope: id("scope"),
+            value: id("value"),
         }
     })
+}
+
+/// A libcu++ name's own identifier (`atomic_ref` of `cuda::std::atomic_ref<int>`), and whether
+/// it is cuda::std's (thread_ids.scm's `@libcuxx.ref`, `@libcuxx.name`): the `name` fields down
+/// through the scopes and a template's.
+pub fn own_name<'t>(n: Node<'t>, text: &str) -> Option<(Node<'t>, bool)> {
+    let mut std = false;
+    let mut at = n;
+    while let Some(next) = at.child_by_field_id(fields().name.get()) {
+        let scope = at.child_by_field_id(fields().scope.get());
+        std |= scope.is_some_and(|s| &text[s.byte_range()] == "std");
+        at = next;
+    }
+    (at.id() != n.id()).then_some((at, std))
 }
 
 /// The libcu++ type names of a text (thread_ids.scm's `@libcuxx.ref`, `@libcuxx.name`) by node,
 /// as the template's own name says: `atomic_ref` or `atomic` (not `atomic_thread_fence`).
 fn type_names<'t>(caps: &Captures<'t>, text: &str) -> IdMap<Held> {
-    let held = |n: Option<Node>| match n.map(|n| &text[n.byte_range()]) {
+    let held = |n: Option<(Node, bool)>| match n.map(|(n, _)| &text[n.byte_range()]) {
         Some("atomic_ref") => Some(Held::Ref),
         Some("atomic") => Some(Held::Object),
         _ => None,
     };
-    let name = |n: Node<'t>| n.child_by_field_id(fields().name.get());
-    let templated = caps
-        .get(Capture::LibcuxxRef)
-        .iter()
-        .map(|n| (n, name(*n).and_then(name)));
-    let plain = caps.get(Capture::LibcuxxName).iter().map(|n| (n, name(*n)));
-    templated
-        .chain(plain)
-        .filter_map(|(n, m)| held(m).map(|h| (n.id(), h)))
+    let names = caps.get(Capture::LibcuxxRef).iter();
+    names
+        .chain(caps.get(Capture::LibcuxxName))
+        .filter_map(|n| held(own_name(*n, text)).map(|h| (n.id(), h)))
         .collect()
 }
 
@@ -187,6 +201,18 @@ fn declared(caps: &Captures, text: &str, types: &Types) -> HashMap<usize, Decl> 
     let f = fields();
     let indirect = caps.ids(Capture::LibcuxxIndirect);
     let mut out = HashMap::new();
+    // `auto r = cuda::atomic_ref<int, S>(x);`: a reference, as its temporary is.
+    let temps = caps.ids(Capture::LibcuxxTemp);
+    for d in caps.get(Capture::LibcuxxAuto) {
+        let value = d.child_by_field_id(f.value.get());
+        if value.is_some_and(|v| temps.contains(&v.id())) {
+            let decl = Decl {
+                held: Held::Ref,
+                indirect: false,
+            };
+            out.insert(function_name(*d, text).start_byte(), decl);
+        }
+    }
     for d in caps.get(Capture::LibcuxxTyped) {
         let ty = d.child_by_field_id(f.ty.get());
         let Some(held) = ty.and_then(|t| types.held(t, text)) else {
@@ -243,13 +269,23 @@ pub fn objects(caps: &Captures, text: &str) -> HashSet<usize> {
     objects.map(|(at, _)| at).collect()
 }
 
+/// The libcu++ atomics of a text: their operations, and what the atomic_refs it declares bind.
+#[derive(Default)]
+pub struct Found<'t> {
+    pub ops: Vec<Op<'t>>,
+    /// The arguments of atomic_refs declared by name (`cuda::atomic_ref<int, S> r(a[i])`,
+    /// `r{a[i]}`): a reference bound, no access.
+    pub bound: Vec<Node<'t>>,
+}
+
 /// Every operation of a libcu++ atomic in the text (device code or not: the caller keeps those
-/// in device functions).
-pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Vec<Op<'t>> {
+/// in device functions), and what its atomic_refs bind.
+pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Found<'t> {
     let Some(types) = Types::of(caps, text) else {
-        return Vec::new(); // no libcu++ atomic named here
+        return Found::default(); // no libcu++ atomic named here
     };
     let declared = declared(caps, text, &types);
+    let bound = bound(caps, text, &types);
     let bindings = bindings(caps, text, scopes, &declared);
     let members = atomic_members(caps, text, &types);
     let mut temps: IdMap<Node> = IdMap::default();
@@ -293,9 +329,31 @@ pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Vec<Op<'t>> 
         .into_iter()
         .filter_map(|(op, r, p)| receiver(op, r, p));
     let operands = caps.get(Capture::LibcuxxOperand).iter();
-    by_call
+    let ops = by_call
         .chain(operands.filter_map(|n| receiver(*n, *n, false)))
-        .collect()
+        .collect();
+    Found { ops, bound }
+}
+
+/// The arguments atomic_refs declared with a libcu++ type bind (`r(a[i])`, `r{a[i]}`).
+fn bound<'t>(caps: &Captures<'t>, text: &str, types: &Types) -> Vec<Node<'t>> {
+    let f = fields();
+    let mut out = Vec::new();
+    for d in caps.get(Capture::LibcuxxTyped) {
+        let ty = d.child_by_field_id(f.ty.get());
+        if ty.and_then(|t| types.held(t, text)) != Some(Held::Ref) {
+            continue;
+        }
+        let mut c = d.walk();
+        for declarator in d.children_by_field_id(f.declarator, &mut c) {
+            let Some(value) = declarator.child_by_field_id(f.value.get()) else {
+                continue;
+            };
+            let mut c = value.walk();
+            out.extend(value.named_children(&mut c));
+        }
+    }
+    out
 }
 
 fn word(node: Node, reference: bool, atomic: bool, pointer: bool) -> Word {

@@ -5,6 +5,7 @@
 use crate::rewrite::calls;
 use crate::rewrite::device_code::{self, DeviceFunction, Locality, Precision, Program};
 use crate::rewrite::edits::{Edit, Slot};
+use crate::rewrite::libcuxx;
 use crate::rewrite::mask::Qualified;
 use crate::rewrite::parse;
 use crate::rewrite::piece_facts::{Exports, Imports};
@@ -304,26 +305,25 @@ fn libcuxx_names(caps: &Captures, text: &str) -> Vec<Edit> {
         let before = text[..start].trim_end();
         before.strip_suffix("::").map_or(start, str::len)
     };
-    let macro_for = |name: &str| match name.rsplit("::").next().unwrap_or(name).trim() {
-        "atomic_ref" => "WMFIX_ATOMIC_REF",
-        "atomic" => "WMFIX_ATOMIC",
+    let macro_for = |name: &str, std: bool| match (name, std) {
+        ("atomic_ref", false) => "WMFIX_ATOMIC_REF",
+        ("atomic", false) => "WMFIX_ATOMIC",
+        ("atomic_ref", true) => "WMFIX_STD_ATOMIC_REF",
+        ("atomic", true) => "WMFIX_STD_ATOMIC",
         _ => "WMFIX_ATOMIC_THREAD_FENCE",
     };
-    let with_args = caps.get(Capture::LibcuxxRef).iter().filter_map(|n| {
-        // `cuda::atomic_ref<T, S>`: the name up to the template's own name, not its arguments.
-        let name = n.child_by_field_name("name")?.child_by_field_name("name")?;
-        Some(Edit::replace(
-            from(n.start_byte())..name.end_byte(),
-            macro_for(&text[name.byte_range()]),
-        ))
-    });
-    let plain = caps.get(Capture::LibcuxxName).iter().map(|n| {
-        Edit::replace(
-            from(n.start_byte())..n.end_byte(),
-            macro_for(&text[n.byte_range()]),
-        )
-    });
-    with_args.chain(plain).collect()
+    let names = caps.get(Capture::LibcuxxRef).iter();
+    names
+        .chain(caps.get(Capture::LibcuxxName))
+        .filter_map(|n| {
+            // `cuda::atomic_ref<T, S>`: the name up to the template's own name, not its arguments.
+            let (name, std) = libcuxx::own_name(*n, text)?;
+            Some(Edit::replace(
+                from(n.start_byte())..name.end_byte(),
+                macro_for(&text[name.byte_range()], std),
+            ))
+        })
+        .collect()
 }
 
 /// Occurrences of the three built-ins as whole words in a macro body.

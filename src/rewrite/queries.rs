@@ -122,13 +122,14 @@ pub enum Capture {
     LibcuxxName,
     /// libcu++ atomics' operations (`rewrite/libcuxx.rs`): a call by an operation's name and its
     /// receiver (or pointer, for `->`), an expression an operator takes, a temporary
-    /// `cuda::atomic_ref<...>(x)`, declarations whose type may be an atomic, their pointer and
+    /// `cuda::atomic_ref<...>(x)` (and `auto` declarations that may hold one), declarations whose type may be an atomic, their pointer and
     /// array declarators, aliases, members that may be atomics, and every member's declarator.
     LibcuxxOp,
     LibcuxxReceiver,
     LibcuxxPointer,
     LibcuxxOperand,
     LibcuxxTemp,
+    LibcuxxAuto,
     LibcuxxTyped,
     LibcuxxIndirect,
     LibcuxxAlias,
@@ -165,7 +166,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 77] = [
+    pub const ALL: [Capture; 78] = [
         Capture::Access,
         Capture::AccessAsm,
         Capture::AccessAsmCode,
@@ -212,6 +213,7 @@ impl Capture {
         Capture::LibcuxxPointer,
         Capture::LibcuxxOperand,
         Capture::LibcuxxTemp,
+        Capture::LibcuxxAuto,
         Capture::LibcuxxTyped,
         Capture::LibcuxxIndirect,
         Capture::LibcuxxAlias,
@@ -312,6 +314,7 @@ impl Capture {
             Capture::LibcuxxPointer => "libcuxx.pointer",
             Capture::LibcuxxOperand => "libcuxx.operand",
             Capture::LibcuxxTemp => "libcuxx.temp",
+            Capture::LibcuxxAuto => "libcuxx.auto",
             Capture::LibcuxxTyped => "libcuxx.typed",
             Capture::LibcuxxIndirect => "libcuxx.indirect",
             Capture::LibcuxxAlias => "libcuxx.alias",

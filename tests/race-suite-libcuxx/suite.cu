@@ -5,6 +5,7 @@
 // part. Block 0 writes d then publishes; block 1 waits and reads d, or both take a lock.
 // scripts/race_suite.py checks race.json against these names. Written for wmfix.
 #include <cuda/atomic>
+#include <cuda/std/atomic>
 #include <cstdio>
 
 // Aliases at file scope name the types too (the rewriter renames them there as well).
@@ -216,6 +217,48 @@ __global__ void race_array_element_relaxed(int *d, int *f, int *out) {
   }
 }
 
+// ---- cuda::std's atomic and atomic_ref (system scope), references held by `auto`, its fences
+__device__ cuda::std::atomic<int> std_ready;
+__global__ void ok_std_atomic_release_acquire(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    std_ready.store(1, cuda::std::memory_order_release);
+  } else {
+    while (std_ready.load(cuda::std::memory_order_acquire) == 0) {
+    }
+    out[0] = d[0];
+    std_ready.store(0, cuda::std::memory_order_relaxed);  // for the next launch
+  }
+}
+__global__ void race_std_ref_relaxed(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    cuda::std::atomic_ref<int> sent(f[0]);
+    sent.store(1, cuda::std::memory_order_relaxed);
+  } else {
+    auto seen = cuda::std::atomic_ref<int>(f[0]);
+    while (seen.load(cuda::std::memory_order_relaxed) == 0) {
+    }
+    out[0] = d[0];
+  }
+}
+__global__ void ok_std_ref_relaxed_with_std_fences(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    cuda::std::atomic_thread_fence(cuda::std::memory_order_seq_cst);
+    cuda::std::atomic_ref<int>{f[0]}.store(1, cuda::std::memory_order_relaxed);
+  } else {
+    auto seen = cuda::atomic_ref<int, cuda::thread_scope_device>(f[0]);
+    while (seen.load(cuda::std::memory_order_relaxed) == 0) {
+    }
+    cuda::std::atomic_thread_fence(cuda::std::memory_order_seq_cst);
+    out[0] = d[0];
+  }
+}
+
 struct Case {
   const char *name;
   void (*k)(int *, int *, int *);
@@ -237,6 +280,9 @@ int main() {
       {"race_atomic_object_of_block_scope", race_atomic_object_of_block_scope},
       {"ok_member_release_acquire", ok_member_release_acquire},
       {"race_array_element_relaxed", race_array_element_relaxed},
+      {"ok_std_atomic_release_acquire", ok_std_atomic_release_acquire},
+      {"race_std_ref_relaxed", race_std_ref_relaxed},
+      {"ok_std_ref_relaxed_with_std_fences", ok_std_ref_relaxed_with_std_fences},
       {"ok_ref_counter", ok_ref_counter},  // last: main checks its counter
   };
   const size_t words = 64;
