@@ -221,59 +221,53 @@ struct traced : Base {
   }
 };
 
-template <class T, ::cuda::thread_scope S = ::cuda::thread_scope_system>
-struct atomic_ref : traced<atomic_ref<T, S>, ::cuda::atomic_ref<T, S>, T, S> {
-  typedef traced<atomic_ref<T, S>, ::cuda::atomic_ref<T, S>, T, S> ops;
-  __host__ __device__ explicit atomic_ref(T& r) : ops(r), at_(&r) {}
-  using ops::operator=;
+// A reference's wrapper (the word is the one it was bound to), and an atomic object's (the word
+// is the object itself).
+template <class D, class Base, class T, ::cuda::thread_scope S>
+struct bound : traced<D, Base, T, S> {
+  __host__ __device__ explicit bound(T& r) : traced<D, Base, T, S>(r), at_(&r) {}
+  using traced<D, Base, T, S>::operator=;
   __host__ __device__ const volatile void* at() const { return at_; }
   __host__ __device__ T* word() const { return at_; }
 
  private:
   T* at_;
 };
+template <class D, class Base, class T, ::cuda::thread_scope S>
+struct object : traced<D, Base, T, S> {
+  using traced<D, Base, T, S>::traced;
+  object() = default;
+  using traced<D, Base, T, S>::operator=;
+  __host__ __device__ const volatile void* at() const { return this; }
+};
 
-// An atomic object: the word is the object itself.
 template <class T, ::cuda::thread_scope S = ::cuda::thread_scope_system>
-struct atomic : traced<atomic<T, S>, ::cuda::atomic<T, S>, T, S> {
-  typedef traced<atomic<T, S>, ::cuda::atomic<T, S>, T, S> ops;
-  using ops::ops;
-  atomic() = default;
-  using ops::operator=;
-  __host__ __device__ const volatile void* at() const { return this; }
+struct atomic_ref : bound<atomic_ref<T, S>, ::cuda::atomic_ref<T, S>, T, S> {
+  __host__ __device__ explicit atomic_ref(T& r) : atomic_ref::bound(r) {}
+  using atomic_ref::bound::operator=;
 };
-
-// cuda::std's atomic_ref and atomic: system scope.
+template <class T, ::cuda::thread_scope S = ::cuda::thread_scope_system>
+struct atomic : object<atomic<T, S>, ::cuda::atomic<T, S>, T, S> {
+  using atomic::object::object;
+  using atomic::object::operator=;
+};
+// cuda::std's: system scope.
 template <class T>
-struct std_atomic_ref
-    : traced<std_atomic_ref<T>, ::cuda::std::atomic_ref<T>, T, ::cuda::thread_scope_system> {
-  typedef traced<std_atomic_ref<T>, ::cuda::std::atomic_ref<T>, T, ::cuda::thread_scope_system> ops;
-  __host__ __device__ explicit std_atomic_ref(T& r) : ops(r), at_(&r) {}
-  using ops::operator=;
-  __host__ __device__ const volatile void* at() const { return at_; }
-  __host__ __device__ T* word() const { return at_; }
-
- private:
-  T* at_;
+struct std_atomic_ref : bound<std_atomic_ref<T>, ::cuda::std::atomic_ref<T>, T, ::cuda::thread_scope_system> {
+  __host__ __device__ explicit std_atomic_ref(T& r) : std_atomic_ref::bound(r) {}
+  using std_atomic_ref::bound::operator=;
 };
 template <class T>
-struct std_atomic : traced<std_atomic<T>, ::cuda::std::atomic<T>, T, ::cuda::thread_scope_system> {
-  typedef traced<std_atomic<T>, ::cuda::std::atomic<T>, T, ::cuda::thread_scope_system> ops;
-  using ops::ops;
-  std_atomic() = default;
-  using ops::operator=;
-  __host__ __device__ const volatile void* at() const { return this; }
+struct std_atomic : object<std_atomic<T>, ::cuda::std::atomic<T>, T, ::cuda::thread_scope_system> {
+  using std_atomic::object::object;
+  using std_atomic::object::operator=;
 };
 }  // namespace wmfix_libcuxx
 namespace wmfix {
 namespace {
-// WMFIX_ATOMIC_WORD of a traced atomic_ref: the word it refers to (wmfix.cuh's is null).
-template <class T, ::cuda::thread_scope S>
-__host__ __device__ __forceinline__ T* atomic_word(const ::wmfix_libcuxx::atomic_ref<T, S>& r) {
-  return r.word();
-}
-template <class T>
-__host__ __device__ __forceinline__ T* atomic_word(const ::wmfix_libcuxx::std_atomic_ref<T>& r) {
+// WMFIX_ATOMIC_WORD of a traced reference: the word it refers to (wmfix.cuh's is null).
+template <class D, class Base, class T, ::cuda::thread_scope S>
+__host__ __device__ __forceinline__ T* atomic_word(const ::wmfix_libcuxx::bound<D, Base, T, S>& r) {
   return r.word();
 }
 }  // namespace
