@@ -11,7 +11,8 @@
 //! it takes a process (`warm::Pool`), so a GPU has as many processes as runs at a time.
 //! A rate is a request's (its fences and testing environment: a fence-less run may end at its
 //! first error, a fenced one run to the end), so limits are compared only on runs of one
-//! request; runs of another start a window of their own at the limit reached.
+//! request; runs of another start a window of their own at the limit reached, and the gate
+//! settles for one request at a time (a reduction's long stability check is measured anew).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +30,8 @@ const WINDOW_PER_RUN: usize = 4;
 pub struct Gate {
     limit: usize,
     busy: usize,
-    settled: bool,
+    /// The request whose best limit the gate holds, measured no more.
+    settled: Option<String>,
     /// The current window: runs, the sum of their times, the sum of the runs in flight as each
     /// began.
     runs: usize,
@@ -47,7 +49,7 @@ impl Default for Gate {
         Gate {
             limit: 1,
             busy: 0,
-            settled: false,
+            settled: None,
             runs: 0,
             seconds: 0.0,
             in_flight: 0,
@@ -63,18 +65,19 @@ impl Gate {
     }
 
     pub fn settled(&self) -> bool {
-        self.settled
+        self.settled.is_some()
     }
 
     /// A measured run of `request`: `in_flight` runs (itself included) were in flight when it
     /// began, and it took `seconds`. Moves the limit at the end of a window.
     pub fn record(&mut self, request: &str, in_flight: usize, seconds: f64) {
-        if self.settled {
+        if self.settled.as_deref() == Some(request) {
             return;
         }
         if self.request.as_deref() != Some(request) {
             self.restart_window();
             self.request = Some(request.to_string());
+            self.settled = None;
         }
         self.runs += 1;
         self.seconds += seconds;
@@ -99,7 +102,7 @@ impl Gate {
         if rate > best * GAIN && filled {
             self.limit *= 2;
         } else {
-            self.settled = true;
+            self.settled = Some(request.to_string());
             let best = self.tried.iter().filter(mine).fold(None, |a, t| match a {
                 Some((_, r)) if r >= t.1 => a,
                 _ => Some((t.0, t.1)),
@@ -191,7 +194,7 @@ impl Pace {
                     .iter()
                     .map(|(l, r, f, _)| format!("{l}: {r:.0}/s ({f:.1} in flight)"))
                     .collect();
-                let state = if g.settled { "" } else { ", still measuring" };
+                let state = if g.settled() { "" } else { ", still measuring" };
                 format!(
                     "{name}: {} at a time{state} (runs a second by runs at a time: {})",
                     g.limit,
@@ -306,6 +309,44 @@ mod tests {
         assert_eq!(g.limit(), 8, "{:?}", g.tried);
         let of_one: Vec<usize> = g.tried.iter().filter(|t| t.3 == "1").map(|t| t.0).collect();
         assert_eq!(of_one, [2, 4, 8, 16]);
+    }
+
+    #[test]
+    fn a_long_request_after_the_gate_settled_on_another_is_measured_anew() {
+        // Fence-less runs that end at their first error settled at two; then a stability
+        // check's fenced runs, side by side up to 8 at a time.
+        let none = |l: usize| if l <= 2 { 0.01 } else { 0.0075 * l as f64 };
+        let mut g = Gate::default();
+        for _ in 0..1000 {
+            if g.settled() {
+                break;
+            }
+            let l = g.limit();
+            g.record("none", l, none(l));
+        }
+        assert_eq!(g.limit(), 2, "{:?}", g.tried);
+        let one = |l: usize| 0.5 * (l as f64 / 8.0).max(1.0);
+        g.record("1", 2, one(2));
+        assert!(!g.settled());
+        for _ in 0..1000 {
+            if g.settled() {
+                break;
+            }
+            let l = g.limit();
+            g.record("1", l, one(l));
+        }
+        assert!(g.settled());
+        assert_eq!(g.limit(), 8, "{:?}", g.tried);
+        // Back to the first request: its own best again.
+        g.record("none", 8, none(8));
+        for _ in 0..1000 {
+            if g.settled() {
+                break;
+            }
+            let l = g.limit();
+            g.record("none", l, none(l));
+        }
+        assert_eq!(g.limit(), 2, "{:?}", g.tried);
     }
 
     #[test]
