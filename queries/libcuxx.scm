@@ -36,6 +36,10 @@
   argument: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
 (condition_clause
   value: [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.operand)
+; A call's argument (`peek(a[0])`): an atomic there is bound to a reference parameter (or loaded
+; by its conversion), never read as plain memory.
+(argument_list
+  [(identifier) (subscript_expression) (pointer_expression) (field_expression)] @libcuxx.argument)
 
 ; Declarations whose type may be one (the `type` field: a qualified name libcu++'s names are,
 ; thread_ids.scm's @libcuxx.ref/@libcuxx.name, or an alias's name), and the aliases themselves.

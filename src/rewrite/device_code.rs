@@ -575,16 +575,16 @@ pub fn accesses<'t, 's>(
     let is_local = |base: &Node| local.is_local(base);
     let mut not_access = caps.ids(Capture::NotAccess);
     // An element or member an operation is called on (`a[i]` of `a[i].load()`) is the
-    // operation's word, not a plain access.
+    // operation's word, not a plain access; nor is what libcu++ binds or is passed.
     let libcuxx::Found {
         ops: lib_ops,
-        bound,
+        unread,
     } = libcuxx::ops(caps, text, scopes);
     not_access.extend(
         lib_ops
             .iter()
             .flat_map(|op| op.not_accesses(text))
-            .chain(bound)
+            .chain(unread)
             .map(|n| n.id()),
     );
     let stores = caps.ids(Capture::Store);

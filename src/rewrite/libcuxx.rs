@@ -9,6 +9,7 @@
 //! declared in the same text, an element of a pointer or array of atomic objects (`a[i]`, `*p`,
 //! `p->load()`), or a member declared as an atomic object in the text (`q->head`, `s.count`)
 //! where no member of that name has another type, or an `auto` variable holding a temporary.
+//! What a named atomic_ref binds, and an atomic passed to a call, are no plain access.
 //! cuda::std's `atomic_ref<T>` and `atomic<T>` are the same at system scope. Not seen: aliases,
 //! members or `__device__` atomics declared in a header or another piece of a big file.
 
@@ -269,13 +270,15 @@ pub fn objects(caps: &Captures, text: &str) -> HashSet<usize> {
     objects.map(|(at, _)| at).collect()
 }
 
-/// The libcu++ atomics of a text: their operations, and what the atomic_refs it declares bind.
+/// The libcu++ atomics of a text: their operations, and the expressions that are no plain
+/// access though they name memory.
 #[derive(Default)]
 pub struct Found<'t> {
     pub ops: Vec<Op<'t>>,
-    /// The arguments of atomic_refs declared by name (`cuda::atomic_ref<int, S> r(a[i])`,
-    /// `r{a[i]}`): a reference bound, no access.
-    pub bound: Vec<Node<'t>>,
+    /// What atomic_refs declared by name bind (`cuda::atomic_ref<int, S> r(a[i])`, `r{a[i]}`),
+    /// and atomics passed to a call (`peek(a[0])`: bound to a reference parameter, or loaded by
+    /// the atomic's own conversion).
+    pub unread: Vec<Node<'t>>,
 }
 
 /// Every operation of a libcu++ atomic in the text (device code or not: the caller keeps those
@@ -285,7 +288,7 @@ pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Found<'t> {
         return Found::default(); // no libcu++ atomic named here
     };
     let declared = declared(caps, text, &types);
-    let bound = bound(caps, text, &types);
+    let mut unread = bound(caps, text, &types);
     let bindings = bindings(caps, text, scopes, &declared);
     let members = atomic_members(caps, text, &types);
     let mut temps: IdMap<Node> = IdMap::default();
@@ -332,7 +335,13 @@ pub fn ops<'t>(caps: &Captures<'t>, text: &str, scopes: &Scopes) -> Found<'t> {
     let ops = by_call
         .chain(operands.filter_map(|n| receiver(*n, *n, false)))
         .collect();
-    Found { ops, bound }
+    let passed = caps.get(Capture::LibcuxxArgument).iter();
+    unread.extend(passed.filter(|n| {
+        seen.named(**n, **n)
+            .or_else(|| seen.element(**n, **n))
+            .is_some()
+    }));
+    Found { ops, unread }
 }
 
 /// The arguments atomic_refs declared with a libcu++ type bind (`r(a[i])`, `r{a[i]}`).

@@ -128,6 +128,7 @@ pub enum Capture {
     LibcuxxReceiver,
     LibcuxxPointer,
     LibcuxxOperand,
+    LibcuxxArgument,
     LibcuxxTemp,
     LibcuxxAuto,
     LibcuxxTyped,
@@ -166,7 +167,7 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub const ALL: [Capture; 78] = [
+    pub const ALL: [Capture; 79] = [
         Capture::Access,
         Capture::AccessAsm,
         Capture::AccessAsmCode,
@@ -212,6 +213,7 @@ impl Capture {
         Capture::LibcuxxReceiver,
         Capture::LibcuxxPointer,
         Capture::LibcuxxOperand,
+        Capture::LibcuxxArgument,
         Capture::LibcuxxTemp,
         Capture::LibcuxxAuto,
         Capture::LibcuxxTyped,
@@ -313,6 +315,7 @@ impl Capture {
             Capture::LibcuxxReceiver => "libcuxx.receiver",
             Capture::LibcuxxPointer => "libcuxx.pointer",
             Capture::LibcuxxOperand => "libcuxx.operand",
+            Capture::LibcuxxArgument => "libcuxx.argument",
             Capture::LibcuxxTemp => "libcuxx.temp",
             Capture::LibcuxxAuto => "libcuxx.auto",
             Capture::LibcuxxTyped => "libcuxx.typed",

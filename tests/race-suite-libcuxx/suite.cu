@@ -258,6 +258,21 @@ __global__ void ok_std_ref_relaxed_with_std_fences(int *d, int *f, int *out) {
     out[0] = d[0];
   }
 }
+// An atomic passed to a function by reference is no read at the call (its loads are the callee's).
+__device__ int peek(const cuda::std::atomic<int> &a) { return a.load(cuda::std::memory_order_acquire); }
+__device__ cuda::std::atomic<int> std_flags[2];
+__global__ void ok_std_atomic_passed_by_reference(int *d, int *f, int *out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    d[0] = 1;
+    std_flags[1].store(1, cuda::std::memory_order_release);
+  } else {
+    while (peek(std_flags[1]) == 0) {
+    }
+    out[0] = d[0];
+    std_flags[1].store(0, cuda::std::memory_order_relaxed);  // for the next launch
+  }
+}
 
 struct Case {
   const char *name;
@@ -283,6 +298,7 @@ int main() {
       {"ok_std_atomic_release_acquire", ok_std_atomic_release_acquire},
       {"race_std_ref_relaxed", race_std_ref_relaxed},
       {"ok_std_ref_relaxed_with_std_fences", ok_std_ref_relaxed_with_std_fences},
+      {"ok_std_atomic_passed_by_reference", ok_std_atomic_passed_by_reference},
       {"ok_ref_counter", ok_ref_counter},  // last: main checks its counter
   };
   const size_t words = 64;
