@@ -257,15 +257,21 @@ mod tests {
     /// filled, until it settles; its limit.
     fn settle(seconds: impl Fn(usize) -> f64) -> Gate {
         let mut g = Gate::default();
+        settle_on(&mut g, "r", seconds);
+        g
+    }
+
+    /// Feeds `g` runs of `request` as `settle` does, from where it stands.
+    fn settle_on(g: &mut Gate, request: &str, seconds: impl Fn(usize) -> f64) {
+        g.record(request, g.limit(), seconds(g.limit()));
         for _ in 0..1000 {
             if g.settled() {
                 break;
             }
             let l = g.limit();
-            g.record("r", l, seconds(l));
+            g.record(request, l, seconds(l));
         }
         assert!(g.settled(), "{g:?}");
-        g
     }
 
     #[test]
@@ -317,35 +323,12 @@ mod tests {
         // check's fenced runs, side by side up to 8 at a time.
         let none = |l: usize| if l <= 2 { 0.01 } else { 0.0075 * l as f64 };
         let mut g = Gate::default();
-        for _ in 0..1000 {
-            if g.settled() {
-                break;
-            }
-            let l = g.limit();
-            g.record("none", l, none(l));
-        }
+        settle_on(&mut g, "none", none);
         assert_eq!(g.limit(), 2, "{:?}", g.tried);
-        let one = |l: usize| 0.5 * (l as f64 / 8.0).max(1.0);
-        g.record("1", 2, one(2));
-        assert!(!g.settled());
-        for _ in 0..1000 {
-            if g.settled() {
-                break;
-            }
-            let l = g.limit();
-            g.record("1", l, one(l));
-        }
-        assert!(g.settled());
+        settle_on(&mut g, "1", |l| 0.5 * (l as f64 / 8.0).max(1.0));
         assert_eq!(g.limit(), 8, "{:?}", g.tried);
         // Back to the first request: its own best again.
-        g.record("none", 8, none(8));
-        for _ in 0..1000 {
-            if g.settled() {
-                break;
-            }
-            let l = g.limit();
-            g.record("none", l, none(l));
-        }
+        settle_on(&mut g, "none", none);
         assert_eq!(g.limit(), 2, "{:?}", g.tried);
     }
 
